@@ -1,0 +1,260 @@
+//===- Graph.cpp ------------------------------------------------------------===//
+#include "ir/Graph.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace ampc {
+
+llvm::StringRef roleName(NodeRole r) {
+  switch (r) {
+  case NodeRole::Forward:
+    return "forward";
+  case NodeRole::Loss:
+    return "loss";
+  case NodeRole::Backward:
+    return "backward";
+  case NodeRole::Optimizer:
+    return "optimizer";
+  case NodeRole::LossScale:
+    return "loss_scale";
+  }
+  return "forward";
+}
+
+std::optional<NodeRole> parseRole(llvm::StringRef s) {
+  for (NodeRole r : {NodeRole::Forward, NodeRole::Loss, NodeRole::Backward, NodeRole::Optimizer,
+                     NodeRole::LossScale})
+    if (roleName(r) == s)
+      return r;
+  return std::nullopt;
+}
+
+llvm::StringRef stateKindKeyword(StateKind k) {
+  switch (k) {
+  case StateKind::Parameter:
+    return "param";
+  case StateKind::Buffer:
+    return "buffer";
+  case StateKind::OptimizerState:
+    return "optstate";
+  case StateKind::MasterWeight:
+    return "master";
+  case StateKind::ScalerState:
+    return "scaler";
+  }
+  return "param";
+}
+
+std::optional<StateKind> parseStateKind(llvm::StringRef s) {
+  for (StateKind k : {StateKind::Parameter, StateKind::Buffer, StateKind::OptimizerState,
+                      StateKind::MasterWeight, StateKind::ScalerState})
+    if (stateKindKeyword(k) == s)
+      return k;
+  return std::nullopt;
+}
+
+llvm::StringRef precisionOverrideName(PrecisionOverride p) {
+  switch (p) {
+  case PrecisionOverride::None:
+    return "none";
+  case PrecisionOverride::Fp32:
+    return "fp32";
+  case PrecisionOverride::Half:
+    return "half";
+  }
+  return "none";
+}
+
+std::string InitSpec::str() const {
+  switch (kind) {
+  case Kind::None:
+    return "none";
+  case Kind::Zeros:
+    return "zeros";
+  case Kind::Ones:
+    return "ones";
+  case Kind::Constant:
+    return "constant(" + formatDouble(a) + ")";
+  case Kind::Uniform:
+    return "uniform(" + formatDouble(a) + ", " + formatDouble(b) + ")";
+  case Kind::Normal:
+    return "normal(" + formatDouble(a) + ", " + formatDouble(b) + ")";
+  case Kind::File:
+    return "file(" + Attribute(path).str() + ")";
+  }
+  return "none";
+}
+
+//===----------------------------------------------------------------------===//
+// Value
+//===----------------------------------------------------------------------===//
+
+const Location &Value::loc() const { return def_ ? def_->loc() : loc_; }
+
+void Value::removeUse(Node *user, unsigned operandIndex) {
+  auto it = std::find_if(uses_.begin(), uses_.end(), [&](const Use &u) {
+    return u.user == user && u.operandIndex == operandIndex;
+  });
+  assert(it != uses_.end() && "use list out of sync with operands");
+  uses_.erase(it);
+}
+
+void Value::replaceAllUsesWith(Value *other) {
+  assert(other != this && "replacing a value with itself");
+  // setOperand edits uses_, so walk a copy.
+  std::vector<Use> uses = uses_;
+  for (const Use &u : uses)
+    u.user->setOperand(u.operandIndex, other);
+}
+
+//===----------------------------------------------------------------------===//
+// Node
+//===----------------------------------------------------------------------===//
+
+Node::~Node() {
+  for (unsigned i = 0; i < operands_.size(); ++i)
+    if (operands_[i])
+      operands_[i]->removeUse(this, i);
+  if (graph_)
+    for (auto &r : results_)
+      graph_->forgetName(r->name());
+}
+
+void Node::setOperand(unsigned i, Value *v) {
+  assert(i < operands_.size() && "operand index out of range");
+  if (operands_[i])
+    operands_[i]->removeUse(this, i);
+  operands_[i] = v;
+  if (v)
+    v->uses_.push_back({this, i});
+}
+
+llvm::SmallVector<Value *, 2> Node::results() const {
+  llvm::SmallVector<Value *, 2> out;
+  for (auto &r : results_)
+    out.push_back(r.get());
+  return out;
+}
+
+const Attribute *Node::findAttr(llvm::StringRef n) const {
+  auto it = attrs_.find(n);
+  return it == attrs_.end() ? nullptr : &it->second;
+}
+
+const Attribute &Node::attr(llvm::StringRef n) const {
+  if (const Attribute *a = findAttr(n))
+    return *a;
+  const AttrSpec *spec = op_->findAttr(n);
+  assert(spec && spec->defaultValue && "attribute neither set nor defaulted");
+  return *spec->defaultValue;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+Graph::~Graph() {
+  // Drop operands first so destroying nodes in any order never touches a
+  // value that is already gone.
+  for (Node &n : nodes_)
+    for (unsigned i = 0; i < n.operands_.size(); ++i)
+      n.setOperand(i, nullptr);
+  for (Node &n : nodes_)
+    n.graph_ = nullptr;
+  nodes_.clear();
+}
+
+Value *Graph::registerValue(std::unique_ptr<Value> v) {
+  Value *raw = v.get();
+  assert(isNameFree(raw->name()) && "value name already used");
+  names_[raw->name()] = raw;
+  declared_.push_back(std::move(v));
+  return raw;
+}
+
+Value *Graph::addInput(llvm::StringRef name, TensorType type, Location loc) {
+  auto v = std::unique_ptr<Value>(new Value(ValueKind::Input, std::move(type), name.str(), nextId_++));
+  v->loc_ = std::move(loc);
+  Value *raw = registerValue(std::move(v));
+  inputs_.push_back(raw);
+  return raw;
+}
+
+Value *Graph::addState(llvm::StringRef name, TensorType type, StateKind kind, InitSpec init,
+                       Location loc) {
+  auto v = std::unique_ptr<Value>(new Value(ValueKind::State, std::move(type), name.str(), nextId_++));
+  v->stateKind_ = kind;
+  v->init_ = std::move(init);
+  v->loc_ = std::move(loc);
+  Value *raw = registerValue(std::move(v));
+  state_.push_back(raw);
+  return raw;
+}
+
+std::vector<Value *> Graph::state(StateKind k) const {
+  std::vector<Value *> out;
+  for (Value *v : state_)
+    if (v->stateKind() == k)
+      out.push_back(v);
+  return out;
+}
+
+std::string Graph::freshName() {
+  while (true) {
+    std::string n = std::to_string(nextFreshName_++);
+    if (isNameFree(n))
+      return n;
+  }
+}
+
+std::string Graph::uniqueName(llvm::StringRef base) const {
+  if (isNameFree(base))
+    return base.str();
+  for (unsigned i = 1;; ++i) {
+    std::string n = (base + "_" + llvm::Twine(i)).str();
+    if (isNameFree(n))
+      return n;
+  }
+}
+
+Value *Graph::lookup(llvm::StringRef name) const {
+  auto it = names_.find(name);
+  return it == names_.end() ? nullptr : it->second;
+}
+
+Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, AttrMap attrs,
+                        llvm::ArrayRef<TensorType> resultTypes,
+                        llvm::ArrayRef<std::string> names, Location loc, Node *before) {
+  assert((names.empty() || names.size() == resultTypes.size()) && "one name per result");
+  Node *n = new Node(this, &op, nextId_++);
+  n->operands_.resize(operands.size(), nullptr);
+  for (unsigned i = 0; i < operands.size(); ++i)
+    n->setOperand(i, operands[i]);
+  n->attrs_ = std::move(attrs);
+  n->loc_ = std::move(loc);
+  for (unsigned i = 0; i < resultTypes.size(); ++i) {
+    std::string name = names.empty() || names[i].empty() ? freshName() : names[i];
+    auto v = std::unique_ptr<Value>(new Value(ValueKind::Result, resultTypes[i], name, nextId_++));
+    v->def_ = n;
+    v->resultIndex_ = i;
+    assert(isNameFree(v->name()) && "value name already used");
+    names_[v->name()] = v.get();
+    n->results_.push_back(std::move(v));
+  }
+  if (before)
+    nodes_.insert(before->getIterator(), n);
+  else
+    nodes_.push_back(n);
+  return n;
+}
+
+void Graph::eraseNode(Node *n) {
+  for (auto &r : n->results_) {
+    (void)r;
+    assert(!r->hasUses() && "erasing a node whose results are still used");
+  }
+  nodes_.erase(n->getIterator());
+}
+
+} // namespace ampc

@@ -1,0 +1,266 @@
+//===- Graph.h - SSA graph: values, nodes, state ---------------------------===//
+//
+// A Graph is a list of Nodes in a valid execution order. Every Value has one
+// producer: a graph input, a state tensor (parameters, buffers, optimizer
+// moments, master weights, loss-scaler state), or a node result. Values keep
+// their use lists. State is first-class: "what a checkpoint must hold" is
+// Graph::state(). A state tensor's new value after a step is recorded as a
+// StateUpdate (e.g. batchnorm running statistics, optimizer writes).
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_IR_GRAPH_H
+#define AMPC_IR_GRAPH_H
+
+#include "ir/Attribute.h"
+#include "ir/Location.h"
+#include "ir/OpRegistry.h"
+#include "ir/TensorType.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/ilist.h"
+#include "llvm/ADT/ilist_node.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampc {
+
+class Graph;
+class Node;
+
+/// What a node is part of in a training step.
+enum class NodeRole : uint8_t { Forward, Loss, Backward, Optimizer, LossScale };
+llvm::StringRef roleName(NodeRole r);
+std::optional<NodeRole> parseRole(llvm::StringRef s);
+
+/// What a state tensor holds (what a checkpoint must save).
+enum class StateKind : uint8_t { Parameter, Buffer, OptimizerState, MasterWeight, ScalerState };
+/// Textual IR keywords: param, buffer, optstate, master, scaler.
+llvm::StringRef stateKindKeyword(StateKind k);
+std::optional<StateKind> parseStateKind(llvm::StringRef s);
+
+/// A per-node precision request from the user (a layer's `precision:` key).
+enum class PrecisionOverride : uint8_t { None, Fp32, Half };
+llvm::StringRef precisionOverrideName(PrecisionOverride p);
+
+/// How a state tensor gets its first value.
+struct InitSpec {
+  enum class Kind : uint8_t { None, Zeros, Ones, Constant, Uniform, Normal, File };
+  Kind kind = Kind::None;
+  double a = 0; ///< Constant: value; Uniform: low; Normal: mean
+  double b = 0; ///< Uniform: high; Normal: std
+  std::string path; ///< File: an .npy file
+  /// "zeros", "uniform(-0.1, 0.1)", "normal(0.0, 1.0)", "file(\"w.npy\")".
+  std::string str() const;
+  friend bool operator==(const InitSpec &x, const InitSpec &y) {
+    return x.kind == y.kind && x.a == y.a && x.b == y.b && x.path == y.path;
+  }
+};
+
+enum class ValueKind : uint8_t { Input, State, Result };
+
+struct Use {
+  Node *user;
+  unsigned operandIndex;
+};
+
+class Value {
+public:
+  ValueKind kind() const { return kind_; }
+  bool isInput() const { return kind_ == ValueKind::Input; }
+  bool isState() const { return kind_ == ValueKind::State; }
+  bool isResult() const { return kind_ == ValueKind::Result; }
+
+  const TensorType &type() const { return type_; }
+  DType dtype() const { return type_.dtype(); }
+  void setType(TensorType t) { type_ = std::move(t); }
+
+  /// Unique within the graph; the textual IR prints it as %name.
+  llvm::StringRef name() const { return name_; }
+
+  /// The producing node and result index (results only).
+  Node *definingNode() const { return def_; }
+  unsigned resultIndex() const { return resultIndex_; }
+
+  llvm::ArrayRef<Use> uses() const { return uses_; }
+  bool hasUses() const { return !uses_.empty(); }
+  /// Point every use of this value at `other` instead.
+  void replaceAllUsesWith(Value *other);
+
+  // State tensors only.
+  StateKind stateKind() const { return stateKind_; }
+  const InitSpec &init() const { return init_; }
+  void setInit(InitSpec s) { init_ = std::move(s); }
+  /// False for frozen parameters (no gradient, no optimizer state).
+  bool trainable() const { return trainable_; }
+  void setTrainable(bool t) { trainable_ = t; }
+
+  /// Inputs and state: where they were declared. Results: their node's location.
+  const Location &loc() const;
+
+  /// Creation order; stable, so sorting by it is deterministic.
+  uint64_t id() const { return id_; }
+
+private:
+  friend class Graph;
+  friend class Node;
+  Value(ValueKind k, TensorType t, std::string name, uint64_t id)
+      : kind_(k), type_(std::move(t)), name_(std::move(name)), id_(id) {}
+  void removeUse(Node *user, unsigned operandIndex);
+
+  ValueKind kind_;
+  TensorType type_;
+  std::string name_;
+  uint64_t id_;
+  std::vector<Use> uses_;
+  Node *def_ = nullptr;
+  unsigned resultIndex_ = 0;
+  StateKind stateKind_ = StateKind::Parameter;
+  InitSpec init_;
+  bool trainable_ = true;
+  Location loc_;
+};
+
+class Node : public llvm::ilist_node<Node> {
+public:
+  ~Node();
+  Node(const Node &) = delete;
+  Node &operator=(const Node &) = delete;
+
+  const OpInfo &op() const { return *op_; }
+  OpKind kind() const { return op_->kind; }
+  llvm::StringRef opName() const { return op_->name; }
+
+  llvm::ArrayRef<Value *> operands() const { return operands_; }
+  Value *operand(unsigned i) const { return operands_[i]; }
+  unsigned numOperands() const { return operands_.size(); }
+  void setOperand(unsigned i, Value *v);
+
+  unsigned numResults() const { return results_.size(); }
+  Value *result(unsigned i = 0) const { return results_[i].get(); }
+  llvm::SmallVector<Value *, 2> results() const;
+
+  const AttrMap &attrs() const { return attrs_; }
+  const Attribute *findAttr(llvm::StringRef n) const;
+  /// Attribute value or the op's default. Asserts the op declares it.
+  const Attribute &attr(llvm::StringRef n) const;
+  void setAttr(llvm::StringRef n, Attribute a) { attrs_[n.str()] = std::move(a); }
+
+  const Location &loc() const { return loc_; }
+  void setLoc(Location l) { loc_ = std::move(l); }
+  NodeRole role() const { return role_; }
+  void setRole(NodeRole r) { role_ = r; }
+  PrecisionOverride precisionOverride() const { return precision_; }
+  void setPrecisionOverride(PrecisionOverride p) { precision_ = p; }
+
+  Graph *graph() const { return graph_; }
+  uint64_t id() const { return id_; }
+
+private:
+  friend class Graph;
+  Node(Graph *g, const OpInfo *op, uint64_t id) : graph_(g), op_(op), id_(id) {}
+
+  Graph *graph_;
+  const OpInfo *op_;
+  uint64_t id_;
+  llvm::SmallVector<Value *, 4> operands_;
+  llvm::SmallVector<std::unique_ptr<Value>, 1> results_;
+  AttrMap attrs_;
+  Location loc_;
+  NodeRole role_ = NodeRole::Forward;
+  PrecisionOverride precision_ = PrecisionOverride::None;
+};
+
+/// After a step, `state` holds the value of `newValue`.
+struct StateUpdate {
+  Value *state;
+  Value *newValue;
+};
+
+class Graph {
+public:
+  using NodeList = llvm::iplist<Node>;
+
+  explicit Graph(std::string name = "main") : name_(std::move(name)) {}
+  ~Graph();
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  const std::string &name() const { return name_; }
+  void setName(std::string n) { name_ = std::move(n); }
+
+  // --- Declarations ------------------------------------------------------
+  /// A graph input (data fed each step). The name must be free (see isNameFree).
+  Value *addInput(llvm::StringRef name, TensorType type, Location loc = {});
+  Value *addState(llvm::StringRef name, TensorType type, StateKind kind, InitSpec init = {},
+                  Location loc = {});
+
+  // --- Nodes --------------------------------------------------------------
+  /// Creates a node with the given result types and names (empty name: a
+  /// fresh numeric one) and inserts it before `before` (end by default).
+  /// Does no checking: use buildNode (ir/Builder.h) to infer and validate.
+  Node *createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, AttrMap attrs,
+                   llvm::ArrayRef<TensorType> resultTypes, llvm::ArrayRef<std::string> names,
+                   Location loc, Node *before = nullptr);
+  /// Removes a node whose results have no uses.
+  void eraseNode(Node *n);
+
+  NodeList &nodes() { return nodes_; }
+  const NodeList &nodes() const { return nodes_; }
+  size_t numNodes() const { return nodes_.size(); }
+
+  // --- Values -------------------------------------------------------------
+  llvm::ArrayRef<Value *> inputs() const { return inputs_; }
+  /// Every state tensor, in declaration order.
+  llvm::ArrayRef<Value *> state() const { return state_; }
+  /// State tensors of one kind, in declaration order.
+  std::vector<Value *> state(StateKind k) const;
+
+  llvm::ArrayRef<Value *> outputs() const { return outputs_; }
+  void addOutput(Value *v) { outputs_.push_back(v); }
+  void setOutputs(std::vector<Value *> v) { outputs_ = std::move(v); }
+
+  llvm::ArrayRef<StateUpdate> stateUpdates() const { return updates_; }
+  void addStateUpdate(Value *state, Value *newValue) { updates_.push_back({state, newValue}); }
+  void setStateUpdates(std::vector<StateUpdate> u) { updates_ = std::move(u); }
+
+  Value *lookup(llvm::StringRef name) const;
+  bool isNameFree(llvm::StringRef name) const { return !names_.count(name); }
+  /// `base` if free, else base_1, base_2, ...
+  std::string uniqueName(llvm::StringRef base) const;
+
+  /// Graph-level metadata that is not ops (model name, batch, loss kind,
+  /// optimizer and training settings), printed in the textual IR's meta block.
+  AttrMap &meta() { return meta_; }
+  const AttrMap &meta() const { return meta_; }
+
+  /// Fresh numeric value name (used for unnamed results).
+  std::string freshName();
+
+private:
+  Value *registerValue(std::unique_ptr<Value> v);
+
+  std::string name_;
+  NodeList nodes_;
+  std::vector<std::unique_ptr<Value>> declared_; // inputs and state (owned)
+  std::vector<Value *> inputs_;
+  std::vector<Value *> state_;
+  std::vector<Value *> outputs_;
+  std::vector<StateUpdate> updates_;
+  llvm::StringMap<Value *> names_;
+  AttrMap meta_;
+  uint64_t nextId_ = 0;
+  uint64_t nextFreshName_ = 0;
+
+  friend class Node;
+  void forgetName(llvm::StringRef n) { names_.erase(n); }
+};
+
+} // namespace ampc
+
+#endif

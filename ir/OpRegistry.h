@@ -1,0 +1,185 @@
+//===- OpRegistry.h - The single source of truth about ops -----------------===//
+//
+// One OpInfo per op: operands, attributes with types and defaults, shape/dtype
+// inference, precision category, and slots for the gradient rule, cost and
+// kernels that later layers fill. Passes ask the registry; they never switch
+// over op names.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_IR_OPREGISTRY_H
+#define AMPC_IR_OPREGISTRY_H
+
+#include "ir/Attribute.h"
+#include "ir/TensorType.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampc {
+
+enum class OpKind : uint16_t {
+#define AMPC_OP(Id, Name, Category) Id,
+#include "ir/Ops.def"
+  /// An op registered at run time by a host program.
+  Custom,
+};
+
+/// How mixed precision treats an op (DESIGN.md, "Precision categories").
+enum class PrecisionCategory : uint8_t {
+  Half,    ///< worth running in f16/bf16
+  Fp32,    ///< needs fp32 range or accuracy
+  Promote, ///< mixed inputs are cast to the widest
+  Follow,  ///< runs in whatever dtype it is fed
+  Banned,  ///< unsafe in half: an error under O1 unless overridden
+};
+llvm::StringRef categoryName(PrecisionCategory c);
+
+struct OperandSpec {
+  std::string name;
+  bool optional = false; ///< may be omitted (only trailing operands)
+  bool variadic = false; ///< one or more values (only the last operand)
+  /// Stays fp32 when the op runs in half (batchnorm statistics and affine
+  /// parameters, as cuDNN and Apex's keep_batchnorm_fp32 want).
+  bool keepFp32 = false;
+  /// Integer indices/labels: never cast, never differentiated.
+  bool integral = false;
+};
+
+struct AttrSpec {
+  std::string name;
+  AttrType type;
+  /// nullopt: the attribute is required.
+  std::optional<Attribute> defaultValue;
+};
+
+class InferContext;
+/// Computes the result types of a node from its operand types and (defaulted)
+/// attributes. Returns false after reporting an error through the context.
+using InferFn = bool (*)(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results);
+
+struct OpInfo {
+  OpKind kind = OpKind::Custom;
+  std::string name;
+  PrecisionCategory category = PrecisionCategory::Follow;
+  std::vector<OperandSpec> operands;
+  std::vector<AttrSpec> attrs;
+  InferFn infer = nullptr;
+  /// Ops whose results may be dropped only if unused and which change no state.
+  bool hasSideEffects = false;
+  // Filled by later layers (training, cost model, backends):
+  // gradient rule, cost (flops/bytes), kernels.
+
+  const AttrSpec *findAttr(llvm::StringRef n) const;
+  /// Smallest and largest operand count the signature allows (max = ~0u if variadic).
+  unsigned minOperands() const;
+  unsigned maxOperands() const;
+  /// The spec that describes operand i (the variadic one for i past the end).
+  const OperandSpec *operandSpec(unsigned i) const;
+};
+
+/// What an InferFn sees: operand types, attributes with defaults filled in,
+/// and a way to report an error at the node's location.
+class InferContext {
+public:
+  InferContext(const OpInfo &op, llvm::ArrayRef<TensorType> operands, const AttrMap &attrs)
+      : op_(op), operands_(operands), attrs_(attrs) {}
+
+  const OpInfo &op() const { return op_; }
+  llvm::ArrayRef<TensorType> operands() const { return operands_; }
+  const TensorType &operand(unsigned i) const { return operands_[i]; }
+  unsigned numOperands() const { return operands_.size(); }
+
+  /// Attribute values; every declared attribute is present (defaults applied).
+  int64_t getInt(llvm::StringRef n) const;
+  double getFloat(llvm::StringRef n) const;
+  bool getBool(llvm::StringRef n) const;
+  const std::string &getString(llvm::StringRef n) const;
+  const std::vector<int64_t> &getInts(llvm::StringRef n) const;
+  DType getDType(llvm::StringRef n) const;
+  const Attribute &attr(llvm::StringRef n) const;
+
+  /// Record an error ("linear: weight has 3 dims, expected 2"); returns false.
+  bool error(const llvm::Twine &msg);
+  const std::string &errorMessage() const { return error_; }
+
+private:
+  const OpInfo &op_;
+  llvm::ArrayRef<TensorType> operands_;
+  const AttrMap &attrs_;
+  std::string error_;
+};
+
+/// The table of ops. builtin() holds every op of Ops.def; a host program may
+/// add custom ops (addCustomOp) before it builds graphs that use them.
+/// Lookups are safe from many threads once registration is done.
+class OpRegistry {
+public:
+  static OpRegistry &builtin();
+
+  const OpInfo *lookup(llvm::StringRef name) const;
+  const OpInfo &get(OpKind kind) const;
+  /// Every op, built-ins in Ops.def order, then custom ops in registration order.
+  std::vector<const OpInfo *> all() const;
+
+  /// Registers a host program's op. Returns an error message on failure
+  /// (duplicate name, no inference rule).
+  std::optional<std::string> addCustomOp(OpInfo info);
+
+  /// Used while filling the built-in table (ir/ops/*.cpp).
+  OpInfo &define(OpKind kind);
+
+private:
+  OpRegistry();
+  std::vector<std::unique_ptr<OpInfo>> builtins_;
+  std::vector<std::unique_ptr<OpInfo>> customs_;
+  llvm::StringMap<const OpInfo *> byName_;
+};
+
+/// Row-building helpers for ir/ops/*.cpp: keep each row readable.
+class OpRow {
+public:
+  explicit OpRow(OpInfo &info) : info_(info) {}
+  OpRow &operand(llvm::StringRef name) { return add({name.str()}); }
+  OpRow &optionalOperand(llvm::StringRef name) { return add({name.str(), true}); }
+  OpRow &variadicOperand(llvm::StringRef name) { return add({name.str(), false, true}); }
+  OpRow &fp32Operand(llvm::StringRef name) { return add({name.str(), false, false, true}); }
+  OpRow &indexOperand(llvm::StringRef name) {
+    return add({name.str(), false, false, false, true});
+  }
+  OpRow &attr(llvm::StringRef name, AttrType type) {
+    info_.attrs.push_back({name.str(), type, std::nullopt});
+    return *this;
+  }
+  OpRow &attr(llvm::StringRef name, AttrType type, Attribute def) {
+    info_.attrs.push_back({name.str(), type, std::move(def)});
+    return *this;
+  }
+  OpRow &infer(InferFn fn) {
+    info_.infer = fn;
+    return *this;
+  }
+  OpRow &sideEffects() {
+    info_.hasSideEffects = true;
+    return *this;
+  }
+
+private:
+  OpRow &add(OperandSpec s) {
+    info_.operands.push_back(std::move(s));
+    return *this;
+  }
+  OpInfo &info_;
+};
+
+} // namespace ampc
+
+#endif

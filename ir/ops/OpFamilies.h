@@ -1,0 +1,28 @@
+//===- OpFamilies.h - Fill the built-in rows, one family per file ----------===//
+#ifndef AMPC_IR_OPS_OPFAMILIES_H
+#define AMPC_IR_OPS_OPFAMILIES_H
+
+namespace ampc {
+class OpRegistry;
+
+void registerLinearAlgebraOps(OpRegistry &r); // ops/LinearAlgebra.cpp
+void registerNormalizationOps(OpRegistry &r); // ops/Normalization.cpp
+void registerActivationOps(OpRegistry &r);    // ops/Activation.cpp
+void registerElementwiseOps(OpRegistry &r);   // ops/Elementwise.cpp
+void registerPoolingOps(OpRegistry &r);       // ops/Pooling.cpp
+void registerShapeOps(OpRegistry &r);         // ops/Shape.cpp
+void registerLossOps(OpRegistry &r);          // ops/Loss.cpp
+
+inline void registerAllOpFamilies(OpRegistry &r) {
+  registerLinearAlgebraOps(r);
+  registerNormalizationOps(r);
+  registerActivationOps(r);
+  registerElementwiseOps(r);
+  registerPoolingOps(r);
+  registerShapeOps(r);
+  registerLossOps(r);
+}
+
+} // namespace ampc
+
+#endif

@@ -1,0 +1,147 @@
+//===- GraphTest.cpp - Values, nodes, use lists, state ---------------------===//
+#include "ir/Builder.h"
+#include "ir/Graph.h"
+
+#include <gtest/gtest.h>
+
+using namespace ampc;
+
+namespace {
+
+const OpInfo &op(llvm::StringRef name) {
+  const OpInfo *info = OpRegistry::builtin().lookup(name);
+  EXPECT_NE(info, nullptr) << name.str();
+  return *info;
+}
+
+struct SmallLinear {
+  Graph g{"t"};
+  DiagnosticEngine diag;
+  Value *x, *w, *b;
+  Node *fc;
+  SmallLinear() {
+    x = g.addInput("x", TensorType(DType::F32, {8, 4}));
+    w = g.addState("w", TensorType(DType::F32, {3, 4}), StateKind::Parameter,
+                   {InitSpec::Kind::Uniform, -0.5, 0.5});
+    b = g.addState("b", TensorType(DType::F32, {3}), StateKind::Parameter,
+                   {InitSpec::Kind::Zeros});
+    fc = buildNode(g, op("linear"), {x, w, b}, {}, Location::inFile("m.yaml", 3, 5), diag,
+                   {"fc"});
+  }
+};
+
+TEST(Graph, BuildNodeInfersTypesAndRecordsUses) {
+  SmallLinear t;
+  ASSERT_NE(t.fc, nullptr) << (t.diag.diagnostics().empty() ? "" : t.diag.diagnostics()[0].str());
+  EXPECT_EQ(t.fc->result()->type(), TensorType(DType::F32, {8, 3}));
+  EXPECT_EQ(t.fc->result()->name(), "fc");
+  ASSERT_EQ(t.x->uses().size(), 1u);
+  EXPECT_EQ(t.x->uses()[0].user, t.fc);
+  EXPECT_EQ(t.w->uses()[0].operandIndex, 1u);
+  EXPECT_EQ(t.fc->result()->loc().str(), "m.yaml:3:5");
+  EXPECT_EQ(t.g.lookup("fc"), t.fc->result());
+}
+
+TEST(Graph, BuildNodeReportsShapeErrorsAtTheLocation) {
+  Graph g;
+  DiagnosticEngine diag;
+  Value *x = g.addInput("x", TensorType(DType::F32, {8, 5}));
+  Value *w = g.addState("w", TensorType(DType::F32, {3, 4}), StateKind::Parameter);
+  Node *n = buildNode(g, op("linear"), {x, w}, {}, Location::inFile("m.yaml", 7, 9), diag);
+  EXPECT_EQ(n, nullptr);
+  ASSERT_EQ(diag.diagnostics().size(), 1u);
+  EXPECT_EQ(diag.diagnostics()[0].str(),
+            "m.yaml:7:9: error: linear: input has 5 features but weight f32[3,4] expects 4");
+  EXPECT_EQ(g.numNodes(), 0u);
+  EXPECT_FALSE(x->hasUses());
+}
+
+TEST(Graph, ReplaceAllUsesAndErase) {
+  SmallLinear t;
+  DiagnosticEngine diag;
+  Node *relu1 = buildNode(t.g, op("relu"), {t.fc->result()}, {}, {}, diag, {"r1"});
+  Node *relu2 = buildNode(t.g, op("relu"), {t.fc->result()}, {}, {}, diag, {"r2"});
+  ASSERT_TRUE(relu1 && relu2);
+  EXPECT_EQ(t.fc->result()->uses().size(), 2u);
+  relu2->result()->replaceAllUsesWith(relu1->result()); // no uses: no-op
+  relu2->setOperand(0, relu1->result());
+  EXPECT_EQ(t.fc->result()->uses().size(), 1u);
+  EXPECT_EQ(relu1->result()->uses().size(), 1u);
+  t.g.eraseNode(relu2);
+  EXPECT_TRUE(t.g.isNameFree("r2"));
+  EXPECT_FALSE(relu1->result()->hasUses());
+  EXPECT_EQ(t.g.numNodes(), 2u);
+}
+
+TEST(Graph, StateKindsAndNames) {
+  Graph g;
+  g.addState("p", TensorType(DType::F32, {2}), StateKind::Parameter);
+  g.addState("m", TensorType(DType::F32, {2}), StateKind::OptimizerState);
+  g.addState("scale", TensorType(DType::F32, {}), StateKind::ScalerState);
+  EXPECT_EQ(g.state().size(), 3u);
+  EXPECT_EQ(g.state(StateKind::OptimizerState).size(), 1u);
+  EXPECT_EQ(g.state(StateKind::MasterWeight).size(), 0u);
+  EXPECT_EQ(g.uniqueName("p"), "p_1");
+  EXPECT_EQ(g.uniqueName("q"), "q");
+  EXPECT_EQ(parseStateKind(stateKindKeyword(StateKind::MasterWeight)), StateKind::MasterWeight);
+  EXPECT_EQ(parseRole("loss_scale"), NodeRole::LossScale);
+  EXPECT_EQ(parseRole("bogus"), std::nullopt);
+}
+
+TEST(Graph, TensorTypeSizes) {
+  TensorType t(DType::BF16, {2, 3, 4});
+  EXPECT_EQ(t.numElements(), 24);
+  EXPECT_EQ(t.sizeInBytes(), 48);
+  EXPECT_EQ(t.str(), "bf16[2,3,4]");
+  EXPECT_EQ(TensorType(DType::F32, {}).str(), "f32[]");
+  EXPECT_EQ(TensorType(DType::F32, {}).numElements(), 1);
+  EXPECT_EQ(TensorType(DType::F32, {int64_t(1) << 40, int64_t(1) << 30}).checkedNumElements(),
+            std::nullopt);
+  EXPECT_EQ(TensorType(DType::F32, {-1, 2}).checkedNumElements(), std::nullopt);
+}
+
+TEST(Graph, AttributeSpelling) {
+  EXPECT_EQ(Attribute(int64_t(3)).str(), "3");
+  EXPECT_EQ(Attribute(1.0).str(), "1.0");
+  EXPECT_EQ(Attribute(1e-5).str(), "1e-05");
+  EXPECT_EQ(Attribute(0.1).str(), "0.1");
+  EXPECT_EQ(Attribute(true).str(), "true");
+  EXPECT_EQ(Attribute("a\"b").str(), "\"a\\\"b\"");
+  EXPECT_EQ(Attribute(std::vector<int64_t>{1, 2}).str(), "[1, 2]");
+  EXPECT_EQ(Attribute(std::vector<double>{0.9, 0.999}).str(), "[0.9, 0.999]");
+  EXPECT_EQ(Attribute(DType::BF16).str(), "bf16");
+}
+
+TEST(Graph, NormalizeAttrsWidensAndDefaults) {
+  AttrMap attrs{{"stride", Attribute(std::vector<int64_t>{2, 2})}};
+  std::string err;
+  ASSERT_TRUE(normalizeAttrs(op("conv2d"), attrs, err)) << err;
+  EXPECT_EQ(attrs.at("groups").getInt(), 1);
+  EXPECT_EQ(attrs.at("padding").getInts(), (std::vector<int64_t>{0, 0}));
+  AttrMap bad{{"strides", Attribute(std::vector<int64_t>{2, 2})}};
+  EXPECT_FALSE(normalizeAttrs(op("conv2d"), bad, err));
+  EXPECT_EQ(err, "unknown attribute 'strides'");
+  AttrMap wrong{{"groups", Attribute("two")}};
+  EXPECT_FALSE(normalizeAttrs(op("conv2d"), wrong, err));
+  EXPECT_EQ(err, "attribute 'groups' must be int, got string");
+  AttrMap widened{{"scale", Attribute(int64_t(2))}};
+  ASSERT_TRUE(normalizeAttrs(op("scaled_dot_product_attention"), widened, err)) << err;
+  EXPECT_TRUE(widened.at("scale").is(AttrType::Float));
+}
+
+TEST(OpRegistry, EveryBuiltinHasARowAndCategory) {
+  auto all = OpRegistry::builtin().all();
+  EXPECT_GE(all.size(), 32u);
+  for (const OpInfo *info : all) {
+    EXPECT_NE(info->infer, nullptr) << info->name;
+    EXPECT_EQ(OpRegistry::builtin().lookup(info->name), info);
+  }
+  EXPECT_EQ(op("linear").category, PrecisionCategory::Half);
+  EXPECT_EQ(op("softmax").category, PrecisionCategory::Fp32);
+  EXPECT_EQ(op("add").category, PrecisionCategory::Promote);
+  EXPECT_EQ(op("relu").category, PrecisionCategory::Follow);
+  EXPECT_EQ(op("binary_cross_entropy").category, PrecisionCategory::Banned);
+  EXPECT_TRUE(op("batchnorm2d").operands[1].keepFp32);
+}
+
+} // namespace

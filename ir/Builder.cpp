@@ -14,7 +14,8 @@ bool checkOperandCount(const OpInfo &op, unsigned n, std::string &err) {
     expected = std::to_string(lo);
   else
     expected = std::to_string(lo) + " to " + std::to_string(hi);
-  err = "expected " + expected + " operand" + (hi == 1 && lo == 1 ? "" : "s") + ", got " +
+  bool singular = lo == 1 && (hi == 1 || hi == ~0u);
+  err = "expected " + expected + " operand" + (singular ? "" : "s") + ", got " +
         std::to_string(n);
   return false;
 }

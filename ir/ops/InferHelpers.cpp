@@ -39,6 +39,40 @@ bool requireIndex(InferContext &ctx, unsigned i) {
                    typeStr(ctx.operand(i)));
 }
 
+bool requireMinRank(InferContext &ctx, unsigned i, unsigned rank) {
+  if (ctx.operand(i).rank() >= rank)
+    return true;
+  return ctx.error(ctx.op().operandSpec(i)->name + " must have at least " + llvm::Twine(rank) +
+                   " dims, got " + typeStr(ctx.operand(i)));
+}
+
+bool requireSameShape(InferContext &ctx, unsigned a, unsigned b) {
+  if (ctx.operand(a).dims() == ctx.operand(b).dims())
+    return true;
+  return ctx.error(ctx.op().operandSpec(a)->name + " and " + ctx.op().operandSpec(b)->name +
+                   " must have the same shape, got " + typeStr(ctx.operand(a)) + " and " +
+                   typeStr(ctx.operand(b)));
+}
+
+bool requireParam(InferContext &ctx, unsigned param, unsigned input, llvm::ArrayRef<int64_t> dims) {
+  const TensorType &p = ctx.operand(param), &x = ctx.operand(input);
+  const std::string &name = ctx.op().operandSpec(param)->name;
+  if (p.dims() != dims)
+    return ctx.error(name + " must be " + shapeStr(dims) + " to match input " + typeStr(x) +
+                     ", got " + typeStr(p));
+  if (p.dtype() != DType::F32 && p.dtype() != x.dtype())
+    return ctx.error(name + " must be f32 or the input's dtype, got " + typeStr(p) + " for input " +
+                     typeStr(x));
+  return true;
+}
+
+bool requireIntsCount(InferContext &ctx, llvm::StringRef attr, size_t count) {
+  size_t n = ctx.getInts(attr).size();
+  if (n == count)
+    return true;
+  return ctx.error(attr + " must have " + llvm::Twine(count) + " values, got " + llvm::Twine(n));
+}
+
 bool normalizeAxis(InferContext &ctx, int64_t axis, unsigned rank, unsigned &out,
                    llvm::StringRef what) {
   int64_t r = rank;

@@ -20,6 +20,15 @@ bool requireRank(InferContext &ctx, unsigned i, unsigned rank);
 bool requireSameDType(InferContext &ctx, unsigned a, unsigned b);
 /// Operand i must be i64 or i32 (indices, labels).
 bool requireIndex(InferContext &ctx, unsigned i);
+/// Operand i must have at least `rank` dims.
+bool requireMinRank(InferContext &ctx, unsigned i, unsigned rank);
+/// Operands a and b must have the same shape (no broadcasting).
+bool requireSameShape(InferContext &ctx, unsigned a, unsigned b);
+/// Operand `param` must have exactly `dims` and be f32 or the dtype of operand
+/// `input` (parameters kept in fp32 while the op runs in half).
+bool requireParam(InferContext &ctx, unsigned param, unsigned input, llvm::ArrayRef<int64_t> dims);
+/// An Ints attribute must hold exactly `count` values.
+bool requireIntsCount(InferContext &ctx, llvm::StringRef attr, size_t count);
 /// Normalise a possibly negative axis against `rank`; reports an error if out of range.
 bool normalizeAxis(InferContext &ctx, int64_t axis, unsigned rank, unsigned &out,
                    llvm::StringRef what = "dim");

@@ -1,6 +1,74 @@
-// PLACEHOLDER: rows filled by the op-rows work in progress.
+//===- Normalization.cpp - batchnorm2d, layernorm ---------------------------===//
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
+
 namespace ampc {
-void registerNormalizationOps(OpRegistry &r) {}
+using namespace infer;
+
+// batchnorm2d(input[N, C, H, W], weight[C], bias[C], running_mean[C], running_var[C])
+//   training: -> y, new_running_mean[C], new_running_var[C]
+//   eval:     -> y
+// The four per-channel operands may stay f32 when the input is half (cuDNN and
+// Apex's keep_batchnorm_fp32 both want that); the new statistics keep the
+// dtype of the old ones so the state update is type-preserving.
+static bool inferBatchNorm2d(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0) || !requireRank(ctx, 0, 4))
+    return false;
+  const TensorType &x = ctx.operand(0);
+  int64_t channels = x.dim(1);
+  for (unsigned i = 1; i < 5; ++i)
+    if (!requireParam(ctx, i, 0, {channels}))
+      return false;
+  double eps = ctx.getFloat("eps"), momentum = ctx.getFloat("momentum");
+  if (!(eps >= 0))
+    return ctx.error("eps must be >= 0, got " + formatDouble(eps));
+  if (!(momentum >= 0 && momentum <= 1))
+    return ctx.error("momentum must be in [0, 1], got " + formatDouble(momentum));
+  results.push_back(x);
+  if (ctx.getBool("training")) {
+    results.push_back(ctx.operand(3));
+    results.push_back(ctx.operand(4));
+  }
+  return true;
+}
+
+// layernorm(input[..., D...], weight[D...], bias[D...]) -> input's type, where
+// D... are the last `normalized_dims` dims (PyTorch's normalized_shape).
+static bool inferLayerNorm(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0))
+    return false;
+  const TensorType &x = ctx.operand(0);
+  int64_t normalizedDims = ctx.getInt("normalized_dims");
+  if (normalizedDims < 1 || normalizedDims > static_cast<int64_t>(x.rank()))
+    return ctx.error("normalized_dims " + llvm::Twine(normalizedDims) +
+                     " must be between 1 and the rank of input " + typeStr(x));
+  if (!(ctx.getFloat("eps") >= 0))
+    return ctx.error("eps must be >= 0, got " + formatDouble(ctx.getFloat("eps")));
+  llvm::ArrayRef<int64_t> normalized = x.dims().take_back(normalizedDims);
+  if (!requireParam(ctx, 1, 0, normalized) || !requireParam(ctx, 2, 0, normalized))
+    return false;
+  results.push_back(x);
+  return true;
+}
+
+void registerNormalizationOps(OpRegistry &r) {
+  OpRow(r.define(OpKind::BatchNorm2d))
+      .operand("input")
+      .fp32Operand("weight")
+      .fp32Operand("bias")
+      .fp32Operand("running_mean")
+      .fp32Operand("running_var")
+      .attr("eps", AttrType::Float, 1e-5)
+      .attr("momentum", AttrType::Float, 0.1)
+      .attr("training", AttrType::Bool, true)
+      .infer(inferBatchNorm2d);
+  OpRow(r.define(OpKind::LayerNorm))
+      .operand("input")
+      .operand("weight")
+      .operand("bias")
+      .attr("normalized_dims", AttrType::Int, 1)
+      .attr("eps", AttrType::Float, 1e-5)
+      .infer(inferLayerNorm);
+}
+
 } // namespace ampc

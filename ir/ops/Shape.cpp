@@ -1,6 +1,188 @@
-// PLACEHOLDER: rows filled by the op-rows work in progress.
+//===- Shape.cpp - flatten, reshape, transpose, permute, concat, embedding, cast -===//
+//
+// Data movement ops accept any dtype (indices and masks move too), except
+// embedding's table, which must be floating.
+//
+//===----------------------------------------------------------------------===//
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
+
 namespace ampc {
-void registerShapeOps(OpRegistry &r) {}
+using namespace infer;
+
+// flatten(input, start_dim=1, end_dim=-1): dims start..end become one. A
+// scalar flattens to [1], as torch.flatten does.
+static bool inferFlatten(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const TensorType &x = ctx.operand(0);
+  llvm::SmallVector<int64_t, 4> in(x.dims().begin(), x.dims().end());
+  if (in.empty())
+    in.push_back(1);
+  unsigned start, end;
+  if (!normalizeAxis(ctx, ctx.getInt("start_dim"), in.size(), start, "start_dim") ||
+      !normalizeAxis(ctx, ctx.getInt("end_dim"), in.size(), end, "end_dim"))
+    return false;
+  if (start > end)
+    return ctx.error("start_dim " + llvm::Twine(ctx.getInt("start_dim")) + " comes after end_dim " +
+                     llvm::Twine(ctx.getInt("end_dim")) + " for input " + typeStr(x));
+  llvm::SmallVector<int64_t, 4> dims(in.begin(), in.begin() + start);
+  int64_t merged = 1;
+  for (unsigned i = start; i <= end; ++i)
+    merged *= in[i];
+  dims.push_back(merged);
+  dims.append(in.begin() + end + 1, in.end());
+  results.push_back(TensorType(x.dtype(), dims));
+  return true;
+}
+
+// reshape(input, shape): one entry may be -1 and is inferred from the rest.
+static bool inferReshape(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const TensorType &x = ctx.operand(0);
+  const std::vector<int64_t> &shape = ctx.getInts("shape");
+  llvm::SmallVector<int64_t, 4> dims(shape.begin(), shape.end());
+  std::optional<unsigned> inferred;
+  int64_t known = 1;
+  for (unsigned i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (inferred)
+        return ctx.error("shape " + shapeStr(shape) + " has more than one -1");
+      inferred = i;
+      continue;
+    }
+    if (dims[i] < 0)
+      return ctx.error("shape " + shapeStr(shape) + " has a negative dim");
+    if (__builtin_mul_overflow(known, dims[i], &known))
+      return ctx.error("shape " + shapeStr(shape) + " has too many elements");
+  }
+  int64_t count = x.numElements();
+  if (inferred) {
+    if (known == 0 || count % known != 0)
+      return ctx.error("cannot reshape input " + typeStr(x) + " to " + shapeStr(shape));
+    dims[*inferred] = count / known;
+  } else if (known != count) {
+    return ctx.error("cannot reshape input " + typeStr(x) + " (" + llvm::Twine(count) +
+                     " elements) to " + shapeStr(shape) + " (" + llvm::Twine(known) + " elements)");
+  }
+  results.push_back(TensorType(x.dtype(), dims));
+  return true;
+}
+
+// transpose(input, dim0, dim1): swaps two dims.
+static bool inferTranspose(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const TensorType &x = ctx.operand(0);
+  unsigned d0, d1;
+  if (!normalizeAxis(ctx, ctx.getInt("dim0"), x.rank(), d0, "dim0") ||
+      !normalizeAxis(ctx, ctx.getInt("dim1"), x.rank(), d1, "dim1"))
+    return false;
+  llvm::SmallVector<int64_t, 4> dims(x.dims().begin(), x.dims().end());
+  std::swap(dims[d0], dims[d1]);
+  results.push_back(TensorType(x.dtype(), dims));
+  return true;
+}
+
+// permute(input, dims): result dim i is input dim dims[i].
+static bool inferPermute(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const TensorType &x = ctx.operand(0);
+  const std::vector<int64_t> &perm = ctx.getInts("dims");
+  if (perm.size() != x.rank())
+    return ctx.error("dims " + shapeStr(perm) + " must have one entry per dim of input " +
+                     typeStr(x));
+  llvm::SmallVector<bool, 4> seen(x.rank(), false);
+  llvm::SmallVector<int64_t, 4> dims;
+  for (int64_t p : perm) {
+    unsigned d;
+    if (!normalizeAxis(ctx, p, x.rank(), d))
+      return false;
+    if (seen[d])
+      return ctx.error("dims " + shapeStr(perm) + " is not a permutation: dim " + llvm::Twine(d) +
+                       " appears twice");
+    seen[d] = true;
+    dims.push_back(x.dim(d));
+  }
+  results.push_back(TensorType(x.dtype(), dims));
+  return true;
+}
+
+// concat(inputs..., axis): same dtype and rank, equal dims except on axis.
+static bool inferConcat(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const TensorType &first = ctx.operand(0);
+  unsigned axis;
+  if (!normalizeAxis(ctx, ctx.getInt("axis"), first.rank(), axis, "axis"))
+    return false;
+  llvm::SmallVector<int64_t, 4> dims(first.dims().begin(), first.dims().end());
+  for (unsigned i = 1; i < ctx.numOperands(); ++i) {
+    const TensorType &t = ctx.operand(i);
+    if (t.dtype() != first.dtype())
+      return ctx.error("inputs must have the same dtype, got " + typeStr(first) +
+                       " (input 0) and " + typeStr(t) + " (input " + llvm::Twine(i) + ")");
+    bool sameOffAxis = t.rank() == first.rank();
+    for (unsigned d = 0; sameOffAxis && d < t.rank(); ++d)
+      sameOffAxis = d == axis || t.dim(d) == first.dim(d);
+    if (!sameOffAxis)
+      return ctx.error("inputs must have the same shape except on axis " + llvm::Twine(axis) +
+                       ", got " + typeStr(first) + " (input 0) and " + typeStr(t) + " (input " +
+                       llvm::Twine(i) + ")");
+    dims[axis] += t.dim(axis);
+  }
+  results.push_back(TensorType(first.dtype(), dims));
+  return true;
+}
+
+// embedding(indices[...], weight[num, dim]) -> [..., dim] in weight's dtype.
+static bool inferEmbedding(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireIndex(ctx, 0) || !requireFloat(ctx, 1) || !requireRank(ctx, 1, 2))
+    return false;
+  const TensorType &indices = ctx.operand(0), &w = ctx.operand(1);
+  int64_t paddingIdx = ctx.getInt("padding_idx");
+  if (paddingIdx < -1 || paddingIdx >= w.dim(0))
+    return ctx.error("padding_idx " + llvm::Twine(paddingIdx) +
+                     " must be -1 (none) or a row of weight " + typeStr(w));
+  llvm::SmallVector<int64_t, 4> dims(indices.dims().begin(), indices.dims().end());
+  dims.push_back(w.dim(1));
+  results.push_back(TensorType(w.dtype(), dims));
+  return true;
+}
+
+// cast(input, to): same shape, dtype `to`.
+static bool inferCast(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  results.push_back(ctx.operand(0).withDType(ctx.getDType("to")));
+  return true;
+}
+
+void registerShapeOps(OpRegistry &r) {
+  OpRow(r.define(OpKind::Flatten))
+      .operand("input")
+      .attr("start_dim", AttrType::Int, 1)
+      .attr("end_dim", AttrType::Int, -1)
+      .infer(inferFlatten);
+  OpRow(r.define(OpKind::Reshape))
+      .operand("input")
+      .attr("shape", AttrType::Ints)
+      .infer(inferReshape);
+  OpRow(r.define(OpKind::Transpose))
+      .operand("input")
+      .attr("dim0", AttrType::Int)
+      .attr("dim1", AttrType::Int)
+      .infer(inferTranspose);
+  OpRow(r.define(OpKind::Permute))
+      .operand("input")
+      .attr("dims", AttrType::Ints)
+      .infer(inferPermute);
+  OpRow(r.define(OpKind::Concat))
+      .variadicOperand("inputs")
+      .attr("axis", AttrType::Int, 0)
+      .infer(inferConcat);
+  OpRow(r.define(OpKind::Embedding))
+      .indexOperand("indices")
+      .operand("weight")
+      .attr("padding_idx", AttrType::Int, -1)
+      .infer(inferEmbedding);
+  // cacheable: set by the cast optimisation on casts of weights, whose result
+  // the runtime may keep across steps until the weight changes.
+  OpRow(r.define(OpKind::Cast))
+      .operand("input")
+      .attr("to", AttrType::DType)
+      .attr("cacheable", AttrType::Bool, false)
+      .infer(inferCast);
+}
+
 } // namespace ampc

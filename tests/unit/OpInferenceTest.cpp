@@ -1,0 +1,480 @@
+//===- OpInferenceTest.cpp - Every built-in op's row and shape inference ---===//
+//
+// Each case builds operand types from their textual spelling ("f32[2,3]"),
+// runs the same checks as buildNode (operand count, attribute normalisation,
+// inference) and compares the result types or the exact error text. Expected
+// shapes are the ones PyTorch gives for the same call.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Builder.h"
+#include "ir/OpRegistry.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace ampc;
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+/// "f32[2,3]" -> TensorType; "i64[]" is a scalar.
+TensorType parseType(llvm::StringRef text) {
+  auto [dtypeText, rest] = text.split('[');
+  std::optional<DType> dtype = parseDType(dtypeText);
+  EXPECT_TRUE(dtype && rest.endswith("]")) << "bad type in test: " << text.str();
+  llvm::SmallVector<int64_t, 4> dims;
+  llvm::StringRef body = rest.drop_back();
+  while (!body.empty()) {
+    auto [num, tail] = body.split(',');
+    int64_t d = 0;
+    EXPECT_FALSE(num.getAsInteger(10, d)) << "bad dim in test: " << text.str();
+    dims.push_back(d);
+    body = tail;
+  }
+  return TensorType(dtype.value_or(DType::F32), dims);
+}
+
+/// Runs the checks buildNode runs and returns the result types joined by
+/// ", ", or "error: <message>".
+std::string infer(llvm::StringRef opName, const std::vector<std::string> &operands,
+                  AttrMap attrs = {}) {
+  const OpInfo *op = OpRegistry::builtin().lookup(opName);
+  if (!op)
+    return "no op named " + opName.str();
+  llvm::SmallVector<TensorType, 4> types;
+  for (const std::string &s : operands)
+    types.push_back(parseType(s));
+  std::string err;
+  if (!checkOperandCount(*op, types.size(), err) || !normalizeAttrs(*op, attrs, err))
+    return "error: " + err;
+  llvm::SmallVector<TensorType, 2> results;
+  if (!inferResultTypes(*op, types, attrs, results, err))
+    return "error: " + err;
+  std::string joined;
+  for (const TensorType &t : results)
+    joined += (joined.empty() ? "" : ", ") + t.str();
+  return joined;
+}
+
+struct ValidCase {
+  std::string op;
+  std::vector<std::string> operands;
+  AttrMap attrs;
+  std::string expected;
+};
+
+/// One valid call per built-in op; EveryBuiltinOpHasARuleAndACase checks the
+/// table against the registry, so a new op without a case fails.
+std::vector<ValidCase> validCases() {
+  return {
+      {"linear", {"f32[8,784]", "f32[128,784]", "f32[128]"}, {}, "f32[8,128]"},
+      {"matmul", {"f32[2,3]", "f32[3,4]"}, {}, "f32[2,4]"},
+      {"batch_matmul", {"f32[2,5,3]", "f32[1,3,4]"}, {}, "f32[2,5,4]"},
+      {"conv2d",
+       {"f32[8,1,28,28]", "f32[16,1,3,3]", "f32[16]"},
+       {{"padding", Ints{1, 1}}},
+       "f32[8,16,28,28]"},
+      {"scaled_dot_product_attention",
+       {"f16[2,4,10,16]", "f16[2,4,12,16]", "f16[2,4,12,8]"},
+       {},
+       "f16[2,4,10,8]"},
+      {"batchnorm2d",
+       {"f16[8,16,14,14]", "f32[16]", "f32[16]", "f32[16]", "f32[16]"},
+       {},
+       "f16[8,16,14,14], f32[16], f32[16]"},
+      {"layernorm", {"f32[2,5,16]", "f32[16]", "f32[16]"}, {}, "f32[2,5,16]"},
+      {"relu", {"f16[2,3]"}, {}, "f16[2,3]"},
+      {"gelu", {"f32[4,8]"}, {}, "f32[4,8]"},
+      {"sigmoid", {"bf16[4]"}, {}, "bf16[4]"},
+      {"tanh", {"f64[]"}, {}, "f64[]"},
+      {"softmax", {"f32[2,10]"}, {}, "f32[2,10]"},
+      {"log_softmax", {"f32[2,10]"}, {{"dim", 1}}, "f32[2,10]"},
+      {"dropout", {"f32[8,128]"}, {{"p", 0.1}}, "f32[8,128]"},
+      {"add", {"f32[4,1,3]", "f32[5,1]"}, {}, "f32[4,5,3]"},
+      {"sub", {"f16[2,3]", "f16[]"}, {}, "f16[2,3]"},
+      {"mul", {"f32[8,1]", "f32[1,6]"}, {}, "f32[8,6]"},
+      {"div", {"bf16[3]", "bf16[3]"}, {}, "bf16[3]"},
+      {"scale", {"f32[2,2]"}, {{"factor", 0.5}}, "f32[2,2]"},
+      {"maxpool2d", {"f32[1,16,7,7]"}, {{"kernel", Ints{2, 2}}}, "f32[1,16,3,3]"},
+      {"avgpool2d",
+       {"f32[1,4,5,5]"},
+       {{"kernel", Ints{3, 3}}, {"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}},
+       "f32[1,4,5,5]"},
+      {"global_avgpool", {"f16[2,512,7,7]"}, {}, "f16[2,512,1,1]"},
+      {"flatten", {"f32[8,16,4,4]"}, {}, "f32[8,256]"},
+      {"reshape", {"f32[2,3,4]"}, {{"shape", Ints{6, -1}}}, "f32[6,4]"},
+      {"transpose", {"f32[2,3,4]"}, {{"dim0", 0}, {"dim1", -1}}, "f32[4,3,2]"},
+      {"permute", {"f32[8,3,32,32]"}, {{"dims", Ints{0, 2, 3, 1}}}, "f32[8,32,32,3]"},
+      {"concat", {"f32[2,3]", "f32[2,5]"}, {{"axis", 1}}, "f32[2,8]"},
+      {"embedding", {"i64[4,7]", "f32[1000,64]"}, {}, "f32[4,7,64]"},
+      {"cast", {"f32[2,3]"}, {{"to", DType::F16}}, "f16[2,3]"},
+      {"mse_loss", {"f32[8,10]", "f32[8,10]"}, {}, "f32[]"},
+      {"cross_entropy", {"f32[8,10]", "i64[8]"}, {}, "f32[]"},
+      {"binary_cross_entropy", {"f32[8,1]", "f32[8,1]"}, {}, "f32[]"},
+  };
+}
+
+TEST(OpInference, EveryBuiltinOpHasARuleAndACase) {
+  std::vector<ValidCase> cases = validCases();
+  std::set<std::string> covered;
+  for (const ValidCase &c : cases) {
+    EXPECT_EQ(infer(c.op, c.operands, c.attrs), c.expected) << "op " << c.op;
+    covered.insert(c.op);
+  }
+  unsigned builtins = 0;
+  for (const OpInfo *op : OpRegistry::builtin().all()) {
+    if (op->kind == OpKind::Custom)
+      continue;
+    ++builtins;
+    EXPECT_NE(op->infer, nullptr) << op->name << " has no inference rule";
+    EXPECT_TRUE(covered.count(op->name)) << op->name << " has no valid case";
+  }
+  EXPECT_EQ(covered.size(), builtins) << "a case names an op that is not built in";
+}
+
+TEST(OpInference, DefaultsAreFilledIn) {
+  const OpInfo *bn = OpRegistry::builtin().lookup("batchnorm2d");
+  ASSERT_NE(bn, nullptr);
+  AttrMap attrs;
+  std::string err;
+  ASSERT_TRUE(normalizeAttrs(*bn, attrs, err)) << err;
+  EXPECT_EQ(attrs.at("eps"), Attribute(1e-5));
+  EXPECT_EQ(attrs.at("momentum"), Attribute(0.1));
+  EXPECT_EQ(attrs.at("training"), Attribute(true));
+
+  const OpInfo *pool = OpRegistry::builtin().lookup("avgpool2d");
+  AttrMap poolAttrs{{"kernel", Ints{2, 2}}};
+  ASSERT_TRUE(normalizeAttrs(*pool, poolAttrs, err)) << err;
+  EXPECT_EQ(poolAttrs.at("stride"), Attribute(Ints{}));
+  EXPECT_EQ(poolAttrs.at("padding"), Attribute(Ints{0, 0}));
+  EXPECT_EQ(poolAttrs.at("count_include_pad"), Attribute(true));
+
+  const OpInfo *gelu = OpRegistry::builtin().lookup("gelu");
+  AttrMap geluAttrs;
+  ASSERT_TRUE(normalizeAttrs(*gelu, geluAttrs, err)) << err;
+  EXPECT_EQ(geluAttrs.at("approximate"), Attribute("none"));
+
+  const OpInfo *ce = OpRegistry::builtin().lookup("cross_entropy");
+  AttrMap ceAttrs;
+  ASSERT_TRUE(normalizeAttrs(*ce, ceAttrs, err)) << err;
+  EXPECT_EQ(ceAttrs.at("ignore_index"), Attribute(-100));
+  EXPECT_EQ(ceAttrs.at("label_smoothing"), Attribute(0.0));
+}
+
+TEST(OpInference, OperandFlags) {
+  const OpRegistry &reg = OpRegistry::builtin();
+  const OpInfo &bn = reg.get(OpKind::BatchNorm2d);
+  ASSERT_EQ(bn.operands.size(), 5u);
+  EXPECT_FALSE(bn.operands[0].keepFp32);
+  for (unsigned i = 1; i < 5; ++i)
+    EXPECT_TRUE(bn.operands[i].keepFp32) << bn.operands[i].name;
+  EXPECT_EQ(bn.operands[3].name, "running_mean");
+  EXPECT_TRUE(reg.get(OpKind::Embedding).operands[0].integral);
+  EXPECT_FALSE(reg.get(OpKind::Embedding).operands[1].integral);
+  EXPECT_TRUE(reg.get(OpKind::CrossEntropy).operands[1].integral);
+  EXPECT_TRUE(reg.get(OpKind::Concat).operands[0].variadic);
+  EXPECT_EQ(reg.get(OpKind::Concat).maxOperands(), ~0u);
+  EXPECT_EQ(reg.get(OpKind::Linear).minOperands(), 2u);
+  EXPECT_EQ(reg.get(OpKind::Linear).maxOperands(), 3u);
+}
+
+TEST(OpInference, AttributeErrors) {
+  EXPECT_EQ(infer("scale", {"f32[2]"}), "error: missing required attribute 'factor'");
+  // An int for a float attribute is widened, as a user writes factor: 2.
+  EXPECT_EQ(infer("scale", {"f32[2]"}, {{"factor", 2}}), "f32[2]");
+  EXPECT_EQ(infer("relu", {"f32[2]"}, {{"alpha", 0.1}}), "error: unknown attribute 'alpha'");
+  EXPECT_EQ(infer("softmax", {"f32[2]"}, {{"dim", 0.5}}),
+            "error: attribute 'dim' must be int, got float");
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,4,4]"}), "error: missing required attribute 'kernel'");
+  EXPECT_EQ(infer("cast", {"f32[2]"}), "error: missing required attribute 'to'");
+  EXPECT_EQ(infer("relu", {"f32[2]", "f32[2]"}), "error: expected 1 operand, got 2");
+  EXPECT_EQ(infer("batchnorm2d", {"f32[1,2,3,3]"}), "error: expected 5 operands, got 1");
+  EXPECT_EQ(infer("linear", {"f32[2,3]"}), "error: expected 2 to 3 operands, got 1");
+  EXPECT_EQ(infer("concat", {}).rfind("error: expected at least 1 operand", 0), 0u);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+TEST(OpInference, Linear) {
+  EXPECT_EQ(infer("linear", {"f16[2,5,16]", "f16[32,16]"}), "f16[2,5,32]");
+  EXPECT_EQ(infer("linear", {"f32[3,4]", "f32[5,6]"}),
+            "error: input has 4 features but weight f32[5,6] expects 6");
+  EXPECT_EQ(infer("linear", {"f32[3,4]", "f32[5,4]", "f32[4]"}),
+            "error: bias must be [5], got f32[4]");
+  EXPECT_EQ(infer("linear", {"f16[3,4]", "f32[5,4]"}),
+            "error: input and weight must have the same dtype, got f16[3,4] and f32[5,4]");
+  EXPECT_EQ(infer("linear", {"i64[3,4]", "i64[5,4]"}),
+            "error: input must be a floating type, got i64[3,4]");
+}
+
+TEST(OpInference, MatMul) {
+  EXPECT_EQ(infer("matmul", {"f32[2,3]", "f32[4,3]"}, {{"transpose_b", true}}), "f32[2,4]");
+  EXPECT_EQ(infer("matmul", {"f32[3,2]", "f32[3,4]"}, {{"transpose_a", true}}), "f32[2,4]");
+  EXPECT_EQ(infer("matmul", {"f32[2,3]", "f32[4,3]"}),
+            "error: inner dimensions differ: f32[2,3] and f32[4,3]");
+  EXPECT_EQ(infer("matmul", {"f32[2,3,4]", "f32[4,3]"}),
+            "error: a must have 2 dims, got f32[2,3,4]");
+}
+
+TEST(OpInference, BatchMatMul) {
+  EXPECT_EQ(infer("batch_matmul", {"f32[2,1,5,3]", "f32[7,3,4]"}), "f32[2,7,5,4]");
+  EXPECT_EQ(infer("batch_matmul", {"f32[2,5,3]", "f32[2,4,3]"}, {{"transpose_b", true}}),
+            "f32[2,5,4]");
+  EXPECT_EQ(infer("batch_matmul", {"f32[2,3]", "f32[3,4]"}),
+            "error: operands must have at least 3 dims, got f32[2,3] and f32[3,4]");
+  EXPECT_EQ(infer("batch_matmul", {"f32[2,5,3]", "f32[3,3,4]"}),
+            "error: shapes [2] and [3] cannot be broadcast together");
+}
+
+TEST(OpInference, Conv2d) {
+  // k3 s2 p1 on 28 -> 14; groups 4; dilation 2 with k3 on 10 -> 6.
+  EXPECT_EQ(infer("conv2d", {"f32[8,1,28,28]", "f32[16,1,3,3]"},
+                  {{"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
+            "f32[8,16,14,14]");
+  EXPECT_EQ(infer("conv2d", {"f32[2,8,10,10]", "f32[8,2,3,3]"}, {{"groups", 4}}), "f32[2,8,8,8]");
+  EXPECT_EQ(infer("conv2d", {"f32[1,3,10,10]", "f32[4,3,3,3]"}, {{"dilation", Ints{2, 2}}}),
+            "f32[1,4,6,6]");
+  EXPECT_EQ(infer("conv2d", {"f32[1,3,8,8]", "f32[4,2,3,3]"}),
+            "error: weight f32[4,2,3,3] expects 2 input channels, input f32[1,3,8,8] has 3");
+  // (4 - 5) / 2 truncates to 0 in C++; PyTorch rejects a kernel larger than the input.
+  EXPECT_EQ(infer("conv2d", {"f32[1,1,4,4]", "f32[1,1,5,5]"}, {{"stride", Ints{2, 2}}}),
+            "error: kernel 5x5 does not fit input f32[1,1,4,4] with this padding and dilation");
+  EXPECT_EQ(infer("conv2d", {"f32[1,1,4,4]", "f32[1,1,5,5]"}, {{"padding", Ints{1, 1}}}),
+            "f32[1,1,2,2]");
+  EXPECT_EQ(infer("conv2d", {"f32[1,1,8,8]", "f32[1,1,3,3]"}, {{"stride", Ints{0, 1}}}),
+            "error: stride and dilation must be >= 1 and padding >= 0");
+}
+
+TEST(OpInference, Attention) {
+  EXPECT_EQ(infer("scaled_dot_product_attention", {"f32[4,8,16]", "f32[4,8,16]", "f32[4,8,16]"},
+                  {{"causal", true}}),
+            "f32[4,8,16]");
+  EXPECT_EQ(infer("scaled_dot_product_attention", {"f32[4,8,16]", "f32[4,9,16]", "f32[4,9,16]"},
+                  {{"causal", true}}),
+            "error: causal attention needs equal query and key lengths");
+  EXPECT_EQ(infer("scaled_dot_product_attention", {"f32[4,8,16]", "f32[4,9,8]", "f32[4,9,16]"}),
+            "error: query and key head sizes differ: f32[4,8,16] and f32[4,9,8]");
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+TEST(OpInference, BatchNorm2d) {
+  const std::string x = "f16[8,16,14,14]";
+  EXPECT_EQ(
+      infer("batchnorm2d", {x, "f32[16]", "f32[16]", "f32[16]", "f32[16]"}, {{"training", false}}),
+      x);
+  // Parameters in the input's own dtype (O3: everything half).
+  EXPECT_EQ(infer("batchnorm2d", {x, "f16[16]", "f16[16]", "f16[16]", "f16[16]"}),
+            x + ", f16[16], f16[16]");
+  EXPECT_EQ(infer("batchnorm2d", {x, "f32[8]", "f32[16]", "f32[16]", "f32[16]"}),
+            "error: weight must be [16] to match input f16[8,16,14,14], got f32[8]");
+  EXPECT_EQ(infer("batchnorm2d", {x, "f32[16]", "f32[16]", "bf16[16]", "f32[16]"}),
+            "error: running_mean must be f32 or the input's dtype, got bf16[16] for input "
+            "f16[8,16,14,14]");
+  EXPECT_EQ(infer("batchnorm2d", {"f32[8,16]", "f32[16]", "f32[16]", "f32[16]", "f32[16]"}),
+            "error: input must have 4 dims, got f32[8,16]");
+  EXPECT_EQ(
+      infer("batchnorm2d", {x, "f32[16]", "f32[16]", "f32[16]", "f32[16]"}, {{"momentum", 1.5}}),
+      "error: momentum must be in [0, 1], got 1.5");
+}
+
+TEST(OpInference, LayerNorm) {
+  EXPECT_EQ(infer("layernorm", {"f16[2,5,16]", "f32[5,16]", "f32[5,16]"}, {{"normalized_dims", 2}}),
+            "f16[2,5,16]");
+  EXPECT_EQ(infer("layernorm", {"f16[2,5,16]", "f16[16]", "f16[16]"}), "f16[2,5,16]");
+  EXPECT_EQ(infer("layernorm", {"f32[2,5,16]", "f32[8]", "f32[16]"}),
+            "error: weight must be [16] to match input f32[2,5,16], got f32[8]");
+  EXPECT_EQ(infer("layernorm", {"f32[2,5,16]", "f32[16]", "f32[5,16]"}),
+            "error: bias must be [16] to match input f32[2,5,16], got f32[5,16]");
+  EXPECT_EQ(infer("layernorm", {"f32[2,5,16]", "f32[16]", "f32[16]"}, {{"normalized_dims", 4}}),
+            "error: normalized_dims 4 must be between 1 and the rank of input f32[2,5,16]");
+  EXPECT_EQ(infer("layernorm", {"f16[2,16]", "bf16[16]", "f16[16]"}),
+            "error: weight must be f32 or the input's dtype, got bf16[16] for input f16[2,16]");
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+TEST(OpInference, Activations) {
+  for (const char *op : {"relu", "sigmoid", "tanh", "gelu", "dropout", "softmax"})
+    EXPECT_EQ(infer(op, {"i64[2]"}), "error: input must be a floating type, got i64[2]") << op;
+  EXPECT_EQ(infer("gelu", {"f32[3]"}, {{"approximate", "tanh"}}), "f32[3]");
+  EXPECT_EQ(infer("gelu", {"f32[3]"}, {{"approximate", "erf"}}),
+            "error: approximate must be \"none\" or \"tanh\", got \"erf\"");
+  EXPECT_EQ(infer("softmax", {"f32[2,10]"}, {{"dim", -2}}), "f32[2,10]");
+  EXPECT_EQ(infer("softmax", {"f32[2,10]"}, {{"dim", 2}}),
+            "error: dim 2 is out of range for rank 2");
+  EXPECT_EQ(infer("log_softmax", {"f32[2,10]"}, {{"dim", -3}}),
+            "error: dim -3 is out of range for rank 2");
+  EXPECT_EQ(infer("dropout", {"f16[4]"}, {{"p", 0.0}, {"training", false}}), "f16[4]");
+  EXPECT_EQ(infer("dropout", {"f16[4]"}, {{"p", 1.0}}), "error: p must be in [0, 1), got 1.0");
+  EXPECT_EQ(infer("dropout", {"f16[4]"}, {{"p", -0.25}}), "error: p must be in [0, 1), got -0.25");
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+TEST(OpInference, Elementwise) {
+  for (const char *op : {"add", "sub", "mul", "div"}) {
+    EXPECT_EQ(infer(op, {"f32[2,1,4]", "f32[3,1]"}), "f32[2,3,4]") << op;
+    EXPECT_EQ(infer(op, {"f16[2,3]", "f32[2,3]"}),
+              "error: a and b must have the same dtype, got f16[2,3] and f32[2,3]")
+        << op;
+  }
+  EXPECT_EQ(infer("add", {"f32[2,3]", "f32[4]"}),
+            "error: shapes [2,3] and [4] cannot be broadcast together");
+  EXPECT_EQ(infer("mul", {"i64[2]", "i64[2]"}), "error: a must be a floating type, got i64[2]");
+  EXPECT_EQ(infer("mul", {"f32[2]", "i64[2]"}), "error: b must be a floating type, got i64[2]");
+  EXPECT_EQ(infer("scale", {"i32[2]"}, {{"factor", 0.5}}),
+            "error: input must be a floating type, got i32[2]");
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+TEST(OpInference, Pooling) {
+  // k2 s2 on 7 -> 3 (floor), k2 s1 on 7 -> 6, ResNet's stem pool k3 s2 p1 on 112 -> 56.
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,16,7,7]"}, {{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}}),
+            "f32[1,16,3,3]");
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,16,7,7]"}, {{"kernel", Ints{2, 2}}, {"stride", Ints{1, 1}}}),
+            "f32[1,16,6,6]");
+  EXPECT_EQ(infer("maxpool2d", {"f16[2,64,112,112]"},
+                  {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
+            "f16[2,64,56,56]");
+  EXPECT_EQ(
+      infer("avgpool2d", {"f32[1,1,6,9]"}, {{"kernel", Ints{2, 3}}, {"count_include_pad", false}}),
+      "f32[1,1,3,3]");
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{3, 3}}, {"padding", Ints{2, 2}}}),
+            "error: padding [2,2] must be >= 0 and at most half of kernel [3,3]");
+  EXPECT_EQ(infer("avgpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{2}}}),
+            "error: kernel must have 2 values, got 1");
+  EXPECT_EQ(infer("avgpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{2, 2}}, {"stride", Ints{1}}}),
+            "error: stride must have 2 values, got 1");
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{0, 2}}}),
+            "error: kernel and stride must be >= 1, got kernel [0,2] and stride [0,2]");
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,1,1]"}, {{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}}),
+            "error: kernel [2,2] does not fit input f32[1,1,1,1] with padding [0,0]");
+  EXPECT_EQ(infer("maxpool2d", {"f32[16,7,7]"}, {{"kernel", Ints{2, 2}}}),
+            "error: input must have 4 dims, got f32[16,7,7]");
+  EXPECT_EQ(infer("global_avgpool", {"f32[2,8]"}), "error: input must have 4 dims, got f32[2,8]");
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+TEST(OpInference, Flatten) {
+  EXPECT_EQ(infer("flatten", {"f32[8,16,4,4]"}, {{"start_dim", 0}}), "f32[2048]");
+  EXPECT_EQ(infer("flatten", {"f32[8,16,4,4]"}, {{"end_dim", 2}}), "f32[8,64,4]");
+  EXPECT_EQ(infer("flatten", {"i64[3,2]"}), "i64[3,2]");
+  EXPECT_EQ(infer("flatten", {"f32[]"}, {{"start_dim", 0}}), "f32[1]");
+  EXPECT_EQ(infer("flatten", {"f32[8,16,4,4]"}, {{"start_dim", 2}, {"end_dim", 1}}),
+            "error: start_dim 2 comes after end_dim 1 for input f32[8,16,4,4]");
+  EXPECT_EQ(infer("flatten", {"f32[8]"}), "error: start_dim 1 is out of range for rank 1");
+}
+
+TEST(OpInference, Reshape) {
+  EXPECT_EQ(infer("reshape", {"f32[2,3,4]"}, {{"shape", Ints{4, 6}}}), "f32[4,6]");
+  EXPECT_EQ(infer("reshape", {"f32[2,3,4]"}, {{"shape", Ints{-1}}}), "f32[24]");
+  EXPECT_EQ(infer("reshape", {"f32[2,3,4]"}, {{"shape", Ints{-1, -1}}}),
+            "error: shape [-1,-1] has more than one -1");
+  EXPECT_EQ(infer("reshape", {"f32[2,3,4]"}, {{"shape", Ints{5, 5}}}),
+            "error: cannot reshape input f32[2,3,4] (24 elements) to [5,5] (25 elements)");
+  EXPECT_EQ(infer("reshape", {"f32[2,3,4]"}, {{"shape", Ints{5, -1}}}),
+            "error: cannot reshape input f32[2,3,4] to [5,-1]");
+  EXPECT_EQ(infer("reshape", {"f32[2,3,4]"}, {{"shape", Ints{-2, -12}}}),
+            "error: shape [-2,-12] has a negative dim");
+}
+
+TEST(OpInference, TransposeAndPermute) {
+  EXPECT_EQ(infer("transpose", {"f16[2,3,4]"}, {{"dim0", 1}, {"dim1", 2}}), "f16[2,4,3]");
+  EXPECT_EQ(infer("transpose", {"f32[2,3,4]"}, {{"dim0", 0}, {"dim1", 3}}),
+            "error: dim1 3 is out of range for rank 3");
+  EXPECT_EQ(infer("transpose", {"f32[2,3]"}), "error: missing required attribute 'dim0'");
+  EXPECT_EQ(infer("permute", {"f32[2,3,4]"}, {{"dims", Ints{-1, 0, 1}}}), "f32[4,2,3]");
+  EXPECT_EQ(infer("permute", {"f32[8,3,32,32]"}, {{"dims", Ints{0, 0, 1, 2}}}),
+            "error: dims [0,0,1,2] is not a permutation: dim 0 appears twice");
+  EXPECT_EQ(infer("permute", {"f32[8,3,32,32]"}, {{"dims", Ints{0, 1}}}),
+            "error: dims [0,1] must have one entry per dim of input f32[8,3,32,32]");
+  EXPECT_EQ(infer("permute", {"f32[2,3]"}, {{"dims", Ints{0, 2}}}),
+            "error: dim 2 is out of range for rank 2");
+}
+
+TEST(OpInference, Concat) {
+  EXPECT_EQ(infer("concat", {"f32[2,3]", "f32[4,3]", "f32[1,3]"}), "f32[7,3]");
+  EXPECT_EQ(infer("concat", {"f16[2,3]", "f16[2,5]"}, {{"axis", -1}}), "f16[2,8]");
+  EXPECT_EQ(infer("concat", {"i64[2]"}), "i64[2]");
+  EXPECT_EQ(infer("concat", {"f32[2,3]", "f16[2,3]"}),
+            "error: inputs must have the same dtype, got f32[2,3] (input 0) and f16[2,3] "
+            "(input 1)");
+  EXPECT_EQ(infer("concat", {"f32[2,3]", "f32[2,3]", "f32[4,3]"}, {{"axis", 1}}),
+            "error: inputs must have the same shape except on axis 1, got f32[2,3] (input 0) "
+            "and f32[4,3] (input 2)");
+  EXPECT_EQ(infer("concat", {"f32[2,3]", "f32[2,3,1]"}),
+            "error: inputs must have the same shape except on axis 0, got f32[2,3] (input 0) "
+            "and f32[2,3,1] (input 1)");
+  EXPECT_EQ(infer("concat", {"f32[2,3]"}, {{"axis", 2}}),
+            "error: axis 2 is out of range for rank 2");
+}
+
+TEST(OpInference, Embedding) {
+  EXPECT_EQ(infer("embedding", {"i32[16]", "f16[50,8]"}, {{"padding_idx", 0}}), "f16[16,8]");
+  EXPECT_EQ(infer("embedding", {"i64[]", "f32[50,8]"}), "f32[8]");
+  EXPECT_EQ(infer("embedding", {"f32[16]", "f32[50,8]"}),
+            "error: indices must be i64 or i32, got f32[16]");
+  EXPECT_EQ(infer("embedding", {"i64[16]", "f32[50]"}),
+            "error: weight must have 2 dims, got f32[50]");
+  EXPECT_EQ(infer("embedding", {"i64[16]", "f32[50,8]"}, {{"padding_idx", 50}}),
+            "error: padding_idx 50 must be -1 (none) or a row of weight f32[50,8]");
+}
+
+TEST(OpInference, Cast) {
+  EXPECT_EQ(infer("cast", {"f16[2,3]"}, {{"to", DType::F32}, {"cacheable", true}}), "f32[2,3]");
+  EXPECT_EQ(infer("cast", {"i64[4]"}, {{"to", DType::I32}}), "i32[4]");
+  EXPECT_EQ(infer("cast", {"f32[]"}, {{"to", DType::BF16}}), "bf16[]");
+  EXPECT_EQ(infer("cast", {"f32[2]"}, {{"to", "f16"}}),
+            "error: attribute 'to' must be dtype, got string");
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+TEST(OpInference, Losses) {
+  EXPECT_EQ(infer("mse_loss", {"f16[4]", "f16[4]"}), "f16[]");
+  EXPECT_EQ(infer("mse_loss", {"f32[8,10]", "f32[8,1]"}),
+            "error: input and target must have the same shape, got f32[8,10] and f32[8,1]");
+  EXPECT_EQ(infer("mse_loss", {"f32[8]", "f16[8]"}),
+            "error: input and target must have the same dtype, got f32[8] and f16[8]");
+  EXPECT_EQ(infer("binary_cross_entropy", {"f32[8]", "f32[8,1]"}),
+            "error: input and target must have the same shape, got f32[8] and f32[8,1]");
+  EXPECT_EQ(infer("binary_cross_entropy", {"i64[8]", "i64[8]"}),
+            "error: input must be a floating type, got i64[8]");
+
+  EXPECT_EQ(infer("cross_entropy", {"f16[8,10]", "i32[8]"},
+                  {{"ignore_index", 0}, {"label_smoothing", 0.1}}),
+            "f16[]");
+  EXPECT_EQ(infer("cross_entropy", {"f32[8,10]", "f32[8]"}),
+            "error: target must be i64 or i32, got f32[8]");
+  EXPECT_EQ(infer("cross_entropy", {"f32[8,10]", "i64[4]"}),
+            "error: target i64[4] must have one label per row of input f32[8,10]");
+  EXPECT_EQ(infer("cross_entropy", {"f32[8]", "i64[8]"}),
+            "error: input must have 2 dims, got f32[8]");
+  EXPECT_EQ(infer("cross_entropy", {"f32[8,10]", "i64[8]"}, {{"label_smoothing", 1.5}}),
+            "error: label_smoothing must be in [0, 1], got 1.5");
+}
+
+} // namespace

@@ -1,0 +1,38 @@
+# -*- Python -*-
+# lit configuration for ampc's golden tests (see docs/textual-ir.md, "Golden tests").
+#
+# Substitutions:
+#   %ampc-opt   build/bin/ampc-opt  (parse .ir or a model file, run passes, print)
+#   %ampc       build/bin/ampc      (the user-facing CLI)
+#   FileCheck, not, count           LLVM 14's test tools
+# Files under an Inputs/ folder are data for the tests, never tests themselves.
+
+import os
+import re
+
+import lit.formats
+
+config.name = "ampc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".ir", ".yaml", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+
+if not hasattr(config, "ampc_tools_dir"):
+    lit_config.fatal("run lit on the build tree (build/tests/lit), not on the sources")
+
+# Tools come from this build and LLVM 14 first, whatever else is on PATH.
+path = os.pathsep.join([config.ampc_tools_dir, config.llvm_tools_dir,
+                        config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.environment["PATH"] = path
+
+def tool_pattern(name):
+    # A whole word only: not part of a path, an option or another name.
+    return r"(?<![-./\w%])" + re.escape(name) + r"(?![-.\w])"
+
+# Longest first: %ampc-opt must not be read as %ampc followed by "-opt".
+config.substitutions.append(("%ampc-opt", os.path.join(config.ampc_tools_dir, "ampc-opt")))
+config.substitutions.append(("%ampc", os.path.join(config.ampc_tools_dir, "ampc")))
+config.substitutions.append((tool_pattern("FileCheck"), config.filecheck_path))
+config.substitutions.append((tool_pattern("not"), os.path.join(config.llvm_tools_dir, "not")))
+config.substitutions.append((tool_pattern("count"), os.path.join(config.llvm_tools_dir, "count")))

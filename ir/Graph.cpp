@@ -223,6 +223,14 @@ Value *Graph::lookup(llvm::StringRef name) const {
   return it == names_.end() ? nullptr : it->second;
 }
 
+void Graph::renameValue(Value *v, llvm::StringRef newName) {
+  assert(lookup(v->name()) == v && "renaming a value of another graph");
+  assert(isNameFree(newName) && "new name already used");
+  names_.erase(v->name());
+  v->name_ = newName.str();
+  names_[v->name_] = v;
+}
+
 Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, AttrMap attrs,
                         llvm::ArrayRef<TensorType> resultTypes,
                         llvm::ArrayRef<std::string> names, Location loc, Node *before) {

@@ -230,6 +230,8 @@ public:
   void setStateUpdates(std::vector<StateUpdate> u) { updates_ = std::move(u); }
 
   Value *lookup(llvm::StringRef name) const;
+  /// Gives v a new name, which must be free.
+  void renameValue(Value *v, llvm::StringRef newName);
   bool isNameFree(llvm::StringRef name) const { return !names_.count(name); }
   /// `base` if free, else base_1, base_2, ...
   std::string uniqueName(llvm::StringRef base) const;

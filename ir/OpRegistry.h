@@ -62,6 +62,18 @@ struct AttrSpec {
 };
 
 class InferContext;
+class GradientBuilder;
+class Node;
+class Value;
+/// Builds the backward of one forward node: given the gradients of its results
+/// (nullptr for a result nothing depends on), sets operandGrads[i] to the
+/// gradient of operand i, or leaves it nullptr when operand i has none
+/// (labels, indices) or when it is not needed (gb.needsGradient(i) is false).
+/// Nodes are created through the builder, which reports failures.
+using GradientFn = void (*)(GradientBuilder &gb, const Node &forward,
+                            llvm::ArrayRef<Value *> resultGrads,
+                            llvm::MutableArrayRef<Value *> operandGrads);
+
 /// Computes the result types of a node from its operand types and (defaulted)
 /// attributes. Returns false after reporting an error through the context.
 using InferFn = bool (*)(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results);
@@ -75,8 +87,11 @@ struct OpInfo {
   InferFn infer = nullptr;
   /// Ops whose results may be dropped only if unused and which change no state.
   bool hasSideEffects = false;
-  // Filled by later layers (training, cost model, backends):
-  // gradient rule, cost (flops/bytes), kernels.
+  /// The gradient rule; nullptr for ops that are not differentiated (backward
+  /// and optimizer ops themselves).
+  GradientFn gradient = nullptr;
+  // Filled by later layers: cost (flops/bytes); kernels live in kernels/ per
+  // backend, keyed by OpKind (a switch without default per backend).
 
   const AttrSpec *findAttr(llvm::StringRef n) const;
   /// Smallest and largest operand count the signature allows (max = ~0u if variadic).
@@ -165,6 +180,10 @@ public:
   }
   OpRow &infer(InferFn fn) {
     info_.infer = fn;
+    return *this;
+  }
+  OpRow &gradient(GradientFn fn) {
+    info_.gradient = fn;
     return *this;
   }
   OpRow &sideEffects() {

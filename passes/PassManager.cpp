@@ -1,6 +1,7 @@
 //===- PassManager.cpp ------------------------------------------------------===//
 #include "passes/PassManager.h"
 
+#include "passes/Autodiff.h"
 #include "passes/DeadCodeElimination.h"
 #include "passes/InferTypes.h"
 

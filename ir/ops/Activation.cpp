@@ -1,4 +1,5 @@
 //===- Activation.cpp - relu, gelu, sigmoid, tanh, softmax, dropout ---------===//
+#include "ir/GradientBuilder.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -33,28 +34,137 @@ static bool inferDropout(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &r
   return inferUnaryFloat(ctx, results);
 }
 
+//===----------------------------------------------------------------------===//
+// Backward ops: (grad, saved) -> the input's gradient, where saved is the
+// forward input (relu, gelu) or the forward output (sigmoid, tanh, softmax,
+// log_softmax: their derivatives are cheapest from the output).
+//===----------------------------------------------------------------------===//
+
+static bool inferActivationGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0) || !requireFloat(ctx, 1) || !requireSameDType(ctx, 0, 1) ||
+      !requireSameShape(ctx, 0, 1))
+    return false;
+  results.push_back(ctx.operand(1));
+  return true;
+}
+
+static bool inferGeluGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const std::string &approximate = ctx.getString("approximate");
+  if (approximate != "none" && approximate != "tanh")
+    return ctx.error("approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  return inferActivationGrad(ctx, results);
+}
+
+static bool inferSoftmaxGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!inferActivationGrad(ctx, results))
+    return false;
+  unsigned dim;
+  return normalizeAxis(ctx, ctx.getInt("dim"), ctx.operand(1).rank(), dim);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient rules
+//===----------------------------------------------------------------------===//
+
+/// Rules for ops whose backward is one `kind` node of (dy, saved) with the
+/// forward's attributes.
+static void gradFromInput(GradientBuilder &gb, const Node &fwd, OpKind kind,
+                          llvm::ArrayRef<Value *> dys, llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.build1(kind, {dys[0], fwd.operand(0)}, fwd.attrs());
+}
+
+static void gradFromOutput(GradientBuilder &gb, const Node &fwd, OpKind kind,
+                           llvm::ArrayRef<Value *> dys, llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.build1(kind, {dys[0], fwd.result()}, fwd.attrs());
+}
+
+static void gradRelu(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                     llvm::MutableArrayRef<Value *> dxs) {
+  gradFromInput(gb, fwd, OpKind::ReluGrad, dys, dxs);
+}
+
+static void gradGelu(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                     llvm::MutableArrayRef<Value *> dxs) {
+  gradFromInput(gb, fwd, OpKind::GeluGrad, dys, dxs);
+}
+
+static void gradSigmoid(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                        llvm::MutableArrayRef<Value *> dxs) {
+  gradFromOutput(gb, fwd, OpKind::SigmoidGrad, dys, dxs);
+}
+
+static void gradTanh(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                     llvm::MutableArrayRef<Value *> dxs) {
+  gradFromOutput(gb, fwd, OpKind::TanhGrad, dys, dxs);
+}
+
+static void gradSoftmax(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                        llvm::MutableArrayRef<Value *> dxs) {
+  gradFromOutput(gb, fwd, OpKind::SoftmaxGrad, dys, dxs);
+}
+
+static void gradLogSoftmax(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                           llvm::MutableArrayRef<Value *> dxs) {
+  gradFromOutput(gb, fwd, OpKind::LogSoftmaxGrad, dys, dxs);
+}
+
+// Dropout is linear with a mask that is a pure function of (seed, step,
+// index): dropout of dy with the same p, seed and training flag applies the
+// same mask and scale (and is the identity when training is false).
+static void gradDropout(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                        llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.build1(OpKind::Dropout, {dys[0]}, fwd.attrs());
+}
+
 void registerActivationOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::Relu)).operand("input").infer(inferUnaryFloat);
+  OpRow(r.define(OpKind::Relu)).operand("input").infer(inferUnaryFloat).gradient(gradRelu);
   OpRow(r.define(OpKind::Gelu))
       .operand("input")
       .attr("approximate", AttrType::String, "none")
-      .infer(inferGelu);
-  OpRow(r.define(OpKind::Sigmoid)).operand("input").infer(inferUnaryFloat);
-  OpRow(r.define(OpKind::Tanh)).operand("input").infer(inferUnaryFloat);
+      .infer(inferGelu)
+      .gradient(gradGelu);
+  OpRow(r.define(OpKind::Sigmoid)).operand("input").infer(inferUnaryFloat).gradient(gradSigmoid);
+  OpRow(r.define(OpKind::Tanh)).operand("input").infer(inferUnaryFloat).gradient(gradTanh);
   OpRow(r.define(OpKind::Softmax))
       .operand("input")
       .attr("dim", AttrType::Int, -1)
-      .infer(inferSoftmax);
+      .infer(inferSoftmax)
+      .gradient(gradSoftmax);
   OpRow(r.define(OpKind::LogSoftmax))
       .operand("input")
       .attr("dim", AttrType::Int, -1)
-      .infer(inferSoftmax);
+      .infer(inferSoftmax)
+      .gradient(gradLogSoftmax);
   OpRow(r.define(OpKind::Dropout))
       .operand("input")
       .attr("p", AttrType::Float, 0.5)
       .attr("seed", AttrType::Int, 0)
       .attr("training", AttrType::Bool, true)
-      .infer(inferDropout);
+      .infer(inferDropout)
+      .gradient(gradDropout);
+
+  // Backward ops (not differentiated again).
+  OpRow(r.define(OpKind::ReluGrad)).operand("grad").operand("input").infer(inferActivationGrad);
+  OpRow(r.define(OpKind::GeluGrad))
+      .operand("grad")
+      .operand("input")
+      .attr("approximate", AttrType::String, "none")
+      .infer(inferGeluGrad);
+  OpRow(r.define(OpKind::SigmoidGrad))
+      .operand("grad")
+      .operand("output")
+      .infer(inferActivationGrad);
+  OpRow(r.define(OpKind::TanhGrad)).operand("grad").operand("output").infer(inferActivationGrad);
+  OpRow(r.define(OpKind::SoftmaxGrad))
+      .operand("grad")
+      .operand("output")
+      .attr("dim", AttrType::Int, -1)
+      .infer(inferSoftmaxGrad);
+  OpRow(r.define(OpKind::LogSoftmaxGrad))
+      .operand("grad")
+      .operand("output")
+      .attr("dim", AttrType::Int, -1)
+      .infer(inferSoftmaxGrad);
 }
 
 } // namespace ampc

@@ -1,4 +1,5 @@
 //===- Elementwise.cpp - add, sub, mul, div, scale --------------------------===//
+#include "ir/GradientBuilder.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -17,14 +18,71 @@ static bool inferBinary(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &re
   return true;
 }
 
+//===----------------------------------------------------------------------===//
+// Gradient rules. The result has the broadcast shape; each operand's gradient
+// is summed back to the operand's own shape (GradientBuilder::sumToShape).
+//===----------------------------------------------------------------------===//
+
+static llvm::ArrayRef<int64_t> dimsOf(const Node &fwd, unsigned i) {
+  return fwd.operand(i)->type().dims();
+}
+
+static void gradAdd(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                    llvm::MutableArrayRef<Value *> dxs) {
+  for (unsigned i = 0; i < 2; ++i)
+    if (gb.needsGradient(i))
+      dxs[i] = gb.sumToShape(dys[0], dimsOf(fwd, i));
+}
+
+static void gradSub(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                    llvm::MutableArrayRef<Value *> dxs) {
+  if (gb.needsGradient(0))
+    dxs[0] = gb.sumToShape(dys[0], dimsOf(fwd, 0));
+  // Negate after summing: fewer elements when b was broadcast.
+  if (gb.needsGradient(1))
+    dxs[1] = gb.scale(gb.sumToShape(dys[0], dimsOf(fwd, 1)), -1.0);
+}
+
+// d(a b) = dy b da + dy a db.
+static void gradMul(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                    llvm::MutableArrayRef<Value *> dxs) {
+  Value *a = fwd.operand(0), *b = fwd.operand(1);
+  if (gb.needsGradient(0))
+    dxs[0] = gb.sumToShape(gb.build1(OpKind::Mul, {dys[0], b}), a->type().dims());
+  if (gb.needsGradient(1))
+    dxs[1] = gb.sumToShape(gb.build1(OpKind::Mul, {dys[0], a}), b->type().dims());
+}
+
+// y = a / b: da = dy / b, db = -dy a / b^2 = -(dy y) / b, which reuses the
+// forward result instead of squaring b.
+static void gradDiv(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                    llvm::MutableArrayRef<Value *> dxs) {
+  Value *b = fwd.operand(1);
+  if (gb.needsGradient(0))
+    dxs[0] = gb.sumToShape(gb.build1(OpKind::Div, {dys[0], b}), dimsOf(fwd, 0));
+  if (gb.needsGradient(1)) {
+    Value *dyTimesY = gb.build1(OpKind::Mul, {dys[0], fwd.result()});
+    Value *quotient = dyTimesY ? gb.build1(OpKind::Div, {dyTimesY, b}) : nullptr;
+    dxs[1] = gb.scale(gb.sumToShape(quotient, dimsOf(fwd, 1)), -1.0);
+  }
+}
+
+static void gradScale(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                      llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.scale(dys[0], fwd.attr("factor").getNumber());
+}
+
 void registerElementwiseOps(OpRegistry &r) {
-  for (OpKind kind : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div})
-    OpRow(r.define(kind)).operand("a").operand("b").infer(inferBinary);
+  OpRow(r.define(OpKind::Add)).operand("a").operand("b").infer(inferBinary).gradient(gradAdd);
+  OpRow(r.define(OpKind::Sub)).operand("a").operand("b").infer(inferBinary).gradient(gradSub);
+  OpRow(r.define(OpKind::Mul)).operand("a").operand("b").infer(inferBinary).gradient(gradMul);
+  OpRow(r.define(OpKind::Div)).operand("a").operand("b").infer(inferBinary).gradient(gradDiv);
   // scale(x) = x * factor, a constant known when the graph is built.
   OpRow(r.define(OpKind::Scale))
       .operand("input")
       .attr("factor", AttrType::Float)
-      .infer(inferUnaryFloat);
+      .infer(inferUnaryFloat)
+      .gradient(gradScale);
 }
 
 } // namespace ampc

@@ -1,4 +1,5 @@
 //===- LinearAlgebra.cpp - linear, matmul, batch_matmul, conv2d, attention -===//
+#include "ir/GradientBuilder.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -112,11 +113,15 @@ static bool inferConv2d(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &re
   return true;
 }
 
-// scaled_dot_product_attention(q[..., Sq, D], k[..., Sk, D], v[..., Sk, Dv]) -> [..., Sq, Dv]
-static bool inferAttention(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
-  if (!requireFloat(ctx, 0) || !requireSameDType(ctx, 0, 1) || !requireSameDType(ctx, 0, 2))
+// The result type of attention over the query, key and value operands at
+// `first`, first + 1 and first + 2:
+// q[..., Sq, D], k[..., Sk, D], v[..., Sk, Dv] -> [..., Sq, Dv].
+static bool attentionResult(InferContext &ctx, unsigned first, TensorType &result) {
+  if (!requireFloat(ctx, first) || !requireSameDType(ctx, first, first + 1) ||
+      !requireSameDType(ctx, first, first + 2))
     return false;
-  const TensorType &q = ctx.operand(0), &k = ctx.operand(1), &v = ctx.operand(2);
+  const TensorType &q = ctx.operand(first), &k = ctx.operand(first + 1),
+                   &v = ctx.operand(first + 2);
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank())
     return ctx.error("query, key and value must have the same rank (at least 2), got " +
                      typeStr(q) + ", " + typeStr(k) + ", " + typeStr(v));
@@ -132,8 +137,190 @@ static bool inferAttention(InferContext &ctx, llvm::SmallVectorImpl<TensorType> 
     return ctx.error("causal attention needs equal query and key lengths");
   llvm::SmallVector<int64_t, 4> dims(q.dims().begin(), q.dims().end());
   dims.back() = v.dim(r - 1);
-  results.push_back(TensorType(q.dtype(), dims));
+  result = TensorType(q.dtype(), dims);
   return true;
+}
+
+// scaled_dot_product_attention(q[..., Sq, D], k[..., Sk, D], v[..., Sk, Dv]) -> [..., Sq, Dv]
+static bool inferAttention(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  TensorType result;
+  if (!attentionResult(ctx, 0, result))
+    return false;
+  results.push_back(result);
+  return true;
+}
+
+// The attributes that describe a convolution's geometry, checked once for the
+// forward op and both backward ops.
+static bool checkConvAttrs(InferContext &ctx) {
+  const auto &stride = ctx.getInts("stride"), &pad = ctx.getInts("padding"),
+             &dil = ctx.getInts("dilation");
+  for (const auto *v : {&stride, &pad, &dil})
+    if (v->size() != 2)
+      return ctx.error("stride, padding and dilation must have 2 values each");
+  if (stride[0] < 1 || stride[1] < 1 || dil[0] < 1 || dil[1] < 1 || pad[0] < 0 || pad[1] < 0)
+    return ctx.error("stride and dilation must be >= 1 and padding >= 0");
+  if (ctx.getInt("groups") < 1)
+    return ctx.error("groups must be >= 1, got " + llvm::Twine(ctx.getInt("groups")));
+  return true;
+}
+
+// Checks that a convolution of input `x` by weight `w` (both as shapes)
+// produces grad_output's shape; the backward ops get the shape they do not
+// receive as a tensor through an attribute, so it is validated here.
+static bool checkConvShapes(InferContext &ctx, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> w,
+                            const TensorType &dy) {
+  if (x.size() != 4 || w.size() != 4)
+    return ctx.error("input and weight shapes must have 4 dims, got " + shapeStr(x) + " and " +
+                     shapeStr(w));
+  int64_t groups = ctx.getInt("groups");
+  if (x[1] % groups != 0 || w[0] % groups != 0 || w[1] * groups != x[1])
+    return ctx.error("weight " + shapeStr(w) + " with groups " + llvm::Twine(groups) +
+                     " does not fit input " + shapeStr(x));
+  const auto &stride = ctx.getInts("stride"), &pad = ctx.getInts("padding"),
+             &dil = ctx.getInts("dilation");
+  int64_t oh = convOut(x[2], w[2], stride[0], pad[0], dil[0]);
+  int64_t ow = convOut(x[3], w[3], stride[1], pad[1], dil[1]);
+  llvm::SmallVector<int64_t, 4> expected{x[0], w[0], oh, ow};
+  if (dy.dims() != llvm::ArrayRef<int64_t>(expected))
+    return ctx.error("grad_output " + typeStr(dy) + " does not match the convolution output " +
+                     shapeStr(expected));
+  return true;
+}
+
+// conv2d_grad_input(grad_output[N, O, H', W'], weight[O, C/groups, kh, kw])
+//   -> [N, C, H, W] = input_shape
+static bool inferConv2dGradInput(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0) || !requireRank(ctx, 0, 4) || !requireRank(ctx, 1, 4) ||
+      !requireSameDType(ctx, 0, 1) || !checkConvAttrs(ctx))
+    return false;
+  const std::vector<int64_t> &inputShape = ctx.getInts("input_shape");
+  if (!checkConvShapes(ctx, inputShape, ctx.operand(1).dims(), ctx.operand(0)))
+    return false;
+  results.push_back(TensorType(ctx.operand(0).dtype(), inputShape));
+  return true;
+}
+
+// conv2d_grad_weight(grad_output[N, O, H', W'], input[N, C, H, W])
+//   -> [O, C/groups, kh, kw] = weight_shape
+static bool inferConv2dGradWeight(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0) || !requireRank(ctx, 0, 4) || !requireRank(ctx, 1, 4) ||
+      !requireSameDType(ctx, 0, 1) || !checkConvAttrs(ctx))
+    return false;
+  const std::vector<int64_t> &weightShape = ctx.getInts("weight_shape");
+  if (!checkConvShapes(ctx, ctx.operand(1).dims(), weightShape, ctx.operand(0)))
+    return false;
+  results.push_back(TensorType(ctx.operand(0).dtype(), weightShape));
+  return true;
+}
+
+// scaled_dot_product_attention_grad(grad_output, query, key, value)
+//   -> grad_query, grad_key, grad_value (the types of query, key, value)
+static bool inferAttentionGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  TensorType forwardResult;
+  if (!attentionResult(ctx, 1, forwardResult))
+    return false;
+  if (ctx.operand(0) != forwardResult)
+    return ctx.error("grad_output " + typeStr(ctx.operand(0)) +
+                     " does not match the attention output " + typeStr(forwardResult));
+  for (unsigned i = 1; i < 4; ++i)
+    results.push_back(ctx.operand(i));
+  return true;
+}
+
+// --- Gradient rules ---------------------------------------------------------
+
+static AttrMap transposes(bool a, bool b) {
+  return {{"transpose_a", Attribute(a)}, {"transpose_b", Attribute(b)}};
+}
+
+// With C = op(A) op(B) (op = optional transpose): dA = dC op(B)^T stored as
+// op(A) is, and dB = op(A)^T dC likewise. `mm` is matmul or batch_matmul.
+static void gemmGradients(GradientBuilder &gb, OpKind mm, const Node &fwd, Value *dy,
+                          llvm::MutableArrayRef<Value *> dxs) {
+  Value *a = fwd.operand(0), *b = fwd.operand(1);
+  bool ta = fwd.attr("transpose_a").getBool(), tb = fwd.attr("transpose_b").getBool();
+  if (gb.needsGradient(0)) {
+    Value *da = ta ? gb.build1(mm, {b, dy}, transposes(tb, true))
+                   : gb.build1(mm, {dy, b}, transposes(false, !tb));
+    dxs[0] = da ? gb.sumToShape(da, a->type().dims()) : nullptr;
+  }
+  if (gb.needsGradient(1)) {
+    Value *db = tb ? gb.build1(mm, {dy, a}, transposes(true, ta))
+                   : gb.build1(mm, {a, dy}, transposes(!ta, false));
+    dxs[1] = db ? gb.sumToShape(db, b->type().dims()) : nullptr;
+  }
+}
+
+static void gradMatMul(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                       llvm::MutableArrayRef<Value *> dxs) {
+  gemmGradients(gb, OpKind::MatMul, fwd, dys[0], dxs);
+}
+
+// Broadcast batch dims are summed back by sumToShape.
+static void gradBatchMatMul(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                            llvm::MutableArrayRef<Value *> dxs) {
+  gemmGradients(gb, OpKind::BatchMatMul, fwd, dys[0], dxs);
+}
+
+// y = x W^T + b over rows of x: with dy and x flattened to matrices,
+// dx = dy W, dW = dy^T x, db = column sums of dy.
+static void gradLinear(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                       llvm::MutableArrayRef<Value *> dxs) {
+  Value *x = fwd.operand(0), *w = fwd.operand(1);
+  int64_t outFeatures = w->type().dim(0), inFeatures = w->type().dim(1);
+  int64_t rows = x->type().numElements() / inFeatures;
+  Value *dy2d = gb.reshape(dys[0], {rows, outFeatures});
+  if (gb.needsGradient(0))
+    dxs[0] = gb.reshape(gb.build1(OpKind::MatMul, {dy2d, w}), x->type().dims());
+  if (gb.needsGradient(1))
+    dxs[1] = gb.build1(OpKind::MatMul, {dy2d, gb.reshape(x, {rows, inFeatures})},
+                       transposes(true, false));
+  if (fwd.numOperands() > 2 && gb.needsGradient(2))
+    dxs[2] = gb.build1(OpKind::ReduceSum, {dy2d}, {{"dims", Attribute(std::vector<int64_t>{0})}});
+}
+
+static AttrMap convAttrs(const Node &fwd) {
+  return {{"stride", fwd.attr("stride")},
+          {"padding", fwd.attr("padding")},
+          {"dilation", fwd.attr("dilation")},
+          {"groups", fwd.attr("groups")}};
+}
+
+static std::vector<int64_t> dimsOf(const Value *v) {
+  return std::vector<int64_t>(v->type().dims().begin(), v->type().dims().end());
+}
+
+static void gradConv2d(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                       llvm::MutableArrayRef<Value *> dxs) {
+  Value *dy = dys[0], *x = fwd.operand(0), *w = fwd.operand(1);
+  if (gb.needsGradient(0)) {
+    AttrMap attrs = convAttrs(fwd);
+    attrs["input_shape"] = Attribute(dimsOf(x));
+    dxs[0] = gb.build1(OpKind::Conv2dGradInput, {dy, w}, std::move(attrs));
+  }
+  if (gb.needsGradient(1)) {
+    AttrMap attrs = convAttrs(fwd);
+    attrs["weight_shape"] = Attribute(dimsOf(w));
+    dxs[1] = gb.build1(OpKind::Conv2dGradWeight, {dy, x}, std::move(attrs));
+  }
+  if (fwd.numOperands() > 2 && gb.needsGradient(2))
+    dxs[2] =
+        gb.build1(OpKind::ReduceSum, {dy}, {{"dims", Attribute(std::vector<int64_t>{0, 2, 3})}});
+}
+
+// One fused backward computes all three gradients: they share the recomputed
+// attention probabilities.
+static void gradAttention(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                          llvm::MutableArrayRef<Value *> dxs) {
+  auto grads = gb.build(OpKind::ScaledDotProductAttentionGrad,
+                        {dys[0], fwd.operand(0), fwd.operand(1), fwd.operand(2)},
+                        {{"causal", fwd.attr("causal")}, {"scale", fwd.attr("scale")}});
+  if (grads.empty())
+    return;
+  for (unsigned i = 0; i < 3; ++i)
+    if (gb.needsGradient(i))
+      dxs[i] = grads[i];
 }
 
 void registerLinearAlgebraOps(OpRegistry &r) {
@@ -141,19 +328,22 @@ void registerLinearAlgebraOps(OpRegistry &r) {
       .operand("input")
       .operand("weight")
       .optionalOperand("bias")
-      .infer(inferLinear);
+      .infer(inferLinear)
+      .gradient(gradLinear);
   OpRow(r.define(OpKind::MatMul))
       .operand("a")
       .operand("b")
       .attr("transpose_a", AttrType::Bool, false)
       .attr("transpose_b", AttrType::Bool, false)
-      .infer(inferMatMul);
+      .infer(inferMatMul)
+      .gradient(gradMatMul);
   OpRow(r.define(OpKind::BatchMatMul))
       .operand("a")
       .operand("b")
       .attr("transpose_a", AttrType::Bool, false)
       .attr("transpose_b", AttrType::Bool, false)
-      .infer(inferBatchMatMul);
+      .infer(inferBatchMatMul)
+      .gradient(gradBatchMatMul);
   OpRow(r.define(OpKind::Conv2d))
       .operand("input")
       .operand("weight")
@@ -162,7 +352,8 @@ void registerLinearAlgebraOps(OpRegistry &r) {
       .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
       .attr("dilation", AttrType::Ints, std::vector<int64_t>{1, 1})
       .attr("groups", AttrType::Int, 1)
-      .infer(inferConv2d);
+      .infer(inferConv2d)
+      .gradient(gradConv2d);
   // scale <= 0 means the default 1/sqrt(head size), as PyTorch's scale=None.
   OpRow(r.define(OpKind::ScaledDotProductAttention))
       .operand("query")
@@ -170,7 +361,36 @@ void registerLinearAlgebraOps(OpRegistry &r) {
       .operand("value")
       .attr("causal", AttrType::Bool, false)
       .attr("scale", AttrType::Float, 0.0)
-      .infer(inferAttention);
+      .infer(inferAttention)
+      .gradient(gradAttention);
+
+  // Backward ops (not differentiated again).
+  OpRow(r.define(OpKind::Conv2dGradInput))
+      .operand("grad_output")
+      .operand("weight")
+      .attr("stride", AttrType::Ints, std::vector<int64_t>{1, 1})
+      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
+      .attr("dilation", AttrType::Ints, std::vector<int64_t>{1, 1})
+      .attr("groups", AttrType::Int, 1)
+      .attr("input_shape", AttrType::Ints)
+      .infer(inferConv2dGradInput);
+  OpRow(r.define(OpKind::Conv2dGradWeight))
+      .operand("grad_output")
+      .operand("input")
+      .attr("stride", AttrType::Ints, std::vector<int64_t>{1, 1})
+      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
+      .attr("dilation", AttrType::Ints, std::vector<int64_t>{1, 1})
+      .attr("groups", AttrType::Int, 1)
+      .attr("weight_shape", AttrType::Ints)
+      .infer(inferConv2dGradWeight);
+  OpRow(r.define(OpKind::ScaledDotProductAttentionGrad))
+      .operand("grad_output")
+      .operand("query")
+      .operand("key")
+      .operand("value")
+      .attr("causal", AttrType::Bool, false)
+      .attr("scale", AttrType::Float, 0.0)
+      .infer(inferAttentionGrad);
 }
 
 } // namespace ampc

@@ -12,6 +12,7 @@ void registerElementwiseOps(OpRegistry &r);   // ops/Elementwise.cpp
 void registerPoolingOps(OpRegistry &r);       // ops/Pooling.cpp
 void registerShapeOps(OpRegistry &r);         // ops/Shape.cpp
 void registerLossOps(OpRegistry &r);          // ops/Loss.cpp
+void registerReductionOps(OpRegistry &r);     // ops/Reduction.cpp
 
 inline void registerAllOpFamilies(OpRegistry &r) {
   registerLinearAlgebraOps(r);
@@ -21,6 +22,7 @@ inline void registerAllOpFamilies(OpRegistry &r) {
   registerPoolingOps(r);
   registerShapeOps(r);
   registerLossOps(r);
+  registerReductionOps(r);
 }
 
 } // namespace ampc

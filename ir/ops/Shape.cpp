@@ -4,6 +4,7 @@
 // embedding's table, which must be floating.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/GradientBuilder.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -148,41 +149,192 @@ static bool inferCast(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &resu
   return true;
 }
 
+// slice(input, axis, start, end): input[..., start:end, ...] along axis, with
+// 0 <= start <= end <= the axis's size (concat's backward).
+static bool inferSlice(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const TensorType &x = ctx.operand(0);
+  unsigned axis;
+  if (!normalizeAxis(ctx, ctx.getInt("axis"), x.rank(), axis, "axis"))
+    return false;
+  int64_t start = ctx.getInt("start"), end = ctx.getInt("end");
+  if (start < 0 || start > end || end > x.dim(axis))
+    return ctx.error("slice [" + llvm::Twine(start) + ", " + llvm::Twine(end) +
+                     ") is not within dim " + llvm::Twine(axis) + " of input " + typeStr(x));
+  llvm::SmallVector<int64_t, 4> dims(x.dims().begin(), x.dims().end());
+  dims[axis] = end - start;
+  results.push_back(TensorType(x.dtype(), dims));
+  return true;
+}
+
+// broadcast_to(input, shape): numpy broadcasting of input to exactly `shape`
+// (reduce_sum's backward).
+static bool inferBroadcastTo(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const TensorType &x = ctx.operand(0);
+  const std::vector<int64_t> &shape = ctx.getInts("shape");
+  bool fits = x.rank() <= shape.size();
+  size_t offset = fits ? shape.size() - x.rank() : 0;
+  for (unsigned d = 0; fits && d < x.rank(); ++d)
+    fits = x.dim(d) == 1 || x.dim(d) == shape[d + offset];
+  if (!fits)
+    return ctx.error("cannot broadcast input " + typeStr(x) + " to " + shapeStr(shape));
+  for (int64_t d : shape)
+    if (d < 0)
+      return ctx.error("shape " + shapeStr(shape) + " has a negative dim");
+  results.push_back(TensorType(x.dtype(), shape));
+  return true;
+}
+
+// embedding_grad(grad[..., dim], indices[...]) -> [num_embeddings, dim]: the
+// rows of grad summed into the rows their indices name.
+static bool inferEmbeddingGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0) || !requireMinRank(ctx, 0, 1) || !requireIndex(ctx, 1))
+    return false;
+  const TensorType &grad = ctx.operand(0), &indices = ctx.operand(1);
+  if (grad.rank() != indices.rank() + 1 ||
+      grad.dims().drop_back() != llvm::ArrayRef<int64_t>(indices.dims()))
+    return ctx.error("grad " + typeStr(grad) + " must have the shape of indices " +
+                     typeStr(indices) + " plus one dim");
+  int64_t numEmbeddings = ctx.getInt("num_embeddings");
+  if (numEmbeddings < 1)
+    return ctx.error("num_embeddings must be positive, got " + llvm::Twine(numEmbeddings));
+  int64_t paddingIdx = ctx.getInt("padding_idx");
+  if (paddingIdx < -1 || paddingIdx >= numEmbeddings)
+    return ctx.error("padding_idx " + llvm::Twine(paddingIdx) +
+                     " must be -1 (none) or below num_embeddings " + llvm::Twine(numEmbeddings));
+  results.push_back(TensorType(grad.dtype(), {numEmbeddings, grad.dims().back()}));
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient rules: data movement moves the gradient back the other way.
+//===----------------------------------------------------------------------===//
+
+static void gradReshapeBack(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                            llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.reshape(dys[0], fwd.operand(0)->type().dims());
+}
+
+// A transpose is its own inverse.
+static void gradTranspose(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                          llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.build1(OpKind::Transpose, {dys[0]}, fwd.attrs());
+}
+
+// Result dim i is input dim perm[i], so the gradient goes back through the
+// inverse permutation: inverse[perm[i]] = i.
+static void gradPermute(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                        llvm::MutableArrayRef<Value *> dxs) {
+  const std::vector<int64_t> &perm = fwd.attr("dims").getInts();
+  int64_t rank = static_cast<int64_t>(perm.size());
+  std::vector<int64_t> inverse(perm.size());
+  for (int64_t i = 0; i < rank; ++i)
+    inverse[perm[i] < 0 ? perm[i] + rank : perm[i]] = i;
+  dxs[0] = gb.build1(OpKind::Permute, {dys[0]}, {{"dims", Attribute(inverse)}});
+}
+
+// Each input gets its own slice of the gradient along the axis.
+static void gradConcat(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                       llvm::MutableArrayRef<Value *> dxs) {
+  int64_t axis = fwd.attr("axis").getInt();
+  int64_t rank = static_cast<int64_t>(fwd.result()->type().rank());
+  if (axis < 0)
+    axis += rank;
+  int64_t start = 0;
+  for (unsigned i = 0; i < fwd.numOperands(); ++i) {
+    int64_t size = fwd.operand(i)->type().dim(axis);
+    if (gb.needsGradient(i))
+      dxs[i] = gb.build1(OpKind::Slice, {dys[0]},
+                         {{"axis", Attribute(axis)},
+                          {"start", Attribute(start)},
+                          {"end", Attribute(start + size)}});
+    start += size;
+  }
+}
+
+// The weight's gradient is a scatter-add of the result's rows; the indices
+// get none.
+static void gradEmbedding(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                          llvm::MutableArrayRef<Value *> dxs) {
+  if (!gb.needsGradient(1))
+    return;
+  dxs[1] = gb.build1(OpKind::EmbeddingGrad, {dys[0], fwd.operand(0)},
+                     {{"num_embeddings", Attribute(fwd.operand(1)->type().dim(0))},
+                      {"padding_idx", fwd.attr("padding_idx")}});
+}
+
+// The backward of a cast is a cast back, so a gradient arrives in its
+// value's own dtype.
+static void gradCast(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                     llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.castTo(dys[0], fwd.operand(0)->dtype());
+}
+
+static void gradBroadcastTo(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                            llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.sumToShape(dys[0], fwd.operand(0)->type().dims());
+}
+
 void registerShapeOps(OpRegistry &r) {
   OpRow(r.define(OpKind::Flatten))
       .operand("input")
       .attr("start_dim", AttrType::Int, 1)
       .attr("end_dim", AttrType::Int, -1)
-      .infer(inferFlatten);
+      .infer(inferFlatten)
+      .gradient(gradReshapeBack);
   OpRow(r.define(OpKind::Reshape))
       .operand("input")
       .attr("shape", AttrType::Ints)
-      .infer(inferReshape);
+      .infer(inferReshape)
+      .gradient(gradReshapeBack);
   OpRow(r.define(OpKind::Transpose))
       .operand("input")
       .attr("dim0", AttrType::Int)
       .attr("dim1", AttrType::Int)
-      .infer(inferTranspose);
+      .infer(inferTranspose)
+      .gradient(gradTranspose);
   OpRow(r.define(OpKind::Permute))
       .operand("input")
       .attr("dims", AttrType::Ints)
-      .infer(inferPermute);
+      .infer(inferPermute)
+      .gradient(gradPermute);
   OpRow(r.define(OpKind::Concat))
       .variadicOperand("inputs")
       .attr("axis", AttrType::Int, 0)
-      .infer(inferConcat);
+      .infer(inferConcat)
+      .gradient(gradConcat);
   OpRow(r.define(OpKind::Embedding))
       .indexOperand("indices")
       .operand("weight")
       .attr("padding_idx", AttrType::Int, -1)
-      .infer(inferEmbedding);
+      .infer(inferEmbedding)
+      .gradient(gradEmbedding);
   // cacheable: set by the cast optimisation on casts of weights, whose result
   // the runtime may keep across steps until the weight changes.
   OpRow(r.define(OpKind::Cast))
       .operand("input")
       .attr("to", AttrType::DType)
       .attr("cacheable", AttrType::Bool, false)
-      .infer(inferCast);
+      .infer(inferCast)
+      .gradient(gradCast);
+  // slice is concat's backward and has no gradient itself.
+  OpRow(r.define(OpKind::Slice))
+      .operand("input")
+      .attr("axis", AttrType::Int)
+      .attr("start", AttrType::Int)
+      .attr("end", AttrType::Int)
+      .infer(inferSlice);
+  OpRow(r.define(OpKind::BroadcastTo))
+      .operand("input")
+      .attr("shape", AttrType::Ints)
+      .infer(inferBroadcastTo)
+      .gradient(gradBroadcastTo);
+  // Backward op (not differentiated again).
+  OpRow(r.define(OpKind::EmbeddingGrad))
+      .operand("grad")
+      .indexOperand("indices")
+      .attr("num_embeddings", AttrType::Int)
+      .attr("padding_idx", AttrType::Int, -1)
+      .infer(inferEmbeddingGrad);
 }
 
 } // namespace ampc

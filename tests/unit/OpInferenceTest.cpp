@@ -114,6 +114,8 @@ std::vector<ValidCase> validCases() {
       {"concat", {"f32[2,3]", "f32[2,5]"}, {{"axis", 1}}, "f32[2,8]"},
       {"embedding", {"i64[4,7]", "f32[1000,64]"}, {}, "f32[4,7,64]"},
       {"cast", {"f32[2,3]"}, {{"to", DType::F16}}, "f16[2,3]"},
+      {"reduce_sum", {"f32[4,5,6]"}, {{"dims", Ints{0, -1}}}, "f32[5]"},
+      {"fill", {}, {{"shape", Ints{2, 3}}, {"dtype", DType::BF16}}, "bf16[2,3]"},
       {"mse_loss", {"f32[8,10]", "f32[8,10]"}, {}, "f32[]"},
       {"cross_entropy", {"f32[8,10]", "i64[8]"}, {}, "f32[]"},
       {"binary_cross_entropy", {"f32[8,1]", "f32[8,1]"}, {}, "f32[]"},

@@ -14,11 +14,17 @@
 #include "ir/Verifier.h"
 #include "ir/support/AtomicFile.h"
 #include "passes/PassManager.h"
+#include "runtime/Program.h"
+#include "runtime/data/DataSource.h"
+#include "kernels/common/Storage.h"
 
 #include "CLI/CLI.hpp"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <cstring>
 
 using namespace ampc;
 
@@ -36,7 +42,109 @@ struct Options {
   bool verifyEach = false;
   std::string printAfter;
   bool timePasses = false;
+  std::string run;             ///< "" or "forward"
+  std::string device = "auto"; ///< auto, cpu, cpu-ref, cuda
+  bool planOnly = false;       ///< `ampc plan`
 };
+
+/// Picks the backend; "auto" says which one it chose.
+std::unique_ptr<Backend> selectBackend(const Options &opts) {
+  std::string err;
+  std::unique_ptr<Backend> backend = createBackend(opts.device, err);
+  if (!backend) {
+    llvm::errs() << "error: " << err << "\n";
+    return nullptr;
+  }
+  if (opts.device == "auto")
+    llvm::outs() << "device: auto -> " << backend->name()
+                 << " (no GPU backend is built yet; the CPU runs the model)\n";
+  return backend;
+}
+
+uint64_t initSeedOf(const Graph &g) {
+  auto it = g.meta().find("init.seed");
+  return it != g.meta().end() && it->second.is(AttrType::Int) ? it->second.getInt() : 0;
+}
+
+std::string modelDirOf(llvm::StringRef modelPath) {
+  llvm::StringRef dir = llvm::sys::path::parent_path(modelPath);
+  return dir.empty() ? "." : dir.str();
+}
+
+std::unique_ptr<Program> compileProgram(const Graph &g, Backend &backend, const Options &opts,
+                                        DiagnosticEngine &diag) {
+  CompileOptions copts;
+  copts.initSeed = initSeedOf(g);
+  copts.baseDir = modelDirOf(opts.model);
+  return Program::compile(g, backend, diag, copts);
+}
+
+/// `ampc plan`: the memory plan's table, before anything runs.
+int runPlan(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
+  std::unique_ptr<Backend> backend = selectBackend(opts);
+  if (!backend)
+    return kRuntimeFailure;
+  std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
+  if (!program) {
+    diag.print(llvm::errs());
+    return kBadInput;
+  }
+  llvm::outs() << "model " << g.name() << ", opt level " << opts.optLevel << ", "
+               << program->schedule().size() << " scheduled ops on " << backend->name()
+               << "\n";
+  program->plan().print(llvm::outs());
+  return kSuccess;
+}
+
+/// `--run forward`: one batch through the forward pass and the loss.
+int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
+  std::unique_ptr<Backend> backend = selectBackend(opts);
+  if (!backend)
+    return kRuntimeFailure;
+  std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
+  std::unique_ptr<DataSource> source =
+      program ? createDataSource(g, modelDirOf(opts.model), diag) : nullptr;
+  if (!program || !source) {
+    diag.print(llvm::errs());
+    return kBadInput;
+  }
+  Batcher batcher(*source, batchOptionsFromMeta(g));
+  auto batch = makeBatchTensors(g);
+  int64_t rows = 0;
+  std::string err;
+  if (!batcher.next(batch, rows, err)) {
+    llvm::errs() << "error: " << err << "\n";
+    return kRuntimeFailure;
+  }
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    std::memcpy(program->data(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
+  program->run(0);
+  MeasuredMemory measured = program->measure();
+  llvm::outs() << "ran forward on one batch of " << rows << " samples from "
+               << source->kind() << " data\n";
+  for (const Value *out : g.outputs()) {
+    const void *data = program->data(out);
+    if (out->type().rank() == 0) {
+      llvm::outs() << out->name() << " = "
+                   << llvm::format("%.6f", kernels::loadAsDouble(out->dtype(), data, 0))
+                   << "\n";
+      continue;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < out->type().numElements(); ++i)
+      sum += kernels::loadAsDouble(out->dtype(), data, i);
+    llvm::outs() << out->name() << " : " << out->type().str() << ", mean "
+                 << llvm::format("%.6f", sum / out->type().numElements()) << "\n";
+  }
+  llvm::outs() << "memory: planned " << program->plan().peakBytes() << " B, allocated "
+               << measured.allocatedBytes << " B, step arena touched "
+               << measured.touchedStepBytes << " of " << program->plan().stepBytes << " B\n";
+  if (!measured.guardsIntact) {
+    llvm::errs() << "error: a kernel wrote past the end of an arena\n";
+    return kRuntimeFailure;
+  }
+  return kSuccess;
+}
 
 void printSummary(const Graph &g, const Options &opts, llvm::raw_ostream &os) {
   int64_t paramCount = 0, paramBytes = 0, frozen = 0, buffers = 0;
@@ -81,9 +189,21 @@ int main(int argc, char **argv) {
   app.add_flag("--verify-each", opts.verifyEach, "verify the graph after every pass");
   app.add_option("--print-after", opts.printAfter, "print the IR after these passes (or all)");
   app.add_flag("--time-passes", opts.timePasses, "print each pass's time");
+  app.add_option("--run", opts.run, "run the model: forward = one batch through forward + loss")
+      ->check(CLI::IsMember({"forward"}));
+  app.add_option("--device", opts.device, "where to run: auto, cpu, cpu-ref, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cpu-ref", "cuda"}));
 
+  // `ampc plan MODEL` is the plan command; everything else is the main one.
+  std::vector<char *> args(argv, argv + argc);
+  if (argc > 1 && std::string(argv[1]) == "plan") {
+    opts.planOnly = true;
+    args.erase(args.begin() + 1);
+    app.name("ampc plan");
+    app.description("print the memory plan of a model: peak bytes by what they hold");
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError &e) {
     int code = app.exit(e);
     return code == 0 ? kSuccess : kBadInput;
@@ -111,6 +231,12 @@ int main(int argc, char **argv) {
     return kBadInput;
   }
   flushDiagnostics(); // warnings, if any
+  diag.clear();
+
+  if (opts.planOnly)
+    return runPlan(*graph, opts, diag);
+  if (opts.run == "forward")
+    return runForward(*graph, opts, diag);
 
   if (opts.emit.empty()) {
     if (!opts.output.empty()) {

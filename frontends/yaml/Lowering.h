@@ -1,0 +1,66 @@
+//===- Lowering.h - Shared state of one model-file import -------*- C++ -*-===//
+//
+// Internal to the YAML frontend: the pieces of ModelLoader (layers and
+// blocks, optimizer and training settings) and what they share.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_FRONTENDS_YAML_LOWERING_H
+#define AMPC_FRONTENDS_YAML_LOWERING_H
+
+#include "frontends/yaml/ModelLoader.h"
+#include "frontends/yaml/YamlReader.h"
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+#include <vector>
+
+namespace ampc::yamlfe {
+
+/// A `blocks:` entry.
+struct BlockDef {
+  BlockDef() = default;
+  BlockDef(const BlockDef &) = default;
+  BlockDef &operator=(const BlockDef &other) {
+    name = other.name;
+    keyNode.reset(other.keyNode); // rebind, see Bound
+    params = other.params;
+    layers = other.layers;
+    return *this;
+  }
+
+  std::string name;
+  YAML::Node keyNode;
+  std::vector<std::string> params;
+  Bound layers;
+};
+
+struct ModelContext {
+  Reader &r;
+  Graph &g;
+  const LoadOptions &opts;
+  llvm::StringMap<BlockDef> blocks;
+};
+
+/// Checks a state tensor's or value's element count against the options;
+/// reports at `loc` naming `what`.
+bool checkElementCount(ModelContext &ctx, const TensorType &t, const llvm::Twine &what,
+                       const Location &loc);
+
+/// Reads `blocks:` into ctx.blocks (checks params and `$name` uses).
+bool readBlocks(ModelContext &ctx, const Bound &blocks);
+
+/// Lowers `layers:`; `last` is the last layer's value. `names` maps the
+/// top-level layer names (and the graph inputs) to values, for `loss:`.
+bool lowerLayers(ModelContext &ctx, const Bound &layers, Value *&last,
+                 llvm::StringMap<Value *> &names);
+
+/// `optimizer:` and `train:` into the graph's meta.
+bool readOptimizer(Reader &r, const Bound &node, AttrMap &meta);
+bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta);
+
+} // namespace ampc::yamlfe
+
+#endif

@@ -1,0 +1,355 @@
+//===- ModelLoader.cpp - The top level of a model file ----------------------===//
+//
+// Order of work: model, batch, inputs, blocks, layers, loss, init (seed and
+// parameter files), optimizer, train; then the verifier. The first problem
+// stops the import: later checks would mostly report its consequences.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/yaml/ModelLoader.h"
+#include "frontends/yaml/Lowering.h"
+
+#include "ir/Builder.h"
+#include "ir/Verifier.h"
+#include "ir/support/NpyFile.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <exception>
+
+namespace ampc {
+
+namespace {
+using namespace yamlfe;
+
+constexpr llvm::StringRef kTopLevelKeys[] = {"model",  "batch", "inputs",    "init", "blocks",
+                                             "layers", "loss",  "optimizer", "train"};
+constexpr llvm::StringRef kLossKinds[] = {"mse_loss", "cross_entropy", "binary_cross_entropy"};
+
+/// "[2,3]" for messages.
+std::string shapeString(llvm::ArrayRef<int64_t> dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i)
+      s += ',';
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+class ModelImporter {
+public:
+  ModelImporter(Reader &r, const LoadOptions &opts, llvm::StringRef baseDir)
+      : r_(r), opts_(opts), baseDir_(baseDir.str()) {}
+
+  std::unique_ptr<Graph> run(const YAML::Node &root) {
+    auto g = std::make_unique<Graph>();
+    ModelContext ctx{r_, *g, opts_, {}};
+    if (!import(Bound{root}, ctx))
+      return nullptr;
+    if (!verifyGraph(*g, r_.diag()))
+      return nullptr;
+    return g;
+  }
+
+private:
+  const MapEntry *find(llvm::StringRef key) const {
+    for (const MapEntry &e : top_)
+      if (e.key == key)
+        return &e;
+    return nullptr;
+  }
+  const MapEntry *require(llvm::StringRef key) {
+    const MapEntry *e = find(key);
+    if (!e)
+      r_.error(rootLoc_, "missing required key '" + key + "'");
+    return e;
+  }
+
+  bool import(const Bound &root, ModelContext &ctx) {
+    Graph &g = ctx.g;
+    rootLoc_ = root.node.IsDefined() && root.node.IsMap() ? r_.loc(root) : r_.fileLoc();
+    if (!root.node.IsMap())
+      return r_.error(root.node.IsNull() ? r_.fileLoc() : r_.loc(root),
+                      "a model file must be a map of keys (model, batch, inputs, "
+                      "layers, ...), got " +
+                          Reader::describe(root.node));
+    if (!r_.readMap(root, "the model file", top_) ||
+        !r_.checkKnownKeys(top_, kTopLevelKeys, "key", ""))
+      return false;
+
+    const MapEntry *model = require("model");
+    if (!model)
+      return false;
+    std::string name;
+    if (!r_.readString(model->value, "'model'", name))
+      return false;
+    if (!isValidName(name))
+      return r_.error(model->value,
+                      "invalid model name '" + name + "': use letters, digits, '_', '.' and '-'");
+    g.setName(name);
+    g.meta()["model"] = Attribute(name);
+
+    if (!readBatch(g) || !readInputs(ctx))
+      return false;
+    if (const MapEntry *blocks = find("blocks"))
+      if (!readBlocks(ctx, blocks->value))
+        return false;
+
+    const MapEntry *layers = require("layers");
+    if (!layers)
+      return false;
+    Value *last = nullptr;
+    llvm::StringMap<Value *> names;
+    if (!lowerLayers(ctx, layers->value, last, names))
+      return false;
+    if (const MapEntry *loss = find("loss")) {
+      if (!readLoss(ctx, *loss, names))
+        return false;
+    } else {
+      g.addOutput(last);
+    }
+    g.meta()["init.seed"] = Attribute(int64_t(0));
+    if (const MapEntry *init = find("init"))
+      if (!readInit(g, *init))
+        return false;
+    if (const MapEntry *opt = find("optimizer"))
+      if (!readOptimizer(r_, opt->value, g.meta()))
+        return false;
+    if (const MapEntry *train = find("train"))
+      if (!readTrain(r_, train->value, g, g.meta()))
+        return false;
+    return true;
+  }
+
+  bool readBatch(Graph &g) {
+    const MapEntry *batch = require("batch");
+    if (!batch)
+      return false;
+    int64_t b = 0;
+    if (!r_.readInt(batch->value, "'batch'", b))
+      return false;
+    if (b < 1)
+      return r_.error(batch->value, "'batch' must be a positive integer, got " + llvm::Twine(b));
+    if (opts_.batchOverride) {
+      b = *opts_.batchOverride;
+      if (b < 1)
+        return r_.error(batch->value,
+                        "the batch override must be a positive integer, got " + llvm::Twine(b));
+    }
+    r_.setBatch(b);
+    g.meta()["batch"] = Attribute(b);
+    return true;
+  }
+
+  bool readInputs(ModelContext &ctx) {
+    const MapEntry *inputs = require("inputs");
+    if (!inputs)
+      return false;
+    MapEntries entries;
+    if (!r_.readMap(inputs->value, "'inputs'", entries))
+      return false;
+    if (entries.empty())
+      return r_.error(inputs->value, "'inputs' must declare at least one input");
+    for (const MapEntry &e : entries) {
+      if (!isValidName(e.key))
+        return r_.error(e.keyNode, "invalid input name '" + e.key +
+                                       "': use letters, digits, '_', '.' and '-'");
+      MapEntries fields;
+      std::string what = "input '" + e.key + "'";
+      if (!r_.readMap(e.value, what, fields) ||
+          !r_.checkKnownKeys(fields, {"shape", "dtype"}, "key", " in " + what))
+        return false;
+      const MapEntry *shape = nullptr, *dtype = nullptr;
+      for (const MapEntry &f : fields)
+        (f.key == "shape" ? shape : dtype) = &f;
+      if (!shape)
+        return r_.error(e.keyNode, what + " has no 'shape'");
+      std::vector<int64_t> dims;
+      if (!r_.readIntList(shape->value, "'shape'", dims, /*allowBatch=*/true))
+        return false;
+      for (size_t i = 0; i < dims.size(); ++i)
+        if (dims[i] < 1)
+          return r_.error(shape->value.node[i], "dimension " + llvm::Twine(i) + " of " + what +
+                                                    " must be positive, got " +
+                                                    llvm::Twine(dims[i]));
+      DType t = DType::F32;
+      if (dtype) {
+        Attribute a;
+        if (!r_.readAttribute(dtype->value, "dtype", AttrType::DType, a))
+          return false;
+        t = a.getDType();
+      }
+      TensorType type(t, dims);
+      Location loc = r_.loc(e.keyNode);
+      if (!checkElementCount(ctx, type, what, r_.loc(shape->value)))
+        return false;
+      ctx.g.addInput(e.key, type, loc);
+    }
+    return true;
+  }
+
+  bool readLoss(ModelContext &ctx, const MapEntry &lossEntry,
+                const llvm::StringMap<Value *> &names) {
+    MapEntry loss;
+    if (!r_.readOneKeyMap(lossEntry.value, "'loss'", loss))
+      return false;
+    if (!llvm::is_contained(kLossKinds, loss.key))
+      return r_.error(loss.keyNode, "unknown loss '" + loss.key +
+                                        "'; expected mse_loss, cross_entropy or "
+                                        "binary_cross_entropy");
+    const OpInfo *op = OpRegistry::builtin().lookup(loss.key);
+    assert(op && "loss kinds are built-in ops");
+    MapEntries args;
+    std::vector<llvm::StringRef> known = {"input", "target"};
+    for (const AttrSpec &a : op->attrs)
+      known.push_back(a.name);
+    if (!r_.readMap(loss.value, "the arguments of " + loss.key, args) ||
+        !r_.checkKnownKeys(args, known, "argument", " for " + loss.key))
+      return false;
+    Location loc = r_.loc(loss.keyNode);
+    llvm::SmallVector<Value *, 2> operands;
+    for (llvm::StringRef role : {"input", "target"}) {
+      const MapEntry *e = nullptr;
+      for (const MapEntry &a : args)
+        if (a.key == role)
+          e = &a;
+      if (!e)
+        return r_.error(loc, "missing argument '" + role + "' for " + loss.key);
+      std::string ref;
+      if (!r_.readString(e->value, "'" + role + "'", ref))
+        return false;
+      Value *v = names.lookup(ref);
+      if (!v)
+        if (Value *any = ctx.g.lookup(ref); any && !any->isState())
+          v = any;
+      if (!v)
+        return r_.error(e->value, "unknown name '" + ref + "' (not a graph input or a layer)");
+      operands.push_back(v);
+    }
+    AttrMap attrs;
+    for (const MapEntry &a : args) {
+      const AttrSpec *spec = op->findAttr(a.key);
+      if (!spec)
+        continue;
+      Attribute value;
+      if (!r_.readAttribute(a.value, a.key, spec->type, value))
+        return false;
+      attrs[a.key] = std::move(value);
+    }
+    if (!ctx.g.isNameFree("loss"))
+      return r_.error(loc, "the name 'loss' is taken by a layer; the loss result needs it");
+    Node *node = buildNode(ctx.g, *op, operands, std::move(attrs), loc, r_.diag(), {"loss"});
+    if (!node)
+      return false;
+    node->setRole(NodeRole::Loss);
+    ctx.g.addOutput(node->result(0));
+    ctx.g.meta()["loss"] = Attribute(loss.key);
+    return true;
+  }
+
+  bool readInit(Graph &g, const MapEntry &init) {
+    MapEntries fields;
+    if (!r_.readMap(init.value, "'init'", fields) ||
+        !r_.checkKnownKeys(fields, {"seed", "from"}, "key", " in 'init'"))
+      return false;
+    int64_t seed = 0;
+    const MapEntry *from = nullptr;
+    for (const MapEntry &f : fields) {
+      if (f.key == "from") {
+        from = &f;
+        continue;
+      }
+      if (!r_.readInt(f.value, "'seed'", seed))
+        return false;
+    }
+    g.meta()["init.seed"] = Attribute(seed);
+    if (!from)
+      return true;
+    std::string folder;
+    if (!r_.readString(from->value, "'from'", folder))
+      return false;
+    g.meta()["init.from"] = Attribute(folder);
+    return readParamFiles(g, folder, r_.loc(from->value));
+  }
+
+  /// Points every parameter (and every buffer that has a file) at
+  /// <folder>/<name>.npy after checking the file's header against it.
+  bool readParamFiles(Graph &g, llvm::StringRef folder, const Location &fromLoc) {
+    llvm::SmallString<256> dir;
+    if (llvm::sys::path::is_absolute(folder)) {
+      dir = folder;
+    } else {
+      dir = baseDir_;
+      llvm::sys::path::append(dir, folder);
+    }
+    if (!llvm::sys::fs::is_directory(dir))
+      return r_.error(fromLoc, "init.from folder '" + dir + "' does not exist");
+    for (Value *v : g.state()) {
+      llvm::SmallString<256> file(dir);
+      llvm::sys::path::append(file, v->name() + ".npy");
+      bool required = v->stateKind() == StateKind::Parameter;
+      if (!llvm::sys::fs::exists(file)) {
+        if (!required)
+          continue;
+        return r_.error(fromLoc, "missing file '" + file + "' for parameter '" + v->name() + "'");
+      }
+      NpyArray header;
+      std::string err;
+      if (!readNpyHeader(file, header, err))
+        return r_.error(fromLoc, err);
+      if (header.isUint8 || header.dtype != v->dtype())
+        return r_.error(fromLoc, "'" + file + "' holds " +
+                                     (header.isUint8 ? "u8" : dtypeName(header.dtype).str()) +
+                                     " data, parameter '" + v->name() + "' needs " +
+                                     dtypeName(v->dtype()));
+      if (llvm::ArrayRef<int64_t>(header.shape) != v->type().dims())
+        return r_.error(fromLoc, "'" + file + "' has shape " + shapeString(header.shape) +
+                                     ", parameter '" + v->name() + "' needs " +
+                                     shapeString(v->type().dims()));
+      v->setInit(InitSpec{InitSpec::Kind::File, 0, 0, std::string(file)});
+    }
+    return true;
+  }
+
+  Reader &r_;
+  const LoadOptions &opts_;
+  std::string baseDir_;
+  MapEntries top_;
+  Location rootLoc_;
+};
+
+} // namespace
+
+std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef bufferName,
+                                       DiagnosticEngine &diag, const LoadOptions &opts,
+                                       llvm::StringRef baseDir) {
+  Reader r(diag, Location::inFile(bufferName.str(), 1, 1));
+  // yaml-cpp reports malformed input (and misuse) by throwing; nothing may
+  // escape this function.
+  try {
+    YAML::Node root = YAML::Load(text.str());
+    return ModelImporter(r, opts, baseDir).run(root);
+  } catch (const YAML::Exception &e) {
+    r.error(r.loc(e.mark), "invalid YAML: " + e.msg);
+  } catch (const std::exception &e) {
+    r.error(r.fileLoc(), llvm::Twine("cannot read the model file: ") + e.what());
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Graph> loadModelFile(llvm::StringRef path, DiagnosticEngine &diag,
+                                     const LoadOptions &opts) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer) {
+    diag.error(Location(), "cannot open model file '" + path + "': " + buffer.getError().message());
+    return nullptr;
+  }
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  return loadModelString((*buffer)->getBuffer(), path, diag, opts, dir.empty() ? "." : dir);
+}
+
+} // namespace ampc

@@ -1,0 +1,44 @@
+//===- ModelLoader.h - Model files (YAML) to a Graph -----------*- C++ -*-===//
+//
+// Reads a model file (docs/model-format.md) into a Graph: inputs, parameters
+// and buffers as state with their initialisers, one node per layer built and
+// shape-checked through ir/Builder.h, the loss as the graph output, and the
+// optimizer and training settings in the graph's meta. Every problem is a
+// "file:line:col: error: ..." diagnostic and a nullptr result; nothing throws.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_FRONTENDS_YAML_MODELLOADER_H
+#define AMPC_FRONTENDS_YAML_MODELLOADER_H
+
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace ampc {
+
+struct LoadOptions {
+  /// Largest element count of any input, parameter or intermediate tensor.
+  int64_t maxElements = int64_t(1) << 32;
+  /// Replaces the file's `batch:` (the value of the shape symbol B).
+  std::optional<int64_t> batchOverride;
+};
+
+/// Loads a model file. A missing or unreadable file is
+/// "error: cannot open model file 'x': <reason>".
+std::unique_ptr<Graph> loadModelFile(llvm::StringRef path, DiagnosticEngine &diag,
+                                     const LoadOptions &opts = {});
+
+/// Loads a model from text; diagnostics name `bufferName`, and init.from
+/// folders are relative to `baseDir`.
+std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef bufferName,
+                                       DiagnosticEngine &diag, const LoadOptions &opts = {},
+                                       llvm::StringRef baseDir = ".");
+
+} // namespace ampc
+
+#endif

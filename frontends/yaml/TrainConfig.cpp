@@ -1,0 +1,243 @@
+//===- TrainConfig.cpp - `optimizer:` and `train:` into graph meta ----------===//
+//
+// The optimizer and the training loop are not ops at import time: the
+// lowering passes and the runtime read them from Graph::meta. Here every key
+// is validated and every default filled in, so later layers never guess.
+// Keys are flattened: optimizer = "adam", optimizer.lr = 1.0e-3, ...
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/yaml/Lowering.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ampc::yamlfe {
+
+namespace {
+
+/// One numeric or boolean setting with its default and allowed range.
+struct Setting {
+  Setting(const char *name, AttrType type, std::optional<Attribute> defaultValue, double min = 0,
+          bool minExclusive = false, double maxExclusive = std::numeric_limits<double>::infinity())
+      : name(name), type(type), defaultValue(std::move(defaultValue)), min(min),
+        minExclusive(minExclusive), maxExclusive(maxExclusive) {}
+
+  const char *name;
+  AttrType type;
+  /// nullopt: required.
+  std::optional<Attribute> defaultValue;
+  /// For numbers: the smallest allowed value and whether it is excluded.
+  double min;
+  bool minExclusive;
+  /// For numbers: the largest allowed value, excluded (infinity: none).
+  double maxExclusive;
+};
+
+const MapEntry *findEntry(const MapEntries &entries, llvm::StringRef key) {
+  for (const MapEntry &e : entries)
+    if (e.key == key)
+      return &e;
+  return nullptr;
+}
+
+bool checkRange(Reader &r, const Bound &where, const Setting &s, double v) {
+  bool low = s.minExclusive ? v <= s.min : v < s.min;
+  bool high = v >= s.maxExclusive;
+  if (!low && !high)
+    return true;
+  auto number = [&](double x) {
+    return s.type == AttrType::Int ? std::to_string(int64_t(x)) : formatDouble(x);
+  };
+  std::string range = (s.minExclusive ? "> " : ">= ") + number(s.min);
+  if (std::isfinite(s.maxExclusive))
+    range += " and < " + number(s.maxExclusive);
+  return r.error(where, "'" + llvm::Twine(s.name) + "' must be " + range + ", got " +
+                            Reader::describe(where.node));
+}
+
+/// Reads `settings` from `entries` into meta as "<prefix>.<name>".
+bool readSettings(Reader &r, const MapEntries &entries, llvm::ArrayRef<Setting> settings,
+                  const std::string &prefix, const Location &where, llvm::StringRef context,
+                  AttrMap &meta) {
+  for (const Setting &s : settings) {
+    std::string key = prefix + "." + s.name;
+    const MapEntry *e = findEntry(entries, s.name);
+    if (!e) {
+      if (!s.defaultValue)
+        return r.error(where, "missing '" + llvm::Twine(s.name) + "' for " + context);
+      meta[key] = *s.defaultValue;
+      continue;
+    }
+    Attribute a;
+    if (!r.readAttribute(e->value, s.name, s.type, a))
+      return false;
+    if (a.is(AttrType::Int) || a.is(AttrType::Float))
+      if (!checkRange(r, e->value, s, a.getNumber()))
+        return false;
+    if (a.is(AttrType::Floats))
+      for (double v : a.getFloats())
+        if (!checkRange(r, e->value, s, v))
+          return false;
+    meta[key] = std::move(a);
+  }
+  return true;
+}
+
+std::vector<llvm::StringRef> settingNames(llvm::ArrayRef<Setting> settings) {
+  std::vector<llvm::StringRef> names;
+  for (const Setting &s : settings)
+    names.push_back(s.name);
+  return names;
+}
+
+} // namespace
+
+bool readOptimizer(Reader &r, const Bound &node, AttrMap &meta) {
+  MapEntry opt;
+  if (!r.readOneKeyMap(node, "'optimizer'", opt))
+    return false;
+  const std::vector<Setting> sgd = {
+      {"lr", AttrType::Float, std::nullopt, 0, true},
+      {"momentum", AttrType::Float, 0.0},
+      {"dampening", AttrType::Float, 0.0},
+      {"nesterov", AttrType::Bool, false},
+      {"weight_decay", AttrType::Float, 0.0},
+  };
+  auto adamLike = [](double weightDecay) {
+    return std::vector<Setting>{
+        {"lr", AttrType::Float, 1e-3, 0, true},
+        {"betas", AttrType::Floats, std::vector<double>{0.9, 0.999}, 0, false, 1.0},
+        {"eps", AttrType::Float, 1e-8, 0, true},
+        {"weight_decay", AttrType::Float, weightDecay},
+    };
+  };
+  std::vector<Setting> settings;
+  if (opt.key == "sgd")
+    settings = sgd;
+  else if (opt.key == "adam")
+    settings = adamLike(0.0);
+  else if (opt.key == "adamw")
+    settings = adamLike(0.01);
+  else
+    return r.error(opt.keyNode, "unknown optimizer '" + opt.key + "'; expected sgd, adam or adamw");
+
+  MapEntries args;
+  std::vector<llvm::StringRef> known = settingNames(settings);
+  if (!r.readMap(opt.value, "the arguments of " + opt.key, args) ||
+      !r.checkKnownKeys(args, known, "argument", " for " + opt.key))
+    return false;
+  meta["optimizer"] = Attribute(opt.key);
+  if (!readSettings(r, args, settings, "optimizer", r.loc(opt.keyNode), opt.key, meta))
+    return false;
+  if (const MapEntry *b = findEntry(args, "betas"))
+    if (meta["optimizer.betas"].getFloats().size() != 2)
+      return r.error(b->value, "'betas' must be a list of 2 numbers");
+  if (opt.key == "sgd" && meta["optimizer.nesterov"].getBool() &&
+      (meta["optimizer.momentum"].getFloat() <= 0 || meta["optimizer.dampening"].getFloat() != 0))
+    return r.error(findEntry(args, "nesterov")->value,
+                   "nesterov momentum needs momentum > 0 and dampening 0");
+  return true;
+}
+
+namespace {
+
+bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
+  MapEntry data;
+  if (!r.readOneKeyMap(node, "'data'", data))
+    return false;
+  MapEntries args;
+  if (!r.readMap(data.value, "the arguments of " + data.key, args))
+    return false;
+  meta["train.data"] = Attribute(data.key);
+  Location where = r.loc(data.keyNode);
+
+  if (data.key == "synthetic") {
+    const Setting settings[] = {{"seed", AttrType::Int, int64_t(0)},
+                                {"size", AttrType::Int, int64_t(1024), 0, true}};
+    return r.checkKnownKeys(args, settingNames(settings), "argument", " for synthetic data") &&
+           readSettings(r, args, settings, "train.data", where, "synthetic data", meta);
+  }
+  if (data.key == "idx" || data.key == "csv") {
+    // Paths are kept as written (relative to the model file); the data
+    // source opens them when training starts, not at import.
+    bool idx = data.key == "idx";
+    std::vector<llvm::StringRef> known =
+        idx ? std::vector<llvm::StringRef>{"images", "labels"}
+            : std::vector<llvm::StringRef>{"path", "label_column", "header"};
+    if (!r.checkKnownKeys(args, known, "argument", " for " + data.key + " data"))
+      return false;
+    for (llvm::StringRef pathKey : idx ? llvm::ArrayRef<llvm::StringRef>(known).take_front(2)
+                                       : llvm::ArrayRef<llvm::StringRef>(known).take_front(1)) {
+      const MapEntry *e = findEntry(args, pathKey);
+      if (!e)
+        return r.error(where, "missing '" + pathKey + "' for " + data.key + " data");
+      std::string path;
+      if (!r.readString(e->value, "'" + pathKey + "'", path))
+        return false;
+      meta[("train.data." + pathKey).str()] = Attribute(path);
+    }
+    if (idx)
+      return true;
+    const Setting settings[] = {{"label_column", AttrType::Int, int64_t(-1), -1e18},
+                                {"header", AttrType::Bool, false}};
+    return readSettings(r, args, settings, "train.data", where, "csv data", meta);
+  }
+  if (data.key == "npy") {
+    if (args.empty())
+      return r.error(where, "npy data needs a file for each graph input");
+    for (const MapEntry &e : args) {
+      const Value *v = g.lookup(e.key);
+      if (!v || !v->isInput())
+        return r.error(e.keyNode, "'" + e.key + "' is not a graph input");
+      std::string path;
+      if (!r.readString(e.value, "'" + e.key + "'", path))
+        return false;
+      meta["train.data." + e.key] = Attribute(path);
+    }
+    for (const Value *in : g.inputs())
+      if (!findEntry(args, in->name()))
+        return r.error(where, "npy data has no file for input '" + in->name() + "'");
+    return true;
+  }
+  return r.error(data.keyNode,
+                 "unknown data source '" + data.key + "'; expected synthetic, idx, npy or csv");
+}
+
+} // namespace
+
+bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
+  MapEntries args;
+  const Setting settings[] = {
+      {"steps", AttrType::Int, std::nullopt, 0, true},
+      {"epochs", AttrType::Int, std::nullopt, 0, true},
+      {"accumulate", AttrType::Int, int64_t(1), 1},
+      {"eval_every", AttrType::Int, int64_t(0), 0},
+      {"log_every", AttrType::Int, int64_t(10), 0},
+      {"seed", AttrType::Int, int64_t(0), -1e18},
+      {"shuffle", AttrType::Bool, true},
+      {"drop_last", AttrType::Bool, true},
+  };
+  std::vector<llvm::StringRef> known = settingNames(settings);
+  known.push_back("data");
+  if (!r.readMap(node, "'train'", args) || !r.checkKnownKeys(args, known, "key", " in 'train'"))
+    return false;
+  const MapEntry *steps = findEntry(args, "steps"), *epochs = findEntry(args, "epochs");
+  if (steps && epochs)
+    return r.error(epochs->keyNode, "give 'steps' or 'epochs', not both");
+  // steps and epochs are optional (the command line may give them); the
+  // rest have defaults.
+  for (const Setting &s : settings) {
+    if (!s.defaultValue && !findEntry(args, s.name))
+      continue;
+    if (!readSettings(r, args, llvm::ArrayRef<Setting>(s), "train", r.loc(node), "'train'", meta))
+      return false;
+  }
+  if (const MapEntry *data = findEntry(args, "data"))
+    return readData(r, data->value, g, meta);
+  meta["train.data"] = Attribute("synthetic");
+  meta["train.data.seed"] = Attribute(int64_t(0));
+  meta["train.data.size"] = Attribute(int64_t(1024));
+  return true;
+}
+
+} // namespace ampc::yamlfe

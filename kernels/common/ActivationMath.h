@@ -1,0 +1,134 @@
+//===- ActivationMath.h - Element math of the activation ops --------------===//
+//
+// One definition per activation, shared by the reference, CPU and CUDA
+// kernels (AMPC_HD). T is the compute type: float for f32/f16/bf16 (half
+// types are widened, computed in f32 and rounded once on store), double for
+// f64. Formulas follow torch.nn.functional.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_KERNELS_COMMON_ACTIVATIONMATH_H
+#define AMPC_KERNELS_COMMON_ACTIVATIONMATH_H
+
+#include "ir/HostDevice.h"
+
+#include <cmath>
+
+namespace ampc::kernels {
+
+/// max(x, 0); NaN propagates, as torch.relu does.
+template <class T> AMPC_HD inline T reluOp(T x) { return x > T(0) || x != x ? x : T(0); }
+
+/// gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)): approximate="none".
+template <class T> AMPC_HD inline T geluErfOp(T x) {
+  using std::erf;
+  const T invSqrt2 = T(0.70710678118654752440);
+  return T(0.5) * x * (T(1) + erf(x * invSqrt2));
+}
+
+/// gelu(x) ~ 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): approximate="tanh".
+template <class T> AMPC_HD inline T geluTanhOp(T x) {
+  using std::tanh;
+  const T sqrt2OverPi = T(0.79788456080286535588);
+  const T cubic = T(0.044715);
+  T inner = sqrt2OverPi * (x + cubic * x * x * x);
+  return T(0.5) * x * (T(1) + tanh(inner));
+}
+
+/// 1 / (1 + e^-x). For very negative x, e^-x overflows to inf and the result
+/// is the correct limit 0.
+template <class T> AMPC_HD inline T sigmoidOp(T x) {
+  using std::exp;
+  return T(1) / (T(1) + exp(-x));
+}
+
+template <class T> AMPC_HD inline T tanhOp(T x) {
+  using std::tanh;
+  return tanh(x);
+}
+
+// Softmax along one dim in three passes over the dim, numerically stable:
+// m = max x, s = sum exp(x - m), then exp(x - m) / s or (x - m) - log s.
+
+/// Running maximum; a NaN makes the maximum NaN (so the row becomes NaN, as
+/// PyTorch's softmax does).
+template <class T> AMPC_HD inline T softmaxMaxStep(T runningMax, T x) {
+  return x > runningMax || x != x ? x : runningMax;
+}
+
+/// exp(x - max): the term summed for the denominator.
+template <class T> AMPC_HD inline T softmaxExpTerm(T x, T rowMax) {
+  using std::exp;
+  return exp(x - rowMax);
+}
+
+template <class T> AMPC_HD inline T softmaxOutput(T x, T rowMax, T sumExp) {
+  return softmaxExpTerm(x, rowMax) / sumExp;
+}
+
+template <class T> AMPC_HD inline T logSoftmaxOutput(T x, T rowMax, T sumExp) {
+  using std::log;
+  return (x - rowMax) - log(sumExp);
+}
+
+/// Scale applied to kept elements in training: 1 / (1 - p), computed in the
+/// compute type (as PyTorch's fused CUDA dropout does with its f32 scale).
+template <class T> AMPC_HD inline T dropoutScale(double p) { return T(1) / (T(1) - T(p)); }
+
+/// A kept element is x * scale, a dropped one 0.
+template <class T> AMPC_HD inline T dropoutOp(T x, bool keep, T scale) {
+  return keep ? x * scale : T(0);
+}
+
+// --- Backward element math ----------------------------------------------
+// Each takes the incoming gradient dy and what the forward saved (its input
+// or its output) and returns the input's gradient, in the compute type.
+
+/// d relu: dy where x > 0, else 0 (0 at the kink, as torch's threshold_backward).
+template <class T> AMPC_HD inline T reluGradOp(T dy, T x) { return x > T(0) ? dy : T(0); }
+
+/// d gelu (erf form): dy * (Phi(x) + x * phi(x)), Phi/phi the normal CDF/PDF.
+template <class T> AMPC_HD inline T geluErfGradOp(T dy, T x) {
+  using std::erf;
+  using std::exp;
+  const T invSqrt2 = T(0.70710678118654752440);
+  const T invSqrt2Pi = T(0.39894228040143267794);
+  T cdf = T(0.5) * (T(1) + erf(x * invSqrt2));
+  T pdf = invSqrt2Pi * exp(T(-0.5) * x * x);
+  return dy * (cdf + x * pdf);
+}
+
+/// d gelu (tanh form), the derivative of geluTanhOp written as ATen writes it:
+/// 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+template <class T> AMPC_HD inline T geluTanhGradOp(T dy, T x) {
+  using std::tanh;
+  const T sqrt2OverPi = T(0.79788456080286535588);
+  const T cubic = T(0.044715);
+  T xSquared = x * x;
+  T t = tanh(sqrt2OverPi * (x + cubic * xSquared * x));
+  T left = T(0.5) * (T(1) + t);
+  T right = T(0.5) * x * (T(1) - t * t) * sqrt2OverPi * (T(1) + T(3) * cubic * xSquared);
+  return dy * (left + right);
+}
+
+/// d sigmoid from the forward output y: dy * y * (1 - y).
+template <class T> AMPC_HD inline T sigmoidGradOp(T dy, T y) { return dy * (T(1) - y) * y; }
+
+/// d tanh from the forward output y: dy * (1 - y^2).
+template <class T> AMPC_HD inline T tanhGradOp(T dy, T y) { return dy * (T(1) - y * y); }
+
+// Softmax backward along one dim, from the forward output y, in two passes:
+// first a sum over the dim, then one element at a time.
+
+/// softmax: dx_k = y_k (dy_k - sum_j dy_j y_j); the sum is of these terms.
+template <class T> AMPC_HD inline T softmaxGradDotTerm(T dy, T y) { return dy * y; }
+template <class T> AMPC_HD inline T softmaxGradOp(T dy, T y, T dot) { return y * (dy - dot); }
+
+/// log_softmax: dx_k = dy_k - exp(y_k) sum_j dy_j (sum_j dy_j is the plain sum).
+template <class T> AMPC_HD inline T logSoftmaxGradOp(T dy, T y, T sumDy) {
+  using std::exp;
+  return dy - exp(y) * sumDy;
+}
+
+} // namespace ampc::kernels
+
+#endif

@@ -1,0 +1,28 @@
+//===- ElementwiseMath.h - Element math of the arithmetic ops -------------===//
+//
+// Binary arithmetic and scale-by-constant, shared by every backend (AMPC_HD).
+// T is the compute type (float for f32/f16/bf16, double for f64), so half
+// inputs are widened, combined in f32 and rounded once on store, exactly as
+// PyTorch's CPU and CUDA kernels do through their f32 "opmath" type.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_KERNELS_COMMON_ELEMENTWISEMATH_H
+#define AMPC_KERNELS_COMMON_ELEMENTWISEMATH_H
+
+#include "ir/HostDevice.h"
+
+namespace ampc::kernels {
+
+template <class T> AMPC_HD inline T addOp(T a, T b) { return a + b; }
+template <class T> AMPC_HD inline T subOp(T a, T b) { return a - b; }
+template <class T> AMPC_HD inline T mulOp(T a, T b) { return a * b; }
+/// IEEE division: x / 0 is +-inf, 0 / 0 is NaN (as torch.div).
+template <class T> AMPC_HD inline T divOp(T a, T b) { return a / b; }
+
+/// x * factor; the factor (a double attribute) is first rounded to T, as a
+/// Python scalar multiplying a tensor is rounded to its opmath type.
+template <class T> AMPC_HD inline T scaleOp(T x, double factor) { return x * T(factor); }
+
+} // namespace ampc::kernels
+
+#endif

@@ -1,0 +1,85 @@
+//===- Families.h - Reference kernels, one family per file ----------------===//
+#ifndef AMPC_KERNELS_REFERENCE_FAMILIES_H
+#define AMPC_KERNELS_REFERENCE_FAMILIES_H
+
+#include "kernels/KernelArgs.h"
+
+namespace ampc::kernels::ref {
+
+// LinearAlgebra.cpp
+void linear(const KernelArgs &a);
+void matMul(const KernelArgs &a);
+void batchMatMul(const KernelArgs &a);
+void conv2d(const KernelArgs &a);
+void scaledDotProductAttention(const KernelArgs &a);
+// Pooling.cpp
+void maxPool2d(const KernelArgs &a);
+void avgPool2d(const KernelArgs &a);
+void globalAvgPool(const KernelArgs &a);
+// Normalization.cpp
+void batchNorm2d(const KernelArgs &a);
+void layerNorm(const KernelArgs &a);
+// Activation.cpp
+void relu(const KernelArgs &a);
+void gelu(const KernelArgs &a);
+void sigmoid(const KernelArgs &a);
+void tanh(const KernelArgs &a);
+void softmax(const KernelArgs &a);
+void logSoftmax(const KernelArgs &a);
+void dropout(const KernelArgs &a);
+// Elementwise.cpp
+void add(const KernelArgs &a);
+void sub(const KernelArgs &a);
+void mul(const KernelArgs &a);
+void div(const KernelArgs &a);
+void scale(const KernelArgs &a);
+// Shape.cpp
+void flatten(const KernelArgs &a);
+void reshape(const KernelArgs &a);
+void transpose(const KernelArgs &a);
+void permute(const KernelArgs &a);
+void concat(const KernelArgs &a);
+void embedding(const KernelArgs &a);
+void cast(const KernelArgs &a);
+// Loss.cpp
+void mseLoss(const KernelArgs &a);
+void crossEntropy(const KernelArgs &a);
+void binaryCrossEntropy(const KernelArgs &a);
+
+// Reduction.cpp
+void reduceSum(const KernelArgs &a);
+void fill(const KernelArgs &a);
+
+// G2: backward ops of activations, shape ops and losses.
+// Activation.cpp
+void reluGrad(const KernelArgs &a);
+void geluGrad(const KernelArgs &a);
+void sigmoidGrad(const KernelArgs &a);
+void tanhGrad(const KernelArgs &a);
+void softmaxGrad(const KernelArgs &a);
+void logSoftmaxGrad(const KernelArgs &a);
+// ShapeGrad.cpp
+void slice(const KernelArgs &a);
+void broadcastTo(const KernelArgs &a);
+void embeddingGrad(const KernelArgs &a);
+// LossGrad.cpp
+void mseLossGrad(const KernelArgs &a);
+void crossEntropyGrad(const KernelArgs &a);
+void binaryCrossEntropyGradInput(const KernelArgs &a);
+void binaryCrossEntropyGradTarget(const KernelArgs &a);
+
+// G1 backward kernels: LinearAlgebra.cpp
+void conv2dGradInput(const KernelArgs &a);
+void conv2dGradWeight(const KernelArgs &a);
+void scaledDotProductAttentionGrad(const KernelArgs &a);
+// G1 backward kernels: Pooling.cpp
+void maxPool2dGrad(const KernelArgs &a);
+void avgPool2dGrad(const KernelArgs &a);
+void globalAvgPoolGrad(const KernelArgs &a);
+// G1 backward kernels: Normalization.cpp
+void batchNorm2dGrad(const KernelArgs &a);
+void layerNormGrad(const KernelArgs &a);
+
+} // namespace ampc::kernels::ref
+
+#endif

@@ -1,0 +1,139 @@
+//===- ReferenceKernels.cpp - OpKind -> reference kernel -------------------===//
+#include "kernels/reference/ReferenceKernels.h"
+
+#include "kernels/reference/Families.h"
+
+namespace ampc::kernels {
+
+KernelFn referenceKernel(OpKind kind) {
+  // No default: a new op in Ops.def without a reference kernel fails to compile
+  // (with -Werror=switch) and at least warns.
+  switch (kind) {
+  case OpKind::Linear:
+    return ref::linear;
+  case OpKind::MatMul:
+    return ref::matMul;
+  case OpKind::BatchMatMul:
+    return ref::batchMatMul;
+  case OpKind::Conv2d:
+    return ref::conv2d;
+  case OpKind::ScaledDotProductAttention:
+    return ref::scaledDotProductAttention;
+  case OpKind::BatchNorm2d:
+    return ref::batchNorm2d;
+  case OpKind::LayerNorm:
+    return ref::layerNorm;
+  case OpKind::Relu:
+    return ref::relu;
+  case OpKind::Gelu:
+    return ref::gelu;
+  case OpKind::Sigmoid:
+    return ref::sigmoid;
+  case OpKind::Tanh:
+    return ref::tanh;
+  case OpKind::Softmax:
+    return ref::softmax;
+  case OpKind::LogSoftmax:
+    return ref::logSoftmax;
+  case OpKind::Dropout:
+    return ref::dropout;
+  case OpKind::Add:
+    return ref::add;
+  case OpKind::Sub:
+    return ref::sub;
+  case OpKind::Mul:
+    return ref::mul;
+  case OpKind::Div:
+    return ref::div;
+  case OpKind::Scale:
+    return ref::scale;
+  case OpKind::MaxPool2d:
+    return ref::maxPool2d;
+  case OpKind::AvgPool2d:
+    return ref::avgPool2d;
+  case OpKind::GlobalAvgPool:
+    return ref::globalAvgPool;
+  case OpKind::Flatten:
+    return ref::flatten;
+  case OpKind::Reshape:
+    return ref::reshape;
+  case OpKind::Transpose:
+    return ref::transpose;
+  case OpKind::Permute:
+    return ref::permute;
+  case OpKind::Concat:
+    return ref::concat;
+  case OpKind::Embedding:
+    return ref::embedding;
+  case OpKind::Cast:
+    return ref::cast;
+  case OpKind::MseLoss:
+    return ref::mseLoss;
+  case OpKind::CrossEntropy:
+    return ref::crossEntropy;
+  case OpKind::BinaryCrossEntropy:
+    return ref::binaryCrossEntropy;
+  case OpKind::ReduceSum:
+    return ref::reduceSum;
+  case OpKind::Fill:
+    return ref::fill;
+  // G2
+  case OpKind::ReluGrad:
+    return ref::reluGrad;
+  case OpKind::GeluGrad:
+    return ref::geluGrad;
+  case OpKind::SigmoidGrad:
+    return ref::sigmoidGrad;
+  case OpKind::TanhGrad:
+    return ref::tanhGrad;
+  case OpKind::SoftmaxGrad:
+    return ref::softmaxGrad;
+  case OpKind::LogSoftmaxGrad:
+    return ref::logSoftmaxGrad;
+  case OpKind::Slice:
+    return ref::slice;
+  case OpKind::BroadcastTo:
+    return ref::broadcastTo;
+  case OpKind::EmbeddingGrad:
+    return ref::embeddingGrad;
+  case OpKind::MseLossGrad:
+    return ref::mseLossGrad;
+  case OpKind::CrossEntropyGrad:
+    return ref::crossEntropyGrad;
+  case OpKind::BinaryCrossEntropyGradInput:
+    return ref::binaryCrossEntropyGradInput;
+  case OpKind::BinaryCrossEntropyGradTarget:
+    return ref::binaryCrossEntropyGradTarget;
+  // G1: backward ops of linear algebra, pooling and normalization.
+  case OpKind::Conv2dGradInput:
+    return ref::conv2dGradInput;
+  case OpKind::Conv2dGradWeight:
+    return ref::conv2dGradWeight;
+  case OpKind::ScaledDotProductAttentionGrad:
+    return ref::scaledDotProductAttentionGrad;
+  case OpKind::MaxPool2dGrad:
+    return ref::maxPool2dGrad;
+  case OpKind::AvgPool2dGrad:
+    return ref::avgPool2dGrad;
+  case OpKind::GlobalAvgPoolGrad:
+    return ref::globalAvgPoolGrad;
+  case OpKind::BatchNorm2dGrad:
+    return ref::batchNorm2dGrad;
+  case OpKind::LayerNormGrad:
+    return ref::layerNormGrad;
+  case OpKind::Custom:
+    return nullptr;
+  }
+  return nullptr;
+}
+
+bool referenceSupports(const OpInfo &op, DType dtype) {
+  if (op.kind == OpKind::Custom || !referenceKernel(op.kind))
+    return false;
+  // Every floating precision is emulated exactly; integer operands (indices,
+  // labels) are not a compute precision and are always accepted by the ops
+  // that take them.
+  return isFloating(dtype);
+}
+
+} // namespace ampc::kernels

@@ -1,0 +1,149 @@
+//===- Autodiff.cpp ---------------------------------------------------------===//
+#include "passes/Autodiff.h"
+
+#include "ir/GradientBuilder.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace ampc {
+
+std::string gradientName(llvm::StringRef param) { return (param + ".grad").str(); }
+
+namespace {
+
+/// The loss: the first result of the last node with role loss.
+Value *findLoss(Graph &g) {
+  Value *loss = nullptr;
+  for (Node &n : g.nodes())
+    if (n.role() == NodeRole::Loss && n.numResults() > 0)
+      loss = n.result(0);
+  return loss;
+}
+
+bool differentiableOperand(const Node &n, unsigned i) {
+  const OperandSpec *spec = n.op().operandSpec(i);
+  return spec && !spec->integral && isFloating(n.operand(i)->dtype());
+}
+
+} // namespace
+
+PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
+  Value *loss = findLoss(g);
+  if (!loss) {
+    ctx.diag.error(Location(), "autodiff: the graph has no loss (a node with role loss)");
+    return PassResult::Failed;
+  }
+  for (Node &n : g.nodes())
+    if (n.role() == NodeRole::Backward) {
+      ctx.diag.error(n.loc(), "autodiff: the graph already has a backward pass");
+      return PassResult::Failed;
+    }
+  if (loss->type().rank() != 0) {
+    ctx.diag.error(loss->loc(), "autodiff: the loss must be a scalar, got " + loss->type().str());
+    return PassResult::Failed;
+  }
+
+  // Forward: which values depend on a trainable parameter.
+  llvm::DenseSet<const Value *> dependsOnParam;
+  for (Value *v : g.state(StateKind::Parameter))
+    if (v->trainable())
+      dependsOnParam.insert(v);
+  std::vector<Node *> forward;
+  for (Node &n : g.nodes()) {
+    forward.push_back(&n);
+    for (unsigned i = 0; i < n.numOperands(); ++i)
+      if (dependsOnParam.count(n.operand(i)) && differentiableOperand(n, i)) {
+        for (unsigned r = 0; r < n.numResults(); ++r)
+          dependsOnParam.insert(n.result(r));
+        break;
+      }
+  }
+  if (!dependsOnParam.count(loss)) {
+    ctx.diag.error(loss->loc(), "autodiff: the loss does not depend on any trainable parameter");
+    return PassResult::Failed;
+  }
+
+  GradientBuilder gb(g, ctx.diag);
+  llvm::DenseMap<const Value *, Value *> grads;
+  // The seed d(loss)/d(loss) = 1, in the loss's dtype.
+  gb.beginNode(*loss->definingNode(), {});
+  Value *seed = gb.build1(OpKind::Fill, {},
+                          {{"value", Attribute(1.0)},
+                           {"shape", Attribute(std::vector<int64_t>{})},
+                           {"dtype", Attribute(loss->dtype())}});
+  if (!seed)
+    return PassResult::Failed;
+  g.renameValue(seed, g.uniqueName(gradientName(loss->name())));
+  grads[loss] = seed;
+
+  // Reverse walk over the forward nodes only (backward nodes are appended).
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    Node &n = **it;
+    llvm::SmallVector<Value *, 3> resultGrads;
+    bool anyResultGrad = false;
+    for (unsigned r = 0; r < n.numResults(); ++r) {
+      Value *gr = grads.lookup(n.result(r));
+      resultGrads.push_back(gr);
+      anyResultGrad |= gr != nullptr;
+    }
+    if (!anyResultGrad)
+      continue;
+    llvm::SmallBitVector needed(n.numOperands());
+    for (unsigned i = 0; i < n.numOperands(); ++i)
+      needed[i] = dependsOnParam.count(n.operand(i)) && differentiableOperand(n, i);
+    if (needed.none())
+      continue;
+    if (!n.op().gradient) {
+      ctx.diag.error(n.loc(), "autodiff: " + n.opName() + " has no gradient rule");
+      return PassResult::Failed;
+    }
+    llvm::SmallVector<Value *, 4> operandGrads(n.numOperands(), nullptr);
+    gb.beginNode(n, needed);
+    n.op().gradient(gb, n, resultGrads, operandGrads);
+    if (gb.failed())
+      return PassResult::Failed;
+    for (unsigned i = 0; i < n.numOperands(); ++i) {
+      if (!needed[i] || !operandGrads[i])
+        continue;
+      Value *operand = n.operand(i);
+      Value *grad = operandGrads[i];
+      if (grad->type().dims() != operand->type().dims()) {
+        ctx.diag.error(n.loc(), "autodiff: the gradient rule of " + n.opName() +
+                                    " gave operand " + llvm::Twine(i) + " a gradient of type " +
+                                    grad->type().str() + " for " + operand->type().str());
+        return PassResult::Failed;
+      }
+      // A gradient always has its value's dtype (the backward of a cast is a
+      // cast back, so a parameter's gradient comes out in its storage dtype).
+      grad = gb.castTo(grad, operand->dtype());
+      grads[operand] = gb.add(grads.lookup(operand), grad);
+      if (gb.failed())
+        return PassResult::Failed;
+    }
+  }
+
+  llvm::DenseSet<const Value *> claimed; // gradients already named after a parameter
+  for (Value *p : g.state(StateKind::Parameter)) {
+    Value *grad = grads.lookup(p);
+    if (!p->trainable() || !grad)
+      continue;
+    std::string name = gradientName(p->name());
+    // A gradient that is another value's too (or a graph input) gets its own
+    // node so that %p.grad names exactly one thing.
+    if (!grad->isResult() || grad->definingNode()->role() != NodeRole::Backward ||
+        claimed.count(grad) || !g.isNameFree(name)) {
+      gb.beginNode(*loss->definingNode(), {});
+      grad = gb.scale(grad, 1.0);
+      if (!grad)
+        return PassResult::Failed;
+    }
+    if (g.isNameFree(name))
+      g.renameValue(grad, name);
+    claimed.insert(grad);
+    g.addOutput(grad);
+  }
+  return PassResult::Changed;
+}
+
+} // namespace ampc

@@ -1,0 +1,29 @@
+//===- Autodiff.h - Reverse-mode differentiation of the loss ---------------===//
+#ifndef AMPC_PASSES_AUTODIFF_H
+#define AMPC_PASSES_AUTODIFF_H
+
+#include "passes/Pass.h"
+
+namespace ampc {
+
+/// Appends the backward pass to a forward graph with a loss: one generic
+/// reverse walk that asks each op's registry row for its gradient rule. Only
+/// gradients that reach a trainable parameter are built; a value used many
+/// times gets its gradients summed into one. The gradient of parameter %p is
+/// named %p.grad and becomes a graph output (the optimizer lowering consumes
+/// it). The loss's gradient seed is named %loss.grad.
+class AutodiffPass : public Pass {
+public:
+  llvm::StringRef name() const override { return "autodiff"; }
+  llvm::StringRef description() const override {
+    return "append the backward pass (gradients of the loss for every trainable parameter)";
+  }
+  PassResult run(Graph &g, PassContext &ctx) override;
+};
+
+/// The name autodiff gives the gradient of `param`.
+std::string gradientName(llvm::StringRef param);
+
+} // namespace ampc
+
+#endif

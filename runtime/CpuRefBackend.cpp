@@ -1,0 +1,46 @@
+//===- CpuRefBackend.cpp - The reference backend ---------------------------===//
+#include "runtime/Backend.h"
+
+#include "kernels/reference/ReferenceKernels.h"
+
+#include <cstdlib>
+
+namespace ampc {
+namespace {
+
+class CpuRefBackend final : public Backend {
+public:
+  llvm::StringRef name() const override { return "cpu-ref"; }
+  bool supports(const OpInfo &op, DType dtype) const override {
+    return kernels::referenceSupports(op, dtype);
+  }
+  kernels::KernelFn kernelFor(const Node &n) const override {
+    return kernels::referenceKernel(n.kind());
+  }
+  void *allocate(size_t bytes) override {
+    // aligned_alloc wants a multiple of the alignment; 0 bytes still gets a block.
+    size_t rounded = (bytes + 63) / 64 * 64;
+    return std::aligned_alloc(64, rounded ? rounded : 64);
+  }
+  void deallocate(void *p) override { std::free(p); }
+  bool hostAccessible() const override { return true; }
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCpuRefBackend() { return std::make_unique<CpuRefBackend>(); }
+
+std::unique_ptr<Backend> createBackend(llvm::StringRef device, std::string &err) {
+  // Until the fast CPU and CUDA backends land, every CPU device is the
+  // reference backend; "auto" picks it and says so at the call site.
+  if (device == "cpu-ref" || device == "cpu" || device == "auto")
+    return createCpuRefBackend();
+  if (device == "cuda") {
+    err = "device 'cuda' is not available: the CUDA backend is not built yet";
+    return nullptr;
+  }
+  err = "unknown device '" + device.str() + "' (known: auto, cpu, cpu-ref, cuda)";
+  return nullptr;
+}
+
+} // namespace ampc

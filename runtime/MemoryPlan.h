@@ -1,0 +1,81 @@
+//===- MemoryPlan.h - Where every tensor lives, decided before running ----===//
+//
+// Two arenas: a persistent one for state (parameters, master weights,
+// optimizer state, buffers, loss-scaler state) that lives across steps, and a
+// step arena for everything a step computes (inputs, activations,
+// temporaries, gradients, cast copies), packed by liveness over the schedule
+// with best-fit reuse. Peak bytes are known before the first step.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_MEMORYPLAN_H
+#define AMPC_RUNTIME_MEMORYPLAN_H
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace ampc {
+
+/// What a buffer holds, for the plan's breakdown.
+enum class BufferClass : uint8_t {
+  Parameter,
+  MasterWeight,
+  OptimizerState,
+  OtherState, ///< batchnorm running statistics, loss-scaler state
+  Input,      ///< a step's data
+  Activation, ///< forward values kept for the backward pass
+  Gradient,   ///< values the backward pass computes
+  CastCopy,   ///< results of cast nodes
+  Temporary,  ///< everything else
+};
+inline constexpr unsigned kNumBufferClasses = 9;
+llvm::StringRef bufferClassName(BufferClass c);
+
+enum class ArenaKind : uint8_t { Persistent, Step };
+
+struct PlannedBuffer {
+  const Value *value;
+  BufferClass cls;
+  ArenaKind arena;
+  uint64_t offset; ///< within its arena, aligned
+  uint64_t bytes;  ///< the tensor's size (unpadded)
+  /// Schedule positions: defined before `first` (-1 = before the step),
+  /// last read at `last` (schedule size = kept to the end of the step).
+  int first, last;
+};
+
+struct MemoryPlan {
+  std::vector<PlannedBuffer> buffers;
+  llvm::DenseMap<const Value *, unsigned> indexOf;
+  uint64_t persistentBytes = 0; ///< persistent arena size
+  uint64_t stepBytes = 0;       ///< step arena size (its peak)
+  /// Per class: persistent classes their total; step classes their bytes live
+  /// at the step arena's peak moment.
+  std::array<uint64_t, kNumBufferClasses> bytesAtPeak{};
+  /// Sum of all step buffers' sizes: what no reuse would cost.
+  uint64_t stepBytesWithoutReuse = 0;
+
+  uint64_t peakBytes() const { return persistentBytes + stepBytes; }
+  const PlannedBuffer *find(const Value *v) const {
+    auto it = indexOf.find(v);
+    return it == indexOf.end() ? nullptr : &buffers[it->second];
+  }
+  /// The table `ampc plan` prints.
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Plans memory for running `schedule` (nodes of g in execution order).
+/// Values that are graph outputs or sources of state updates stay live to
+/// the end of the step.
+MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
+                      uint64_t alignment = 64);
+
+} // namespace ampc
+
+#endif

@@ -1,0 +1,182 @@
+//===- Program.cpp ----------------------------------------------------------===//
+#include "runtime/Program.h"
+
+#include "ir/support/NpyFile.h"
+#include "kernels/common/Random.h"
+#include "kernels/common/Storage.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+namespace ampc {
+
+namespace {
+constexpr uint64_t kArenaGuard = 64;
+constexpr unsigned char kGuardByte = 0xcd;
+constexpr unsigned char kUntouchedByte = 0xee;
+} // namespace
+
+Program::~Program() {
+  if (persistent_)
+    backend_.deallocate(persistent_);
+  if (step_)
+    backend_.deallocate(step_);
+}
+
+std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
+                                          DiagnosticEngine &diag, const CompileOptions &opts) {
+  std::unique_ptr<Program> p(new Program(g, backend));
+  unsigned errors = diag.numErrors();
+  for (const Node &n : g.nodes()) {
+    kernels::KernelFn fn = backend.kernelFor(n);
+    if (!fn) {
+      diag.error(n.loc(), n.opName() + ": no kernel on backend '" + backend.name() + "'");
+      continue;
+    }
+    for (const Value *v : n.operands())
+      if (isFloating(v->dtype()) && !backend.supports(n.op(), v->dtype())) {
+        diag.error(n.loc(), n.opName() + ": backend '" + backend.name() + "' cannot run it in " +
+                                dtypeName(v->dtype()));
+        break;
+      }
+    p->schedule_.push_back(&n);
+    p->kernels_.push_back(fn);
+  }
+  if (diag.numErrors() != errors)
+    return nullptr;
+
+  p->plan_ = planMemory(g, p->schedule_);
+  // Guard bytes after each arena catch kernels that write past the plan.
+  p->persistent_ =
+      static_cast<char *>(backend.allocate(p->plan_.persistentBytes + kArenaGuard));
+  p->step_ = static_cast<char *>(backend.allocate(p->plan_.stepBytes + kArenaGuard));
+  if (!p->persistent_ || !p->step_) {
+    diag.error(Location(), "cannot allocate " + llvm::Twine(p->plan_.peakBytes()) +
+                               " bytes for the program's arenas");
+    return nullptr;
+  }
+  if (backend.hostAccessible()) {
+    std::memset(p->persistent_ + p->plan_.persistentBytes, kGuardByte, kArenaGuard);
+    std::memset(p->step_, kUntouchedByte, p->plan_.stepBytes);
+    std::memset(p->step_ + p->plan_.stepBytes, kGuardByte, kArenaGuard);
+  }
+
+  for (const Node *n : p->schedule_) {
+    std::vector<kernels::TensorArg> ins, outs;
+    for (const Value *v : n->operands())
+      ins.push_back({p->data(v), &v->type()});
+    for (unsigned r = 0; r < n->numResults(); ++r)
+      outs.push_back({p->data(n->result(r)), &n->result(r)->type()});
+    p->inputArgs_.push_back(std::move(ins));
+    p->outputArgs_.push_back(std::move(outs));
+  }
+  if (!p->initializeState(opts, diag))
+    return nullptr;
+  return p;
+}
+
+void *Program::data(const Value *v) const {
+  const PlannedBuffer *b = plan_.find(v);
+  assert(b && "value has no planned buffer");
+  return (b->arena == ArenaKind::Persistent ? persistent_ : step_) + b->offset;
+}
+
+bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag) {
+  assert(backend_.hostAccessible() && "device backends initialise through a host copy");
+  for (unsigned index = 0; index < graph_.state().size(); ++index) {
+    const Value *v = graph_.state()[index];
+    const InitSpec &init = v->init();
+    void *dst = data(v);
+    int64_t n = v->type().numElements();
+    DType t = v->dtype();
+    // Each state tensor draws from its own stream (its declaration index), so
+    // adding a parameter does not change the others' initial values.
+    switch (init.kind) {
+    case InitSpec::Kind::None:
+    case InitSpec::Kind::Zeros:
+      for (int64_t i = 0; i < n; ++i)
+        kernels::storeFromDouble(t, dst, i, 0.0);
+      break;
+    case InitSpec::Kind::Ones:
+      for (int64_t i = 0; i < n; ++i)
+        kernels::storeFromDouble(t, dst, i, 1.0);
+      break;
+    case InitSpec::Kind::Constant:
+      for (int64_t i = 0; i < n; ++i)
+        kernels::storeFromDouble(t, dst, i, init.a);
+      break;
+    case InitSpec::Kind::Uniform:
+      for (int64_t i = 0; i < n; ++i)
+        kernels::storeFromDouble(
+            t, dst, i,
+            init.a + (init.b - init.a) * kernels::uniform01Double(opts.initSeed, index, i));
+      break;
+    case InitSpec::Kind::Normal:
+      for (int64_t i = 0; i < n; ++i)
+        kernels::storeFromDouble(
+            t, dst, i, init.a + init.b * kernels::standardNormal(opts.initSeed, index, i));
+      break;
+    case InitSpec::Kind::File: {
+      llvm::SmallString<256> path(init.path);
+      if (!llvm::sys::path::is_absolute(path)) {
+        path = opts.baseDir;
+        llvm::sys::path::append(path, init.path);
+      }
+      NpyArray array;
+      std::string err;
+      if (!readNpy(path, array, err)) {
+        diag.error(v->loc(), "cannot initialise %" + v->name() + ": " + err);
+        return false;
+      }
+      if (llvm::ArrayRef<int64_t>(array.shape) != v->type().dims()) {
+        diag.error(v->loc(), "cannot initialise %" + v->name() + " from '" + path +
+                                 "': expected shape " + v->type().str() + ", found " +
+                                 TensorType(array.dtype, array.shape).str());
+        return false;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        double x = array.isUint8
+                       ? static_cast<unsigned char>(array.data[i])
+                       : kernels::loadAsDouble(array.dtype, array.data.data(), i);
+        kernels::storeFromDouble(t, dst, i, x);
+      }
+      break;
+    }
+    }
+  }
+  return true;
+}
+
+void Program::run(uint64_t step) {
+  kernels::KernelArgs args;
+  args.step = step;
+  for (size_t i = 0; i < schedule_.size(); ++i) {
+    args.node = schedule_[i];
+    args.inputs = inputArgs_[i];
+    args.outputs = outputArgs_[i];
+    kernels_[i](args);
+  }
+  for (const StateUpdate &u : graph_.stateUpdates())
+    std::memcpy(data(u.state), data(u.newValue), u.state->type().sizeInBytes());
+}
+
+MeasuredMemory Program::measure() const {
+  MeasuredMemory m;
+  m.allocatedBytes = plan_.persistentBytes + plan_.stepBytes;
+  if (!backend_.hostAccessible())
+    return m;
+  for (uint64_t i = plan_.stepBytes; i > 0; --i)
+    if (static_cast<unsigned char>(step_[i - 1]) != kUntouchedByte) {
+      m.touchedStepBytes = i;
+      break;
+    }
+  for (uint64_t i = 0; i < kArenaGuard; ++i)
+    if (static_cast<unsigned char>(persistent_[plan_.persistentBytes + i]) != kGuardByte ||
+        static_cast<unsigned char>(step_[plan_.stepBytes + i]) != kGuardByte)
+      m.guardsIntact = false;
+  return m;
+}
+
+} // namespace ampc

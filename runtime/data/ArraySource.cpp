@@ -1,0 +1,160 @@
+//===- ArraySource.cpp - Serve samples from in-memory arrays -----------------===//
+//
+// What every file source becomes once read: one array per graph input.
+// Conversion to the input's dtype happens per sample, so memory holds the
+// file's bytes once (u8 MNIST images stay u8, not 4x as f32).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/data/DataInternal.h"
+
+#include "kernels/common/Storage.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <cstring>
+
+namespace ampc::data {
+namespace {
+
+/// Element i of an integral array.
+int64_t loadInteger(const SampleArray &a, int64_t i) {
+  const char *p = a.bytes.data();
+  if (a.isUint8)
+    return static_cast<uint8_t>(p[i]);
+  if (a.dtype == DType::I64) {
+    int64_t v;
+    std::memcpy(&v, p + i * 8, 8);
+    return v;
+  }
+  if (a.dtype == DType::I32) {
+    int32_t v;
+    std::memcpy(&v, p + i * 4, 4);
+    return v;
+  }
+  return p[i] != 0; // Bool
+}
+
+/// Element i of any array as a double (before scaling).
+double loadReal(const SampleArray &a, int64_t i) {
+  if (a.isIntegral())
+    return static_cast<double>(loadInteger(a, i));
+  return kernels::loadAsDouble(a.dtype, a.bytes.data(), i);
+}
+
+class ArraySource final : public DataSource {
+public:
+  ArraySource(std::string kind, std::vector<SampleArray> arrays)
+      : kind_(std::move(kind)), arrays_(std::move(arrays)) {}
+
+  llvm::StringRef kind() const override { return kind_; }
+  int64_t numSamples() const override { return arrays_.front().numSamples; }
+
+  bool loadSample(int64_t index, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
+                  std::string &err) override {
+    if (index < 0 || index >= numSamples()) {
+      err = "sample " + std::to_string(index) + " is out of range [0, " +
+            std::to_string(numSamples()) + ")";
+      return false;
+    }
+    if (batch.size() != arrays_.size()) {
+      err = "expected " + std::to_string(arrays_.size()) + " batch tensors, got " +
+            std::to_string(batch.size());
+      return false;
+    }
+    for (size_t i = 0; i < arrays_.size(); ++i)
+      copySample(arrays_[i], index, batch[i], row);
+    return true;
+  }
+
+private:
+  static void copySample(const SampleArray &a, int64_t index, HostTensor &out, int64_t row) {
+    assert(row >= 0 && row < out.dims()[0] && "row outside the batch");
+    assert(out.rowElements() == a.sampleElements && "array does not fit the input");
+    int64_t n = a.sampleElements, src = index * n, dst = row * n;
+    DType to = out.dtype();
+    if (!a.isUint8 && a.dtype == to && a.scale == 1.0) {
+      std::memcpy(out.rowData(row), a.bytes.data() + src * a.elementSize(),
+                  static_cast<size_t>(n) * a.elementSize());
+      return;
+    }
+    if (isFloating(to)) {
+      for (int64_t j = 0; j < n; ++j)
+        out.setFromDouble(dst + j, loadReal(a, src + j) * a.scale);
+      return;
+    }
+    // Integer inputs come only from integral arrays (checked on creation),
+    // converted without a detour through double.
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t v = loadInteger(a, src + j);
+      if (to == DType::I64)
+        out.values<int64_t>()[dst + j] = v;
+      else if (to == DType::I32)
+        out.values<int32_t>()[dst + j] = static_cast<int32_t>(v);
+      else
+        out.values<uint8_t>()[dst + j] = v != 0;
+    }
+  }
+
+  std::string kind_;
+  std::vector<SampleArray> arrays_;
+};
+
+/// Every integer value of `a` must lie in the input's range (a label of 10
+/// with 10 classes would otherwise index past the logits).
+bool checkIndexRange(const InputInfo &in, const SampleArray &a, std::string &err) {
+  auto range = in.indexRange();
+  if (!range)
+    return true;
+  int64_t total = a.numSamples * a.sampleElements;
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t v = loadInteger(a, i);
+    if ((v >= range->first && v < range->second) ||
+        (in.role == InputRole::ClassTarget && v == in.ignoreIndex))
+      continue;
+    const char *what = in.role == InputRole::ClassTarget ? "class label" : "embedding index";
+    err =
+        fileError(a.path, "sample " + llvm::Twine(i / a.sampleElements) + ": " + what + " " +
+                              llvm::Twine(v) + " for " + in.describe() + " is outside [" +
+                              llvm::Twine(range->first) + ", " + llvm::Twine(range->second) + ")");
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
+                                              llvm::ArrayRef<InputInfo> inputs,
+                                              std::vector<SampleArray> arrays, std::string &err) {
+  assert(arrays.size() == inputs.size() && !arrays.empty() && "one array per input");
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const SampleArray &a = arrays[i];
+    const InputInfo &in = inputs[i];
+    if (a.sampleElements != in.sampleElements) {
+      err = fileError(a.path, "expected " + llvm::Twine(in.sampleElements) +
+                                  " values per sample for " + in.describe() + ", found " +
+                                  llvm::Twine(a.sampleElements));
+      return nullptr;
+    }
+    if (!in.isFloating() && !a.isIntegral()) {
+      err = fileError(a.path, in.describe() + " is " + dtypeName(in.dtype()) +
+                                  " but the file holds " + a.dtypeName() +
+                                  " values; store integers (e.g. int64)");
+      return nullptr;
+    }
+    if (a.numSamples != arrays[0].numSamples) {
+      err = fileError(a.path, "has " + llvm::Twine(a.numSamples) + " samples but '" +
+                                  arrays[0].path + "' has " + llvm::Twine(arrays[0].numSamples));
+      return nullptr;
+    }
+    if (!in.isFloating() && !checkIndexRange(in, a, err))
+      return nullptr;
+  }
+  if (arrays[0].numSamples == 0) {
+    err = fileError(arrays[0].path, "holds no samples");
+    return nullptr;
+  }
+  return std::make_unique<ArraySource>(kind.str(), std::move(arrays));
+}
+
+} // namespace ampc::data

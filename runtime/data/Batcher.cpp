@@ -1,0 +1,95 @@
+//===- Batcher.cpp - Batches, seeded shuffling, epochs -----------------------===//
+//
+// Epoch e's order is a Fisher-Yates shuffle whose draws are counter-based
+// random numbers of (seed, e, position), so any epoch's order can be rebuilt
+// on its own: skipTo(step) needs no replay of earlier epochs.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/data/DataSource.h"
+
+#include "kernels/common/Random.h"
+
+#include <algorithm>
+#include <cassert>
+#include <numeric>
+
+namespace ampc {
+
+static constexpr uint64_t kShuffleStreamBase = 0x7368756666000000ull; // + epoch
+
+Batcher::Batcher(DataSource &source, BatchOptions options) : source_(source), options_(options) {
+  assert(options_.batchSize > 0 && "batch size must be positive");
+}
+
+int64_t Batcher::batchesPerEpoch() const {
+  int64_t n = source_.numSamples(), b = options_.batchSize;
+  return options_.dropLast ? n / b : (n + b - 1) / b;
+}
+
+int64_t Batcher::epoch() const {
+  int64_t perEpoch = batchesPerEpoch();
+  return perEpoch ? step_ / perEpoch : 0;
+}
+
+int64_t Batcher::batchInEpoch() const {
+  int64_t perEpoch = batchesPerEpoch();
+  return perEpoch ? step_ % perEpoch : 0;
+}
+
+void Batcher::skipTo(int64_t step) {
+  assert(step >= 0 && "negative step");
+  step_ = step;
+}
+
+void Batcher::ensureOrder(int64_t epoch) {
+  if (orderEpoch_ == epoch)
+    return;
+  int64_t n = source_.numSamples();
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), int64_t(0));
+  if (options_.shuffle) {
+    uint64_t stream = kShuffleStreamBase + static_cast<uint64_t>(epoch);
+    for (int64_t i = n - 1; i > 0; --i) {
+      uint64_t bits = kernels::randomBits(options_.seed, stream, static_cast<uint64_t>(i));
+      auto j = static_cast<int64_t>((static_cast<unsigned __int128>(bits) * uint64_t(i + 1)) >> 64);
+      std::swap(order_[i], order_[j]);
+    }
+  }
+  orderEpoch_ = epoch;
+}
+
+int64_t Batcher::sampleAt(int64_t epoch, int64_t position) {
+  ensureOrder(epoch);
+  return order_[position];
+}
+
+bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::string &err) {
+  int64_t n = source_.numSamples(), b = options_.batchSize;
+  rows = 0;
+  if (batchesPerEpoch() == 0) {
+    err = "the data has " + std::to_string(n) + " samples, fewer than one batch of " +
+          std::to_string(b) + "; use a smaller batch or drop_last: false";
+    return false;
+  }
+  for (const HostTensor &t : batch)
+    if (t.type().rank() == 0 || t.dims()[0] != b) {
+      err = "batch tensor " + t.type().str() + " does not have the batch size " +
+            std::to_string(b) + " as its first dimension";
+      return false;
+    }
+  int64_t perEpoch = batchesPerEpoch();
+  int64_t epochIndex = step_ / perEpoch, begin = (step_ % perEpoch) * b;
+  ensureOrder(epochIndex);
+  int64_t count = std::min(b, n - begin);
+  for (int64_t r = 0; r < count; ++r)
+    if (!source_.loadSample(order_[begin + r], batch, r, err))
+      return false;
+  if (count < b)
+    for (HostTensor &t : batch)
+      t.zeroFrom(count * t.rowElements());
+  rows = count;
+  ++step_;
+  return true;
+}
+
+} // namespace ampc

@@ -1,0 +1,114 @@
+//===- DataInternal.h - Shared pieces of the data sources -------------------===//
+//
+// Not a public header: what the source files under runtime/data share. The
+// file formats only differ in how they read bytes; once read, every file
+// source is a set of in-memory arrays (SampleArray), one per graph input,
+// served by one ArraySource that converts each sample into the input's dtype.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_DATA_DATAINTERNAL_H
+#define AMPC_RUNTIME_DATA_DATAINTERNAL_H
+
+#include "runtime/data/DataSource.h"
+
+#include "ir/DType.h"
+
+#include <optional>
+
+namespace ampc {
+
+class Value;
+
+namespace data {
+
+/// What the graph does with an input, found by walking its uses (through
+/// reshape and flatten). It decides what synthetic data puts there, which
+/// file data an input gets, and the range integer data must lie in.
+enum class InputRole {
+  Feature,          // a floating input the model computes from
+  ClassTarget,      // the class-index target of cross_entropy
+  RegressionTarget, // the target of mse_loss
+  BinaryTarget,     // the target of binary_cross_entropy (values in [0, 1])
+  EmbeddingIndex,   // the indices of an embedding
+  OtherInteger,     // an integer input with none of the uses above
+};
+
+struct InputInfo {
+  const Value *value = nullptr;
+  unsigned index = 0; // position in Graph::inputs()
+  InputRole role = InputRole::Feature;
+  /// ClassTarget: number of classes (the logits' last dim) and ignore_index.
+  int64_t classes = 0;
+  int64_t ignoreIndex = -100;
+  /// EmbeddingIndex: rows of the embedding table.
+  int64_t numEmbeddings = 0;
+  /// Elements of one sample (product of dims after the batch dim).
+  int64_t sampleElements = 0;
+
+  llvm::StringRef name() const;
+  DType dtype() const;
+  bool isFloating() const;
+  /// "input 'image' [B,1,28,28]" for messages.
+  std::string describe() const;
+  /// Valid integer values for this input: [lo, hi) plus ignoreIndex for
+  /// class targets. nullopt when any value goes.
+  std::optional<std::pair<int64_t, int64_t>> indexRange() const;
+};
+
+/// One InputInfo per graph input, in Graph::inputs() order. Fails (err) for
+/// an input with rank 0, which has no batch dimension.
+bool analyzeInputs(const Graph &g, llvm::SmallVectorImpl<InputInfo> &out, std::string &err);
+
+/// "data file 'path': msg" -- the form every file error takes.
+std::string fileError(llvm::StringRef path, const llvm::Twine &msg);
+/// `path` as written when absolute or when modelDir is empty, else
+/// modelDir/path.
+std::string resolvePath(llvm::StringRef modelDir, llvm::StringRef path);
+
+/// N samples of one input read from a file: raw elements in a file dtype.
+struct SampleArray {
+  std::string path; // named in errors
+  /// Element type of `bytes`: a DType, or unsigned bytes when isUint8.
+  DType dtype = DType::F32;
+  bool isUint8 = false;
+  /// Multiplies values stored into a floating input (1/255 for IDX images).
+  double scale = 1.0;
+  int64_t numSamples = 0;
+  int64_t sampleElements = 0;
+  std::vector<char> bytes;
+
+  bool isIntegral() const {
+    return isUint8 || dtype == DType::I64 || dtype == DType::I32 || dtype == DType::Bool;
+  }
+  unsigned elementSize() const { return isUint8 ? 1 : dtypeSize(dtype); }
+  /// "f32", "u8", ... for messages.
+  llvm::StringRef dtypeName() const;
+};
+
+/// A source over in-memory arrays, one per graph input (arrays[i] feeds
+/// inputs[i]). Checks that the arrays agree on N, fit the inputs' sample
+/// sizes and dtypes, and that integer data lies in each input's range.
+std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
+                                              llvm::ArrayRef<InputInfo> inputs,
+                                              std::vector<SampleArray> arrays, std::string &err);
+
+// The readers. Each returns nullptr with err naming the file on failure.
+std::unique_ptr<DataSource> createSyntheticSource(llvm::ArrayRef<InputInfo> inputs, uint64_t seed,
+                                                  int64_t size, std::string &err);
+std::unique_ptr<DataSource> createNpySource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
+                                            llvm::StringRef modelDir, std::string &err);
+std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
+                                            llvm::StringRef modelDir, std::string &err);
+std::unique_ptr<DataSource> createIdxSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
+                                            llvm::StringRef modelDir, std::string &err);
+
+/// Meta lookups with defaults (the frontend fills defaults, but a graph read
+/// from textual IR or built by hand may lack them).
+std::string metaString(const Graph &g, llvm::StringRef key, llvm::StringRef dflt);
+int64_t metaInt(const Graph &g, llvm::StringRef key, int64_t dflt);
+bool metaBool(const Graph &g, llvm::StringRef key, bool dflt);
+
+} // namespace data
+} // namespace ampc
+
+#endif

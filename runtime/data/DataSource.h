@@ -1,0 +1,111 @@
+//===- DataSource.h - Training data: sources and batching -------------------===//
+//
+// A DataSource yields samples for every graph input: sample i of each input is
+// written into one row (a slice along dim 0) of that input's batch tensor.
+// Sources are synthetic (seeded, with labels from a fixed random teacher so a
+// model has something to learn), .npy files, CSV and IDX (MNIST's format).
+// createDataSource picks one from the model's meta (train.data and its keys).
+//
+// A Batcher walks a source in batches: a seeded permutation per epoch when
+// shuffling, the last partial batch dropped or kept. Every sample and every
+// order is a pure function of (seed, epoch, index), so runs repeat exactly and
+// a resumed run (skipTo) sees the same later batches as an uninterrupted one.
+// docs/data.md describes the formats and rules.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_DATA_DATASOURCE_H
+#define AMPC_RUNTIME_DATA_DATASOURCE_H
+
+#include "runtime/HostTensor.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ampc {
+
+class DiagnosticEngine;
+class Graph;
+
+class DataSource {
+public:
+  virtual ~DataSource();
+  /// "synthetic", "npy", "csv" or "idx".
+  virtual llvm::StringRef kind() const = 0;
+  virtual int64_t numSamples() const = 0;
+  /// Writes sample `index` of every graph input into row `row` of `batch`
+  /// (one tensor per graph input, in Graph::inputs() order, each shaped like
+  /// the input: dim 0 is the batch). Returns false with `err` on failure.
+  virtual bool loadSample(int64_t index, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
+                          std::string &err) = 0;
+};
+
+/// The source the graph's meta asks for (train.data: synthetic | npy | csv |
+/// idx; synthetic with seed 0 and 1024 samples when absent). Relative file
+/// paths are resolved against `modelDir`. Files are read and checked against
+/// the graph's inputs here, so a bad file is reported before training starts;
+/// on failure reports an error naming the file and returns nullptr.
+std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef modelDir,
+                                             DiagnosticEngine &diag);
+
+/// One zero-filled tensor per graph input, shaped like it.
+llvm::SmallVector<HostTensor, 4> makeBatchTensors(const Graph &g);
+
+struct BatchOptions {
+  int64_t batchSize = 1;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  bool dropLast = true;
+};
+
+/// batch (meta "batch", else dim 0 of the first input), train.shuffle,
+/// train.seed and train.drop_last, with the model format's defaults.
+BatchOptions batchOptionsFromMeta(const Graph &g);
+
+/// Hands out batches forever, epoch after epoch; the caller decides when to
+/// stop (steps or epochs).
+class Batcher {
+public:
+  Batcher(DataSource &source, BatchOptions options);
+
+  /// Fills the next batch. `rows` is the number of samples written; it is
+  /// less than the batch size only for a kept partial last batch, whose
+  /// remaining rows are zero. Returns false with `err` when the source fails
+  /// or the data cannot make a batch (the step is then not advanced).
+  bool next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::string &err);
+
+  /// Batches per epoch: floor(N / B) with drop_last, else ceil(N / B).
+  int64_t batchesPerEpoch() const;
+  /// Batches handed out so far (the global step of the next batch).
+  int64_t step() const { return step_; }
+  /// Epoch of the next batch, counted from 0.
+  int64_t epoch() const;
+  /// Position of the next batch within its epoch.
+  int64_t batchInEpoch() const;
+  /// Makes the next batch the one a fresh Batcher hands out as batch `step`
+  /// (for resuming from a checkpoint).
+  void skipTo(int64_t step);
+  void reset() { skipTo(0); }
+
+  /// Sample index at `position` of epoch `epoch`'s order.
+  int64_t sampleAt(int64_t epoch, int64_t position);
+  const BatchOptions &options() const { return options_; }
+
+private:
+  void ensureOrder(int64_t epoch);
+
+  DataSource &source_;
+  BatchOptions options_;
+  int64_t step_ = 0;
+  int64_t orderEpoch_ = -1;
+  std::vector<int64_t> order_;
+};
+
+} // namespace ampc
+
+#endif

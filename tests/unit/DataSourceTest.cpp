@@ -1,0 +1,859 @@
+//===- DataSourceTest.cpp - Data sources, batching, bad files ----------------===//
+#include "runtime/data/DataSource.h"
+
+#include "ir/Builder.h"
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+#include "ir/support/NpyFile.h"
+#include "runtime/HostTensor.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+
+using namespace ampc;
+
+namespace {
+
+const OpInfo &op(llvm::StringRef name) {
+  const OpInfo *info = OpRegistry::builtin().lookup(name);
+  EXPECT_NE(info, nullptr) << name.str();
+  return *info;
+}
+
+Value *param(Graph &g, llvm::StringRef name, llvm::ArrayRef<int64_t> dims) {
+  InitSpec zeros;
+  zeros.kind = InitSpec::Kind::Zeros;
+  return g.addState(name, TensorType(DType::F32, dims), StateKind::Parameter, zeros);
+}
+
+Node *build(Graph &g, llvm::StringRef opName, llvm::ArrayRef<Value *> operands, AttrMap attrs,
+            llvm::StringRef name) {
+  DiagnosticEngine diag;
+  Node *n = buildNode(g, op(opName), operands, std::move(attrs), Location(), diag, {name.str()});
+  EXPECT_NE(n, nullptr) << (diag.diagnostics().empty() ? "" : diag.diagnostics()[0].str());
+  return n;
+}
+
+/// image f32[B,1,h,w] -> flatten -> linear(classes) -> cross_entropy(label i64[B]).
+std::unique_ptr<Graph> classifier(int64_t batch, int64_t h, int64_t w, int64_t classes) {
+  auto g = std::make_unique<Graph>("classifier");
+  Value *image = g->addInput("image", TensorType(DType::F32, {batch, 1, h, w}));
+  Value *label = g->addInput("label", TensorType(DType::I64, {batch}));
+  Node *flat = build(*g, "flatten", {image}, {}, "flat");
+  Node *fc = build(
+      *g, "linear",
+      {flat->result(), param(*g, "fc.weight", {classes, h * w}), param(*g, "fc.bias", {classes})},
+      {}, "logits");
+  Node *loss = build(*g, "cross_entropy", {fc->result(), label}, {}, "loss");
+  g->addOutput(loss->result());
+  g->meta()["batch"] = Attribute(batch);
+  return g;
+}
+
+/// x f32[B,features] -> linear(outputs) -> mse_loss(y f32[B,outputs]).
+std::unique_ptr<Graph> regression(int64_t batch, int64_t features, int64_t outputs) {
+  auto g = std::make_unique<Graph>("regression");
+  Value *x = g->addInput("x", TensorType(DType::F32, {batch, features}));
+  Value *y = g->addInput("y", TensorType(DType::F32, {batch, outputs}));
+  Node *fc =
+      build(*g, "linear",
+            {x, param(*g, "fc.weight", {outputs, features}), param(*g, "fc.bias", {outputs})}, {},
+            "pred");
+  Node *loss = build(*g, "mse_loss", {fc->result(), y}, {}, "loss");
+  g->addOutput(loss->result());
+  return g;
+}
+
+/// tokens i64[B,seq] -> embedding(vocab, 4) -> flatten -> linear(classes) -> cross_entropy.
+std::unique_ptr<Graph> tokenModel(int64_t batch, int64_t seq, int64_t vocab, int64_t classes) {
+  auto g = std::make_unique<Graph>("tokens");
+  Value *tokens = g->addInput("tokens", TensorType(DType::I64, {batch, seq}));
+  Value *label = g->addInput("label", TensorType(DType::I64, {batch}));
+  Node *emb = build(*g, "embedding", {tokens, param(*g, "emb.weight", {vocab, 4})}, {}, "emb");
+  Node *flat = build(*g, "flatten", {emb->result()}, {}, "flat");
+  Node *fc = build(
+      *g, "linear",
+      {flat->result(), param(*g, "fc.weight", {classes, seq * 4}), param(*g, "fc.bias", {classes})},
+      {}, "logits");
+  Node *loss = build(*g, "cross_entropy", {fc->result(), label}, {}, "loss");
+  g->addOutput(loss->result());
+  return g;
+}
+
+void setSynthetic(Graph &g, int64_t seed, int64_t size) {
+  g.meta()["train.data"] = Attribute("synthetic");
+  g.meta()["train.data.seed"] = Attribute(seed);
+  g.meta()["train.data.size"] = Attribute(size);
+}
+
+std::string firstError(const DiagnosticEngine &diag) {
+  return diag.diagnostics().empty() ? "" : diag.diagnostics()[0].str();
+}
+
+/// A fresh temporary folder, removed with its files at the end of the test.
+class TempDir {
+public:
+  TempDir() {
+    llvm::SmallString<128> path;
+    std::error_code ec = llvm::sys::fs::createUniqueDirectory("ampc-data-test", path);
+    EXPECT_FALSE(ec) << ec.message();
+    dir_ = std::string(path);
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(dir_); }
+  const std::string &path() const { return dir_; }
+  std::string file(llvm::StringRef name) const { return dir_ + "/" + name.str(); }
+  void write(llvm::StringRef name, const std::string &bytes) const {
+    std::ofstream out(file(name), std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+private:
+  std::string dir_;
+};
+
+std::string bigEndian32(uint32_t v) {
+  return {char(v >> 24), char((v >> 16) & 0xff), char((v >> 8) & 0xff), char(v & 0xff)};
+}
+
+std::string idxImages(uint32_t n, uint32_t rows, uint32_t cols, uint8_t first = 0) {
+  std::string s = bigEndian32(0x803) + bigEndian32(n) + bigEndian32(rows) + bigEndian32(cols);
+  for (uint32_t i = 0; i < n * rows * cols; ++i)
+    s.push_back(char(uint8_t(first + i)));
+  return s;
+}
+
+std::string idxLabels(llvm::ArrayRef<uint8_t> labels) {
+  std::string s = bigEndian32(0x801) + bigEndian32(labels.size());
+  for (uint8_t l : labels)
+    s.push_back(char(l));
+  return s;
+}
+
+void writeF32Npy(const std::string &path, llvm::ArrayRef<int64_t> shape,
+                 llvm::ArrayRef<float> values) {
+  std::string err;
+  ASSERT_TRUE(writeNpy(path, DType::F32, shape, values.data(), err)) << err;
+}
+
+void writeI64Npy(const std::string &path, llvm::ArrayRef<int64_t> values) {
+  std::string err;
+  int64_t n = values.size();
+  ASSERT_TRUE(writeNpy(path, DType::I64, {n}, values.data(), err)) << err;
+}
+
+/// A [n, 4] f32 file whose sample i is {i, i, i, i} (so a batch row tells
+/// which sample it holds) and labels i % classes.
+void writeIndexedNpy(const TempDir &dir, Graph &g, int64_t n, int64_t classes) {
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  for (int64_t i = 0; i < n; ++i) {
+    x.insert(x.end(), 4, float(i));
+    y.push_back(i % classes);
+  }
+  writeF32Npy(dir.file("x.npy"), {n, 4}, x);
+  writeI64Npy(dir.file("y.npy"), y);
+  g.meta()["train.data"] = Attribute("npy");
+  g.meta()["train.data.image"] = Attribute("x.npy");
+  g.meta()["train.data.label"] = Attribute("y.npy");
+}
+
+/// The sample index held in each row of a batch built by writeIndexedNpy.
+std::vector<int64_t> rowsOf(const HostTensor &image, int64_t rows) {
+  std::vector<int64_t> ids;
+  for (int64_t r = 0; r < rows; ++r)
+    ids.push_back(static_cast<int64_t>(image.getAsDouble(r * 4)));
+  return ids;
+}
+
+// --- HostTensor --------------------------------------------------------------
+
+TEST(HostTensor, AlignedZeroedAndDeepCopied) {
+  HostTensor t(TensorType(DType::F32, {3, 5}));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % HostTensor::kAlignment, 0u);
+  EXPECT_EQ(t.numElements(), 15);
+  EXPECT_EQ(t.rowElements(), 5);
+  EXPECT_EQ(t.sizeInBytes(), 60);
+  for (float v : t.values<float>())
+    EXPECT_EQ(v, 0.0f);
+  t.values<float>()[7] = 2.5f;
+  HostTensor copy = t;
+  t.values<float>()[7] = -1.0f;
+  EXPECT_EQ(copy.values<float>()[7], 2.5f);
+  EXPECT_NE(copy.data(), t.data());
+  HostTensor moved = std::move(copy);
+  EXPECT_EQ(moved.getAsDouble(7), 2.5);
+  EXPECT_EQ(copy.numElements(), 0);
+}
+
+TEST(HostTensor, ConvertsThroughTheDType) {
+  HostTensor h(TensorType(DType::F16, {4}));
+  h.setFromDouble(1, 1.0 + 1.0 / 4096); // below half an f16 ulp above 1: rounds to 1
+  h.setFromDouble(2, -3.5);
+  EXPECT_EQ(h.getAsDouble(1), 1.0);
+  EXPECT_EQ(h.getAsDouble(2), -3.5);
+  EXPECT_EQ(h.values<uint16_t>()[2], 0xC300); // -3.5 in binary16
+  HostTensor i(TensorType(DType::I64, {2, 2}));
+  i.setFromDouble(3, 9.0);
+  EXPECT_EQ(i.values<int64_t>()[3], 9);
+  i.zeroFrom(2);
+  EXPECT_EQ(i.values<int64_t>()[3], 0);
+  EXPECT_EQ(i.arg().data, i.data());
+  EXPECT_EQ(i.arg().numElements(), 4);
+}
+
+// --- Synthetic ---------------------------------------------------------------
+
+TEST(SyntheticData, SameSeedSameSamplesOtherSeedOthers) {
+  auto g = classifier(8, 4, 4, 5);
+  setSynthetic(*g, 7, 100);
+  DiagnosticEngine diag;
+  auto a = createDataSource(*g, "", diag);
+  ASSERT_TRUE(a) << firstError(diag);
+  EXPECT_EQ(a->kind(), "synthetic");
+  EXPECT_EQ(a->numSamples(), 100);
+  auto b = createDataSource(*g, "", diag);
+  setSynthetic(*g, 8, 100);
+  auto c = createDataSource(*g, "", diag);
+  auto ba = makeBatchTensors(*g), bb = makeBatchTensors(*g), bc = makeBatchTensors(*g);
+  std::string err;
+  // Sample 42 into different rows, after other samples: the values depend on
+  // the sample index only.
+  ASSERT_TRUE(a->loadSample(42, ba, 3, err)) << err;
+  ASSERT_TRUE(b->loadSample(5, bb, 3, err)) << err;
+  ASSERT_TRUE(b->loadSample(42, bb, 6, err)) << err;
+  ASSERT_TRUE(c->loadSample(42, bc, 3, err)) << err;
+  int differing = 0;
+  for (int64_t j = 0; j < 16; ++j) {
+    EXPECT_EQ(ba[0].getAsDouble(3 * 16 + j), bb[0].getAsDouble(6 * 16 + j));
+    differing += ba[0].getAsDouble(3 * 16 + j) != bc[0].getAsDouble(3 * 16 + j);
+  }
+  EXPECT_EQ(ba[1].values<int64_t>()[3], bb[1].values<int64_t>()[6]);
+  EXPECT_EQ(differing, 16);
+  EXPECT_FALSE(a->loadSample(100, ba, 0, err));
+  EXPECT_EQ(err, "sample 100 is out of range [0, 100)");
+}
+
+TEST(SyntheticData, FeaturesAreStandardNormal) {
+  auto g = classifier(1, 8, 8, 3);
+  setSynthetic(*g, 1, 256);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, "", diag);
+  ASSERT_TRUE(src);
+  auto batch = makeBatchTensors(*g);
+  double sum = 0, sumSq = 0;
+  std::string err;
+  for (int64_t i = 0; i < 256; ++i) {
+    ASSERT_TRUE(src->loadSample(i, batch, 0, err));
+    for (int64_t j = 0; j < 64; ++j) {
+      double v = batch[0].getAsDouble(j);
+      sum += v;
+      sumSq += v * v;
+    }
+  }
+  double n = 256 * 64, mean = sum / n, var = sumSq / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.03);
+  EXPECT_NEAR(var, 1.0, 0.05);
+}
+
+// Trains a softmax regression on the synthetic samples; a linear teacher's
+// labels are (nearly) perfectly separable, random labels would not be.
+TEST(SyntheticData, TeacherLabelsAreLearnable) {
+  const int64_t n = 512, f = 16, classes = 4;
+  auto g = classifier(1, 4, 4, classes);
+  setSynthetic(*g, 3, n);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, "", diag);
+  ASSERT_TRUE(src);
+  auto batch = makeBatchTensors(*g);
+  std::vector<double> x(n * f);
+  std::vector<int64_t> y(n);
+  std::map<int64_t, int> histogram;
+  std::string err;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(src->loadSample(i, batch, 0, err));
+    for (int64_t j = 0; j < f; ++j)
+      x[i * f + j] = batch[0].getAsDouble(j);
+    y[i] = batch[1].values<int64_t>()[0];
+    ASSERT_GE(y[i], 0);
+    ASSERT_LT(y[i], classes);
+    ++histogram[y[i]];
+  }
+  // Every class occurs, none dominates.
+  ASSERT_EQ(histogram.size(), size_t(classes));
+  for (auto [label, count] : histogram)
+    EXPECT_GT(count, n / 10) << "class " << label;
+  // Stable: the same sample gets the same label again.
+  ASSERT_TRUE(src->loadSample(17, batch, 0, err));
+  EXPECT_EQ(batch[1].values<int64_t>()[0], y[17]);
+
+  std::vector<double> w(classes * f, 0.0);
+  for (int epoch = 0; epoch < 300; ++epoch) {
+    std::vector<double> grad(classes * f, 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      double logits[classes], maxLogit = -1e300, total = 0;
+      for (int64_t c = 0; c < classes; ++c) {
+        logits[c] = 0;
+        for (int64_t j = 0; j < f; ++j)
+          logits[c] += w[c * f + j] * x[i * f + j];
+        maxLogit = std::max(maxLogit, logits[c]);
+      }
+      for (double &l : logits)
+        total += (l = std::exp(l - maxLogit));
+      for (int64_t c = 0; c < classes; ++c)
+        for (int64_t j = 0; j < f; ++j)
+          grad[c * f + j] += (logits[c] / total - (c == y[i])) * x[i * f + j];
+    }
+    for (int64_t k = 0; k < classes * f; ++k)
+      w[k] -= 0.5 * grad[k] / n;
+  }
+  int correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    double bestLogit = -1e300;
+    for (int64_t c = 0; c < classes; ++c) {
+      double l = 0;
+      for (int64_t j = 0; j < f; ++j)
+        l += w[c * f + j] * x[i * f + j];
+      if (l > bestLogit) {
+        bestLogit = l;
+        best = c;
+      }
+    }
+    correct += best == y[i];
+  }
+  EXPECT_GT(correct, n * 9 / 10);
+}
+
+// Wide inputs go through the hashed sketch; the labels still use every class.
+TEST(SyntheticData, WideInputsGiveEveryClass) {
+  auto g = classifier(1, 28, 28, 10);
+  setSynthetic(*g, 0, 400);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, "", diag);
+  ASSERT_TRUE(src);
+  auto batch = makeBatchTensors(*g);
+  std::map<int64_t, int> histogram;
+  std::string err;
+  for (int64_t i = 0; i < 400; ++i) {
+    ASSERT_TRUE(src->loadSample(i, batch, 0, err));
+    ++histogram[batch[1].values<int64_t>()[0]];
+  }
+  ASSERT_EQ(histogram.size(), 10u);
+  for (auto [label, count] : histogram)
+    EXPECT_GT(count, 10) << "class " << label;
+}
+
+// An mse_loss target is a fixed linear map of the features: exact least
+// squares over the samples leaves no residual.
+TEST(SyntheticData, RegressionTargetIsLinearInTheFeatures) {
+  const int64_t n = 64, f = 3;
+  auto g = regression(4, f, 2);
+  setSynthetic(*g, 11, n);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, "", diag);
+  ASSERT_TRUE(src);
+  auto batch = makeBatchTensors(*g);
+  std::string err;
+  // Normal equations (X^T X) a = X^T y for output 0.
+  double xtx[f][f] = {}, xty[f] = {};
+  std::vector<std::pair<std::vector<double>, double>> samples;
+  double ySq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(src->loadSample(i, batch, 1, err));
+    std::vector<double> xi(f);
+    for (int64_t j = 0; j < f; ++j)
+      xi[j] = batch[0].getAsDouble(1 * f + j);
+    double yi = batch[1].getAsDouble(1 * 2 + 0);
+    ySq += yi * yi;
+    for (int64_t a = 0; a < f; ++a) {
+      xty[a] += xi[a] * yi;
+      for (int64_t b = 0; b < f; ++b)
+        xtx[a][b] += xi[a] * xi[b];
+    }
+    samples.push_back({xi, yi});
+  }
+  EXPECT_GT(ySq / n, 0.05);       // a real signal, not all zeros
+  for (int64_t p = 0; p < f; ++p) // Gaussian elimination (X^T X is positive definite)
+    for (int64_t r = p + 1; r < f; ++r) {
+      double m = xtx[r][p] / xtx[p][p];
+      for (int64_t c = p; c < f; ++c)
+        xtx[r][c] -= m * xtx[p][c];
+      xty[r] -= m * xty[p];
+    }
+  double coef[f];
+  for (int64_t r = f - 1; r >= 0; --r) {
+    double s = xty[r];
+    for (int64_t c = r + 1; c < f; ++c)
+      s -= xtx[r][c] * coef[c];
+    coef[r] = s / xtx[r][r];
+  }
+  for (auto &[xi, yi] : samples) {
+    double pred = 0;
+    for (int64_t j = 0; j < f; ++j)
+      pred += coef[j] * xi[j];
+    EXPECT_NEAR(pred, yi, 1e-5);
+  }
+}
+
+TEST(SyntheticData, EmbeddingIndicesStayInTheTable) {
+  auto g = tokenModel(2, 5, 7, 3);
+  setSynthetic(*g, 0, 50);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, "", diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  auto batch = makeBatchTensors(*g);
+  std::set<int64_t> seenTokens, seenLabels;
+  std::string err;
+  for (int64_t i = 0; i < 50; ++i) {
+    ASSERT_TRUE(src->loadSample(i, batch, 1, err));
+    for (int64_t j = 0; j < 5; ++j)
+      seenTokens.insert(batch[0].values<int64_t>()[5 + j]);
+    seenLabels.insert(batch[1].values<int64_t>()[1]);
+  }
+  EXPECT_EQ(seenTokens, (std::set<int64_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(seenLabels, (std::set<int64_t>{0, 1, 2}));
+}
+
+TEST(SyntheticData, DefaultsWithoutMetaAndRejectsBadSize) {
+  auto g = classifier(4, 2, 2, 3);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, "", diag);
+  ASSERT_TRUE(src);
+  EXPECT_EQ(src->numSamples(), 1024);
+  setSynthetic(*g, 0, 0);
+  EXPECT_FALSE(createDataSource(*g, "", diag));
+  EXPECT_EQ(firstError(diag), "error: synthetic data size must be positive, got 0");
+  diag.clear();
+  g->meta()["train.data"] = Attribute("parquet");
+  EXPECT_FALSE(createDataSource(*g, "", diag));
+  EXPECT_EQ(firstError(diag),
+            "error: unknown data source 'parquet'; expected synthetic, idx, npy or csv");
+}
+
+// --- Batcher -----------------------------------------------------------------
+
+TEST(Batcher, ShuffledEpochIsAPermutationAndKeepsThePartialBatch) {
+  TempDir dir;
+  auto g = classifier(3, 2, 2, 4);
+  writeIndexedNpy(dir, *g, 10, 4);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  Batcher batcher(*src, {3, /*shuffle=*/true, /*seed=*/5, /*dropLast=*/false});
+  EXPECT_EQ(batcher.batchesPerEpoch(), 4);
+  auto batch = makeBatchTensors(*g);
+  std::string err;
+  std::vector<int64_t> epoch0, epoch1;
+  for (int b = 0; b < 8; ++b) {
+    EXPECT_EQ(batcher.epoch(), b / 4);
+    EXPECT_EQ(batcher.batchInEpoch(), b % 4);
+    int64_t rows;
+    ASSERT_TRUE(batcher.next(batch, rows, err)) << err;
+    EXPECT_EQ(rows, b % 4 == 3 ? 1 : 3);
+    std::vector<int64_t> ids = rowsOf(batch[0], rows);
+    (b < 4 ? epoch0 : epoch1).insert((b < 4 ? epoch0 : epoch1).end(), ids.begin(), ids.end());
+    for (int64_t r = 0; r < rows; ++r) // labels travel with their images
+      EXPECT_EQ(batch[1].values<int64_t>()[r], ids[r] % 4);
+    if (rows == 1) { // the rows past a partial batch are zero
+      EXPECT_EQ(batch[0].getAsDouble(4), 0.0);
+      EXPECT_EQ(batch[1].values<int64_t>()[2], 0);
+    }
+  }
+  std::vector<int64_t> sorted0 = epoch0, sorted1 = epoch1;
+  std::sort(sorted0.begin(), sorted0.end());
+  std::sort(sorted1.begin(), sorted1.end());
+  std::vector<int64_t> all = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  EXPECT_EQ(sorted0, all);
+  EXPECT_EQ(sorted1, all);
+  EXPECT_NE(epoch0, all);    // shuffled
+  EXPECT_NE(epoch0, epoch1); // a new order each epoch
+  EXPECT_EQ(batcher.step(), 8);
+}
+
+TEST(Batcher, DropLastAndUnshuffledOrder) {
+  TempDir dir;
+  auto g = classifier(3, 2, 2, 4);
+  writeIndexedNpy(dir, *g, 10, 4);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src);
+  Batcher batcher(*src, {3, /*shuffle=*/false, 0, /*dropLast=*/true});
+  EXPECT_EQ(batcher.batchesPerEpoch(), 3);
+  auto batch = makeBatchTensors(*g);
+  std::string err;
+  std::vector<int64_t> seen;
+  for (int b = 0; b < 4; ++b) {
+    int64_t rows;
+    ASSERT_TRUE(batcher.next(batch, rows, err));
+    EXPECT_EQ(rows, 3);
+    for (int64_t id : rowsOf(batch[0], rows))
+      seen.push_back(id);
+  }
+  // Sample 9 never comes: the epoch ends after 9 samples and restarts at 0.
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2}));
+  EXPECT_EQ(batcher.epoch(), 1);
+}
+
+TEST(Batcher, SeedDecidesTheOrderAndSkipToResumes) {
+  TempDir dir;
+  auto g = classifier(4, 2, 2, 4);
+  writeIndexedNpy(dir, *g, 22, 4);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src);
+  auto run = [&](uint64_t seed, int64_t from, int64_t count) {
+    Batcher b(*src, {4, true, seed, true});
+    b.skipTo(from);
+    auto batch = makeBatchTensors(*g);
+    std::vector<int64_t> ids;
+    std::string err;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t rows;
+      EXPECT_TRUE(b.next(batch, rows, err)) << err;
+      for (int64_t id : rowsOf(batch[0], rows))
+        ids.push_back(id);
+    }
+    return ids;
+  };
+  std::vector<int64_t> full = run(9, 0, 12); // 5 batches per epoch: crosses 2 epochs
+  EXPECT_EQ(run(9, 0, 12), full);
+  EXPECT_NE(run(10, 0, 12), full);
+  std::vector<int64_t> resumed = run(9, 7, 5);
+  EXPECT_EQ(resumed, std::vector<int64_t>(full.begin() + 7 * 4, full.end()));
+
+  Batcher b(*src, {4, true, 9, true});
+  auto batch = makeBatchTensors(*g);
+  int64_t rows;
+  std::string err;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(b.next(batch, rows, err));
+  b.reset();
+  ASSERT_TRUE(b.next(batch, rows, err));
+  EXPECT_EQ(rowsOf(batch[0], rows), std::vector<int64_t>(full.begin(), full.begin() + 4));
+}
+
+TEST(Batcher, TooFewSamplesForOneBatch) {
+  auto g = classifier(8, 2, 2, 4);
+  setSynthetic(*g, 0, 5);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, "", diag);
+  ASSERT_TRUE(src);
+  auto batch = makeBatchTensors(*g);
+  int64_t rows;
+  std::string err;
+  Batcher drop(*src, {8, true, 0, true});
+  EXPECT_FALSE(drop.next(batch, rows, err));
+  EXPECT_EQ(err, "the data has 5 samples, fewer than one batch of 8; use a smaller batch or "
+                 "drop_last: false");
+  Batcher keep(*src, {8, true, 0, false});
+  ASSERT_TRUE(keep.next(batch, rows, err)) << err;
+  EXPECT_EQ(rows, 5);
+}
+
+TEST(Batcher, OptionsFromMeta) {
+  auto g = classifier(16, 2, 2, 4);
+  BatchOptions d = batchOptionsFromMeta(*g);
+  EXPECT_EQ(d.batchSize, 16);
+  EXPECT_TRUE(d.shuffle);
+  EXPECT_TRUE(d.dropLast);
+  EXPECT_EQ(d.seed, 0u);
+  g->meta()["train.shuffle"] = Attribute(false);
+  g->meta()["train.drop_last"] = Attribute(false);
+  g->meta()["train.seed"] = Attribute(int64_t(42));
+  BatchOptions o = batchOptionsFromMeta(*g);
+  EXPECT_FALSE(o.shuffle);
+  EXPECT_FALSE(o.dropLast);
+  EXPECT_EQ(o.seed, 42u);
+}
+
+// --- npy ---------------------------------------------------------------------
+
+TEST(NpyData, ConvertsDTypesAndAcceptsAnyShapeWithTheSampleSize) {
+  TempDir dir;
+  auto g = classifier(2, 2, 2, 3);
+  double x[] = {0.5, 1.5, 2.5, 3.5, -1, -2, -3, -4};
+  std::string err;
+  ASSERT_TRUE(writeNpy(dir.file("x.npy"), DType::F64, {2, 2, 2}, x, err)) << err;
+  uint8_t y[] = {2, 0};
+  ASSERT_TRUE(writeNpyUint8(dir.file("y.npy"), {2}, y, err)) << err;
+  g->meta()["train.data"] = Attribute("npy");
+  g->meta()["train.data.image"] = Attribute("x.npy");
+  g->meta()["train.data.label"] = Attribute(dir.file("y.npy")); // absolute path
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  EXPECT_EQ(src->kind(), "npy");
+  EXPECT_EQ(src->numSamples(), 2);
+  auto batch = makeBatchTensors(*g);
+  ASSERT_TRUE(src->loadSample(1, batch, 0, err));
+  ASSERT_TRUE(src->loadSample(0, batch, 1, err));
+  EXPECT_EQ(batch[0].values<float>()[0], -1.0f);
+  EXPECT_EQ(batch[0].values<float>()[7], 3.5f);
+  EXPECT_EQ(batch[1].values<int64_t>()[0], 0);
+  EXPECT_EQ(batch[1].values<int64_t>()[1], 2);
+}
+
+TEST(NpyData, U8IsNotScaled) {
+  TempDir dir;
+  auto g = classifier(1, 1, 2, 3);
+  std::string err;
+  uint8_t x[] = {255, 7};
+  ASSERT_TRUE(writeNpyUint8(dir.file("x.npy"), {1, 2}, x, err));
+  writeI64Npy(dir.file("y.npy"), {1});
+  g->meta()["train.data"] = Attribute("npy");
+  g->meta()["train.data.image"] = Attribute("x.npy");
+  g->meta()["train.data.label"] = Attribute("y.npy");
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  auto batch = makeBatchTensors(*g);
+  ASSERT_TRUE(src->loadSample(0, batch, 0, err));
+  EXPECT_EQ(batch[0].values<float>()[0], 255.0f);
+  EXPECT_EQ(batch[0].values<float>()[1], 7.0f);
+}
+
+struct NpyErrorCase : ::testing::Test {
+  TempDir dir;
+  std::unique_ptr<Graph> g = classifier(4, 28, 28, 10);
+  DiagnosticEngine diag;
+  void useFiles(llvm::StringRef image, llvm::StringRef label) {
+    g->meta()["train.data"] = Attribute("npy");
+    g->meta()["train.data.image"] = Attribute(image.str());
+    g->meta()["train.data.label"] = Attribute(label.str());
+  }
+  std::string error() {
+    EXPECT_FALSE(createDataSource(*g, dir.path(), diag));
+    return firstError(diag);
+  }
+};
+
+TEST_F(NpyErrorCase, WrongElementCount) {
+  writeF32Npy(dir.file("x.npy"), {3, 700}, std::vector<float>(2100));
+  writeI64Npy(dir.file("y.npy"), {1, 2, 3});
+  useFiles("x.npy", "y.npy");
+  EXPECT_EQ(error(), "error: data file '" + dir.file("x.npy") +
+                         "': expected 784 values per sample for input 'image' [B,1,28,28], "
+                         "found 700");
+}
+
+TEST_F(NpyErrorCase, MismatchedSampleCounts) {
+  writeF32Npy(dir.file("x.npy"), {3, 784}, std::vector<float>(3 * 784));
+  writeI64Npy(dir.file("y.npy"), {1, 2});
+  useFiles("x.npy", "y.npy");
+  EXPECT_EQ(error(), "error: data file '" + dir.file("y.npy") + "': has 2 samples but '" +
+                         dir.file("x.npy") + "' has 3");
+}
+
+TEST_F(NpyErrorCase, MissingFile) {
+  writeI64Npy(dir.file("y.npy"), {1, 2});
+  useFiles("nope.npy", "y.npy");
+  std::string msg = error();
+  EXPECT_EQ(msg.rfind("error: data file '" + dir.file("nope.npy") + "': ", 0), 0u) << msg;
+}
+
+TEST_F(NpyErrorCase, TruncatedFile) {
+  writeF32Npy(dir.file("x.npy"), {3, 784}, std::vector<float>(3 * 784));
+  writeI64Npy(dir.file("y.npy"), {1, 2, 3});
+  std::string bytes;
+  {
+    std::ifstream in(dir.file("x.npy"), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  dir.write("x.npy", bytes.substr(0, 1000));
+  useFiles("x.npy", "y.npy");
+  std::string msg = error();
+  EXPECT_EQ(msg.rfind("error: data file '" + dir.file("x.npy") + "': ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+}
+
+TEST_F(NpyErrorCase, FloatLabelsAndOutOfRangeLabels) {
+  writeF32Npy(dir.file("x.npy"), {2, 784}, std::vector<float>(2 * 784));
+  writeF32Npy(dir.file("yf.npy"), {2}, {1.0f, 2.0f});
+  writeI64Npy(dir.file("y.npy"), {3, 10});
+  useFiles("x.npy", "yf.npy");
+  EXPECT_EQ(error(), "error: data file '" + dir.file("yf.npy") +
+                         "': input 'label' [B] is i64 but the file holds f32 values; store "
+                         "integers (e.g. int64)");
+  diag.clear();
+  useFiles("x.npy", "y.npy");
+  EXPECT_EQ(error(), "error: data file '" + dir.file("y.npy") +
+                         "': sample 1: class label 10 for input 'label' [B] is outside [0, 10)");
+}
+
+TEST_F(NpyErrorCase, NoFileForAnInput) {
+  g->meta()["train.data"] = Attribute("npy");
+  g->meta()["train.data.image"] = Attribute("x.npy");
+  EXPECT_EQ(error(), "error: npy data has no file for input 'label'");
+}
+
+// --- CSV ---------------------------------------------------------------------
+
+TEST(CsvData, ReadsFeaturesAndLabelColumn) {
+  TempDir dir;
+  auto g = classifier(2, 1, 3, 4);
+  dir.write("d.csv", "a,b,c,label\n1, 2, 3, 0\r\n\n4,5.5,-6,3\n");
+  g->meta()["train.data"] = Attribute("csv");
+  g->meta()["train.data.path"] = Attribute("d.csv");
+  g->meta()["train.data.header"] = Attribute(true);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  EXPECT_EQ(src->kind(), "csv");
+  ASSERT_EQ(src->numSamples(), 2);
+  auto batch = makeBatchTensors(*g);
+  std::string err;
+  ASSERT_TRUE(src->loadSample(1, batch, 0, err));
+  EXPECT_EQ(batch[0].values<float>()[1], 5.5f);
+  EXPECT_EQ(batch[0].values<float>()[2], -6.0f);
+  EXPECT_EQ(batch[1].values<int64_t>()[0], 3);
+
+  // The label first instead.
+  dir.write("e.csv", "2,9,8,7\n");
+  g->meta()["train.data.path"] = Attribute("e.csv");
+  g->meta()["train.data.header"] = Attribute(false);
+  g->meta()["train.data.label_column"] = Attribute(int64_t(0));
+  src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  ASSERT_TRUE(src->loadSample(0, batch, 1, err));
+  EXPECT_EQ(batch[0].values<float>()[3], 9.0f);
+  EXPECT_EQ(batch[0].values<float>()[5], 7.0f);
+  EXPECT_EQ(batch[1].values<int64_t>()[1], 2);
+}
+
+TEST(CsvData, RegressionTarget) {
+  TempDir dir;
+  auto g = regression(2, 2, 1);
+  dir.write("r.csv", "1,2,0.25\n");
+  g->meta()["train.data"] = Attribute("csv");
+  g->meta()["train.data.path"] = Attribute("r.csv");
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  auto batch = makeBatchTensors(*g);
+  std::string err;
+  ASSERT_TRUE(src->loadSample(0, batch, 0, err));
+  EXPECT_EQ(batch[0].values<float>()[1], 2.0f);
+  EXPECT_EQ(batch[1].values<float>()[0], 0.25f);
+}
+
+TEST(CsvData, BadFiles) {
+  TempDir dir;
+  auto g = classifier(2, 1, 3, 4);
+  g->meta()["train.data"] = Attribute("csv");
+  DiagnosticEngine diag;
+  auto errorFor = [&](llvm::StringRef name, const std::string &contents) {
+    if (!contents.empty())
+      dir.write(name, contents);
+    g->meta()["train.data.path"] = Attribute(name.str());
+    diag.clear();
+    EXPECT_FALSE(createDataSource(*g, dir.path(), diag));
+    return firstError(diag);
+  };
+  std::string prefix = "error: data file '" + dir.file("bad.csv") + "': ";
+  EXPECT_EQ(errorFor("bad.csv", "1,2,3,0\n1,2,0\n"),
+            prefix + "line 2: expected 4 columns (3 values for input 'image' [B,1,1,3] and a "
+                     "label), found 3");
+  EXPECT_EQ(errorFor("bad.csv", "1,x,3,0\n"), prefix + "line 1, column 2: 'x' is not a number");
+  EXPECT_EQ(errorFor("bad.csv", "1,2,3,1.5\n"),
+            prefix + "line 1: label '1.5' for input 'label' [B] is not an integer");
+  EXPECT_EQ(errorFor("bad.csv", "1,2,3,4\n"),
+            prefix + "sample 0: class label 4 for input 'label' [B] is outside [0, 4)");
+  EXPECT_EQ(errorFor("bad.csv", "\n"), prefix + "holds no samples");
+  std::string missing = errorFor("missing.csv", "");
+  EXPECT_EQ(missing.rfind("error: data file '" + dir.file("missing.csv") + "': cannot open: ", 0),
+            0u)
+      << missing;
+}
+
+// --- IDX ---------------------------------------------------------------------
+
+struct IdxCase : ::testing::Test {
+  TempDir dir;
+  std::unique_ptr<Graph> g = classifier(2, 2, 3, 10);
+  DiagnosticEngine diag;
+  void useFiles() {
+    g->meta()["train.data"] = Attribute("idx");
+    g->meta()["train.data.images"] = Attribute("images.idx");
+    g->meta()["train.data.labels"] = Attribute("labels.idx");
+  }
+  std::string error() {
+    useFiles();
+    EXPECT_FALSE(createDataSource(*g, dir.path(), diag));
+    return firstError(diag);
+  }
+  std::string imagesPrefix() { return "error: data file '" + dir.file("images.idx") + "': "; }
+};
+
+TEST_F(IdxCase, ReadsScaledImagesAndLabels) {
+  std::string images = idxImages(3, 2, 3);
+  images[16 + 6] = char(255); // sample 1, first pixel
+  images[16 + 7] = char(51);
+  dir.write("images.idx", images);
+  dir.write("labels.idx", idxLabels({7, 9, 0}));
+  useFiles();
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  EXPECT_EQ(src->kind(), "idx");
+  EXPECT_EQ(src->numSamples(), 3);
+  auto batch = makeBatchTensors(*g);
+  std::string err;
+  ASSERT_TRUE(src->loadSample(1, batch, 1, err));
+  EXPECT_EQ(batch[0].values<float>()[6], 1.0f);
+  EXPECT_EQ(batch[0].values<float>()[7], 0.2f);
+  EXPECT_EQ(batch[0].values<float>()[8], float(8.0 / 255.0));
+  EXPECT_EQ(batch[1].values<int64_t>()[1], 9);
+}
+
+TEST_F(IdxCase, WrongMagic) {
+  dir.write("images.idx", idxLabels({1, 2}));
+  dir.write("labels.idx", idxLabels({1, 2}));
+  EXPECT_EQ(error(), imagesPrefix() +
+                         "wrong magic 0x00000801; expected 0x00000803 (IDX unsigned-byte images)");
+}
+
+TEST_F(IdxCase, Truncated) {
+  std::string images = idxImages(2, 2, 3);
+  images.resize(images.size() - 1);
+  dir.write("images.idx", images);
+  dir.write("labels.idx", idxLabels({1, 2}));
+  EXPECT_EQ(error(), imagesPrefix() + "truncated: the header announces 12 bytes of data (file "
+                                      "size 28), found a file of 27 bytes");
+  diag.clear();
+  dir.write("images.idx", images.substr(0, 10));
+  EXPECT_EQ(error(), imagesPrefix() + "truncated: 10 bytes, shorter than its 16-byte header");
+}
+
+TEST_F(IdxCase, GzipIsNamed) {
+  dir.write("images.idx", std::string("\x1f\x8b\x08\x00", 4));
+  dir.write("labels.idx", idxLabels({1, 2}));
+  EXPECT_EQ(error(), imagesPrefix() + "is gzip-compressed; decompress it first (gunzip)");
+}
+
+TEST_F(IdxCase, WrongImageSizeAndMismatchedCounts) {
+  dir.write("images.idx", idxImages(2, 3, 3));
+  dir.write("labels.idx", idxLabels({1, 2}));
+  EXPECT_EQ(error(),
+            imagesPrefix() + "expected 6 values per sample for input 'image' [B,1,2,3], found 9");
+  diag.clear();
+  dir.write("images.idx", idxImages(2, 2, 3));
+  dir.write("labels.idx", idxLabels({1, 2, 3}));
+  EXPECT_EQ(error(), "error: data file '" + dir.file("labels.idx") + "': has 3 samples but '" +
+                         dir.file("images.idx") + "' has 2");
+}
+
+TEST_F(IdxCase, MissingFile) {
+  dir.write("images.idx", idxImages(2, 2, 3));
+  std::string msg = error();
+  EXPECT_EQ(msg.rfind("error: data file '" + dir.file("labels.idx") + "': cannot open: ", 0), 0u)
+      << msg;
+}
+
+} // namespace

@@ -1,0 +1,256 @@
+//===- RefActivationTest.cpp - Reference relu, gelu, sigmoid, tanh, softmax, dropout ===//
+#include "KernelTestUtil.h"
+
+#include "kernels/common/ActivationMath.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace ampc;
+using namespace ampc::testing;
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const DType kComputeDTypes[] = {DType::F32, DType::F16, DType::BF16};
+
+KernelRun runF64(const std::string &op, llvm::ArrayRef<int64_t> dims,
+                 const std::vector<double> &values, AttrMap attrs = {}, uint64_t step = 0) {
+  return runKernel(op, {TensorType(DType::F64, dims)}, {values}, std::move(attrs), step);
+}
+
+/// Random values vs f64 at every compute dtype, and exact half emulation.
+void checkAgainstF64AndHalf(const std::string &op, AttrMap attrs = {}, double lo = -4,
+                            double hi = 4) {
+  std::vector<TensorType> types = {TensorType(DType::F32, {3, 4, 5})};
+  std::vector<std::vector<double>> values = {randomValues(60, 11, lo, hi)};
+  for (DType t : kComputeDTypes)
+    EXPECT_TRUE(matchesF64(op, types, values, attrs, t, defaultTolerance(t))) << op;
+  EXPECT_TRUE(halfEmulationExact(op, types, values, attrs, DType::F16)) << op;
+  EXPECT_TRUE(halfEmulationExact(op, types, values, attrs, DType::BF16)) << op;
+}
+
+} // namespace
+
+TEST(RefActivationTest, ReluHandComputed) {
+  KernelRun run = runF64("relu", {6}, {-2, -0.5, 0, 1.5, 3, kNaN});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {0, 0, 0, 1.5, 3, kNaN}, 0));
+  EXPECT_TRUE(std::isnan(run.outputs[0][5])) << "relu must propagate NaN";
+}
+
+TEST(RefActivationTest, ReluRandom) { checkAgainstF64AndHalf("relu"); }
+
+TEST(RefActivationTest, GeluErfHandComputed) {
+  KernelRun run = runF64("gelu", {4}, {-1, 0, 1, 2});
+  ASSERT_TRUE(run.ok) << run.error;
+  // x * Phi(x) with the normal CDF Phi.
+  EXPECT_TRUE(allClose(run.outputs[0],
+                       {-0.15865525393145707, 0.0, 0.8413447460685429, 1.9544997361036416}, 1e-15));
+}
+
+TEST(RefActivationTest, GeluTanhHandComputed) {
+  KernelRun run = runF64("gelu", {4}, {-1, 0, 1, 2}, {{"approximate", "tanh"}});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0],
+                       {-0.15880800939172324, 0.0, 0.8411919906082768, 1.954597694087775}, 1e-15));
+}
+
+TEST(RefActivationTest, GeluRandom) {
+  checkAgainstF64AndHalf("gelu");
+  checkAgainstF64AndHalf("gelu", {{"approximate", "tanh"}});
+}
+
+TEST(RefActivationTest, SigmoidHandComputed) {
+  KernelRun run = runF64("sigmoid", {5}, {0, std::log(3.0), -std::log(3.0), 1, -800});
+  ASSERT_TRUE(run.ok) << run.error;
+  // e^800 overflows to inf; the result is the limit 0, not NaN.
+  EXPECT_TRUE(allClose(run.outputs[0], {0.5, 0.75, 0.25, 0.7310585786300049, 0}, 1e-15));
+}
+
+TEST(RefActivationTest, SigmoidRandom) { checkAgainstF64AndHalf("sigmoid", {}, -10, 10); }
+
+TEST(RefActivationTest, TanhHandComputed) {
+  KernelRun run = runF64("tanh", {3}, {0, 0.5, -2});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {0, 0.46211715726000974, -0.9640275800758169}, 1e-15));
+}
+
+TEST(RefActivationTest, TanhRandom) { checkAgainstF64AndHalf("tanh"); }
+
+TEST(RefActivationTest, SoftmaxHandComputed) {
+  // Rows [1, 2, 3] and [1000, 1000, 1000]: the second would overflow exp
+  // without subtracting the maximum.
+  KernelRun run = runF64("softmax", {2, 3}, {1, 2, 3, 1000, 1000, 1000});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(
+      run.outputs[0],
+      {0.09003057317038046, 0.24472847105479767, 0.6652409557748219, 1.0 / 3, 1.0 / 3, 1.0 / 3},
+      1e-15));
+}
+
+TEST(RefActivationTest, SoftmaxAlongDimZeroAndNegativeDims) {
+  // [3, 2] with columns [1, 2, 3] and [0, 0, 0], softmax over dim 0 (= -2).
+  for (int64_t dim : {0, -2}) {
+    KernelRun run = runF64("softmax", {3, 2}, {1, 0, 2, 0, 3, 0}, {{"dim", dim}});
+    ASSERT_TRUE(run.ok) << run.error;
+    double third = 1.0 / 3;
+    EXPECT_TRUE(allClose(
+        run.outputs[0],
+        {0.09003057317038046, third, 0.24472847105479767, third, 0.6652409557748219, third}, 1e-15))
+        << "dim " << dim;
+  }
+  // The middle dim of [2, 3, 2]: every (outer, inner) pair is its own row.
+  std::vector<double> x = randomValues(12, 3);
+  KernelRun run = runF64("softmax", {2, 3, 2}, x, {{"dim", 1}});
+  ASSERT_TRUE(run.ok) << run.error;
+  for (int o = 0; o < 2; ++o)
+    for (int i = 0; i < 2; ++i) {
+      double sum = 0;
+      for (int k = 0; k < 3; ++k)
+        sum += std::exp(x[(o * 3 + k) * 2 + i]);
+      for (int k = 0; k < 3; ++k) {
+        int idx = (o * 3 + k) * 2 + i;
+        EXPECT_NEAR(run.outputs[0][idx], std::exp(x[idx]) / sum, 1e-15);
+      }
+    }
+}
+
+TEST(RefActivationTest, SoftmaxRandom) {
+  checkAgainstF64AndHalf("softmax");
+  checkAgainstF64AndHalf("softmax", {{"dim", 0}});
+  checkAgainstF64AndHalf("softmax", {{"dim", 1}});
+}
+
+TEST(RefActivationTest, LogSoftmaxHandComputed) {
+  KernelRun run = runF64("log_softmax", {2, 3}, {1, 2, 3, 1000, 1000, 1000});
+  ASSERT_TRUE(run.ok) << run.error;
+  double logThird = -std::log(3.0);
+  EXPECT_TRUE(allClose(
+      run.outputs[0],
+      {-2.40760596444438, -1.4076059644443801, -0.40760596444438013, logThird, logThird, logThird},
+      1e-15));
+}
+
+TEST(RefActivationTest, LogSoftmaxRandom) {
+  checkAgainstF64AndHalf("log_softmax");
+  checkAgainstF64AndHalf("log_softmax", {{"dim", -2}});
+}
+
+TEST(RefActivationTest, HalfResultsAreRoundedOnce) {
+  // sigmoid(0) = 0.5 and relu are exact in every dtype; gelu(1) rounds to the
+  // nearest f16 of 0.8413447..., which is 0.84130859375 (0x3abb).
+  KernelRun run = runKernel("gelu", {TensorType(DType::F16, {1})}, {{1.0}});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_EQ(run.outputs[0][0], 0.84130859375);
+  EXPECT_EQ(floatToHalfBits(static_cast<float>(run.outputs[0][0])), 0x3abb);
+}
+
+TEST(RefActivationTest, HalfEmulationIsExactForEveryHalfValue) {
+  // Every finite f16 and bf16 value as input: each output must be the f32
+  // result rounded once. Computing in f64 and rounding, or rounding twice,
+  // differs from this on some of the 2^16 inputs.
+  for (DType half : {DType::F16, DType::BF16}) {
+    std::vector<double> values;
+    for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+      uint16_t b = static_cast<uint16_t>(bits);
+      float v = half == DType::F16 ? halfBitsToFloat(b) : bf16BitsToFloat(b);
+      if (std::isfinite(v))
+        values.push_back(v);
+    }
+    std::vector<TensorType> types = {TensorType(DType::F32, {int64_t(values.size())})};
+    const std::pair<const char *, AttrMap> ops[] = {
+        {"relu", {}},    {"gelu", {}}, {"gelu", {{"approximate", "tanh"}}},
+        {"sigmoid", {}}, {"tanh", {}}, {"dropout", {{"p", 0.1}, {"seed", int64_t(9)}}}};
+    for (const auto &[op, attrs] : ops)
+      EXPECT_TRUE(halfEmulationExact(op, types, {values}, attrs, half)) << op;
+
+    // And directly: the shared element math evaluated in float, rounded once.
+    // (The check above would not notice if every dtype computed in f64.)
+    auto roundToDType = [&](float v) {
+      return half == DType::F16 ? floatToHalfBits(v) : floatToBf16Bits(v);
+    };
+    const std::pair<const char *, float (*)(float)> mathOps[] = {
+        {"gelu", [](float x) { return kernels::geluErfOp(x); }},
+        {"sigmoid", [](float x) { return kernels::sigmoidOp(x); }},
+        {"tanh", [](float x) { return kernels::tanhOp(x); }}};
+    for (const auto &[op, math] : mathOps) {
+      KernelRun run = runKernel(op, {TensorType(half, {int64_t(values.size())})}, {values});
+      ASSERT_TRUE(run.ok) << run.error;
+      int64_t mismatches = 0;
+      for (size_t i = 0; i < values.size(); ++i)
+        mismatches += roundToDType(static_cast<float>(run.outputs[0][i])) !=
+                      roundToDType(math(static_cast<float>(values[i])));
+      EXPECT_EQ(mismatches, 0) << op << " in " << dtypeName(half).str();
+    }
+  }
+}
+
+TEST(RefActivationTest, DropoutEvalIsIdentity) {
+  std::vector<double> x = randomValues(100, 5);
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
+    std::vector<double> rounded = roundedTo(t, x);
+    KernelRun run = runKernel("dropout", {TensorType(t, {100})}, {rounded},
+                              {{"p", 0.5}, {"training", false}}, 3);
+    ASSERT_TRUE(run.ok) << run.error;
+    EXPECT_EQ(run.outputs[0], rounded) << dtypeName(t).str();
+  }
+}
+
+TEST(RefActivationTest, DropoutZeroProbabilityIsIdentity) {
+  std::vector<double> x = randomValues(100, 5);
+  KernelRun run = runKernel("dropout", {TensorType(DType::F32, {100})}, {roundedTo(DType::F32, x)},
+                            {{"p", 0.0}});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_EQ(run.outputs[0], roundedTo(DType::F32, x));
+}
+
+TEST(RefActivationTest, DropoutMaskIsSeededAndScaled) {
+  const int64_t n = 100000;
+  const double p = 0.3;
+  // Values away from 0 so that "dropped" (0) and "kept" are told apart.
+  std::vector<double> x = roundedTo(DType::F32, randomValues(n, 9, 0.5, 1.5));
+  AttrMap attrs = {{"p", p}, {"seed", int64_t(1234)}};
+  auto run = [&](uint64_t step, AttrMap a) {
+    KernelRun r = runKernel("dropout", {TensorType(DType::F32, {n})}, {x}, a, step);
+    EXPECT_TRUE(r.ok) << r.error;
+    return r.outputs.empty() ? std::vector<double>() : r.outputs[0];
+  };
+  std::vector<double> first = run(7, attrs), again = run(7, attrs), nextStep = run(8, attrs);
+  AttrMap otherSeed = attrs;
+  otherSeed["seed"] = int64_t(1235);
+  std::vector<double> reseeded = run(7, otherSeed);
+  ASSERT_EQ(first.size(), static_cast<size_t>(n));
+  EXPECT_EQ(first, again) << "same seed and step must give the same mask";
+
+  int64_t kept = 0, differentFromNextStep = 0, differentFromOtherSeed = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (first[i] != 0) {
+      ++kept;
+      // Kept values are x / (1 - p), computed in f32.
+      EXPECT_NEAR(first[i], x[i] / (1 - p), 1e-6 * std::abs(x[i] / (1 - p))) << i;
+    }
+    differentFromNextStep += (first[i] != 0) != (nextStep[i] != 0);
+    differentFromOtherSeed += (first[i] != 0) != (reseeded[i] != 0);
+  }
+  // Binomial(n, 0.7): the standard deviation of the kept fraction is 0.0015.
+  EXPECT_NEAR(static_cast<double>(kept) / n, 1 - p, 0.01);
+  // Independent masks disagree on 2 p (1 - p) = 42% of the elements.
+  EXPECT_NEAR(static_cast<double>(differentFromNextStep) / n, 2 * p * (1 - p), 0.02);
+  EXPECT_NEAR(static_cast<double>(differentFromOtherSeed) / n, 2 * p * (1 - p), 0.02);
+}
+
+TEST(RefActivationTest, DropoutMaskMatchesTheSharedGenerator) {
+  std::vector<double> x(64, 1.0);
+  KernelRun run = runKernel("dropout", {TensorType(DType::F64, {64})}, {x},
+                            {{"p", 0.5}, {"seed", int64_t(42)}}, 5);
+  ASSERT_TRUE(run.ok) << run.error;
+  for (uint64_t i = 0; i < 64; ++i)
+    EXPECT_EQ(run.outputs[0][i], kernels::dropoutKeep(42, 5, i, 0.5f) ? 2.0 : 0.0) << i;
+}
+
+TEST(RefActivationTest, DropoutRandom) {
+  // The mask does not depend on the dtype, so every dtype drops the same
+  // elements and the f64 comparison holds element by element.
+  checkAgainstF64AndHalf("dropout", {{"p", 0.25}, {"seed", int64_t(3)}});
+}

@@ -1,0 +1,242 @@
+//===- RefPoolingTest.cpp - Reference maxpool2d, avgpool2d, global_avgpool ===//
+//
+// Hand-computed windows in PyTorch's floor mode (padding, strides, the two
+// average divisors, NaN propagation), random inputs in f32/f16/bf16 against
+// f64, and bit-exact f16/bf16 emulation.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelTestUtil.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace ampc;
+using ampc::testing::allClose;
+using ampc::testing::defaultTolerance;
+using ampc::testing::KernelRun;
+using ampc::testing::randomValues;
+using ampc::testing::roundedTo;
+using ampc::testing::runKernel;
+
+using Values = std::vector<std::vector<double>>;
+/// The operand types of one case when it computes in a given dtype.
+using TypesAt = std::function<std::vector<TensorType>(DType)>;
+
+constexpr DType kFloatDTypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16};
+constexpr DType kHalfDTypes[] = {DType::F16, DType::BF16};
+
+/// `values` as operands of `types` hold them after storage rounding.
+Values roundedInputs(const std::vector<TensorType> &types, const Values &values) {
+  Values out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out.push_back(roundedTo(types[i].dtype(), values[i]));
+  return out;
+}
+
+/// Runs `op` with hand-written inputs and checks every result exactly (or
+/// within `tol`) against the hand-computed `expected`.
+void expectResults(const std::string &op, const std::vector<TensorType> &types,
+                   const Values &values, const AttrMap &attrs, const Values &expected,
+                   double tol = 0) {
+  KernelRun run = runKernel(op, types, values, attrs);
+  ASSERT_TRUE(run.ok) << run.error;
+  ASSERT_EQ(run.outputs.size(), expected.size());
+  for (size_t r = 0; r < expected.size(); ++r)
+    EXPECT_TRUE(allClose(run.outputs[r], expected[r], tol)) << op << " result " << r;
+}
+
+/// Runs `op` computing in `dtype` and in f64 on exactly the values the
+/// `dtype` run sees; every result must agree within `tol` (relative to
+/// max(1, |f64 result|)).
+void expectMatchesF64(const std::string &op, const TypesAt &typesAt, const Values &values,
+                      const AttrMap &attrs, DType dtype, double tol) {
+  SCOPED_TRACE(op + " in " + dtypeName(dtype).str() + " vs f64");
+  std::vector<TensorType> types = typesAt(dtype);
+  KernelRun run = runKernel(op, types, values, attrs);
+  KernelRun reference = runKernel(op, typesAt(DType::F64), roundedInputs(types, values), attrs);
+  ASSERT_TRUE(run.ok) << run.error;
+  ASSERT_TRUE(reference.ok) << reference.error;
+  ASSERT_EQ(run.outputs.size(), reference.outputs.size());
+  for (size_t r = 0; r < run.outputs.size(); ++r)
+    EXPECT_TRUE(allClose(run.outputs[r], reference.outputs[r], tol)) << "result " << r;
+}
+
+/// The f16/bf16 emulation is exact: every half result is, bit for bit, the f32
+/// run's result on the same inputs rounded once to nearest even with the IR's
+/// conversion functions; f32 results (batchnorm's statistics) are identical.
+void expectExactHalfEmulation(const std::string &op, const TypesAt &typesAt, const Values &values,
+                              const AttrMap &attrs, DType half) {
+  SCOPED_TRACE(op + " in " + dtypeName(half).str() + " vs f32 rounded");
+  std::vector<TensorType> halfTypes = typesAt(half);
+  Values inputs = roundedInputs(halfTypes, values);
+  KernelRun run = runKernel(op, halfTypes, inputs, attrs);
+  KernelRun wide = runKernel(op, typesAt(DType::F32), inputs, attrs);
+  ASSERT_TRUE(run.ok) << run.error;
+  ASSERT_TRUE(wide.ok) << wide.error;
+  ASSERT_EQ(run.outputs.size(), wide.outputs.size());
+  for (size_t r = 0; r < run.outputs.size(); ++r) {
+    DType resultType = run.outputTypes[r].dtype();
+    for (size_t e = 0; e < run.outputs[r].size(); ++e) {
+      float expected = static_cast<float>(wide.outputs[r][e]);
+      float actual = static_cast<float>(run.outputs[r][e]);
+      if (resultType == DType::F16)
+        ASSERT_EQ(floatToHalfBits(actual), floatToHalfBits(expected))
+            << "result " << r << " element " << e;
+      else if (resultType == DType::BF16)
+        ASSERT_EQ(floatToBf16Bits(actual), floatToBf16Bits(expected))
+            << "result " << r << " element " << e;
+      else
+        ASSERT_EQ(floatBits(actual), floatBits(expected)) << "result " << r << " element " << e;
+    }
+  }
+}
+
+/// The random-input checks every op gets: f32, f16 and bf16 against f64 with
+/// the per-dtype tolerance (scaled by `tolFactor` where an op says why), and
+/// exact half emulation.
+void expectAllPrecisions(const std::string &op, const TypesAt &typesAt, const Values &values,
+                         const AttrMap &attrs = {}, double tolFactor = 1) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    expectMatchesF64(op, typesAt, values, attrs, t, tolFactor * defaultTolerance(t));
+  for (DType t : kHalfDTypes)
+    expectExactHalfEmulation(op, typesAt, values, attrs, t);
+}
+
+using Ints = std::vector<int64_t>;
+
+std::vector<double> iota(int64_t n, double first = 1, double step = 1) {
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = first + step * static_cast<double>(i);
+  return v;
+}
+
+// --- maxpool2d -----------------------------------------------------------------
+
+TEST(RefMaxPool2d, HandComputed) {
+  for (DType t : kFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    TensorType x44(t, {1, 1, 4, 4});
+    // Stride defaults to the kernel.
+    expectResults("maxpool2d", {x44}, {iota(16)}, {{"kernel", Ints{2, 2}}}, {{6, 8, 14, 16}});
+    // Overlapping windows, stride 1.
+    expectResults("maxpool2d", {TensorType(t, {1, 1, 3, 3})}, {iota(9)},
+                  {{"kernel", Ints{2, 2}}, {"stride", Ints{1, 1}}}, {{5, 6, 8, 9}});
+    // Padding is never the maximum, even of all-negative windows (PyTorch
+    // pads max pooling with -inf): windows [-1..1] and [1..3] per axis.
+    expectResults("maxpool2d", {x44}, {iota(16, -1, -1)},
+                  {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}},
+                  {{-1, -2, -5, -6}});
+    // Per-axis kernel and stride: [1, 2] windows on a 2x4 input.
+    expectResults("maxpool2d", {TensorType(t, {1, 1, 2, 4})}, {{1, 5, 2, 3, 8, 0, 4, 4}},
+                  {{"kernel", Ints{1, 2}}}, {{5, 3, 8, 4}});
+    // Floor mode: a 5x5 input with 2x2 windows drops the last row and column.
+    expectResults("maxpool2d", {TensorType(t, {1, 1, 5, 5})}, {iota(25)}, {{"kernel", Ints{2, 2}}},
+                  {{7, 9, 17, 19}});
+    // Batch and channels are independent planes.
+    expectResults("maxpool2d", {TensorType(t, {2, 2, 2, 2})},
+                  {{1, 2, 3, 4, -4, -3, -2, -1, 0, 9, 0, 0, 5, 5, 5, 6}}, {{"kernel", Ints{2, 2}}},
+                  {{4, -1, 9, 6}});
+  }
+}
+
+TEST(RefMaxPool2d, PropagatesNaN) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType t : kFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    // NaN first (a larger value after it must not replace it), NaN last, none.
+    KernelRun run = runKernel("maxpool2d", {TensorType(t, {1, 3, 2, 2})},
+                              {{nan, 5, 1, 2, 1, 2, 3, nan, 1, 2, 3, 4}}, {{"kernel", Ints{2, 2}}});
+    ASSERT_TRUE(run.ok) << run.error;
+    EXPECT_TRUE(std::isnan(run.outputs[0][0]));
+    EXPECT_TRUE(std::isnan(run.outputs[0][1]));
+    EXPECT_EQ(run.outputs[0][2], 4);
+  }
+}
+
+TEST(RefMaxPool2d, RandomAgainstF64) {
+  TypesAt types = [](DType t) { return std::vector<TensorType>{TensorType(t, {2, 3, 7, 6})}; };
+  std::vector<double> x = randomValues(252, 1);
+  expectAllPrecisions("maxpool2d", types, {x},
+                      {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}});
+  expectAllPrecisions("maxpool2d", types, {x},
+                      {{"kernel", Ints{3, 2}}, {"stride", Ints{2, 1}}, {"padding", Ints{1, 0}}});
+}
+
+// --- avgpool2d -----------------------------------------------------------------
+
+TEST(RefAvgPool2d, HandComputed) {
+  for (DType t : kFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    // Thirds and ninths are not exact in f32 and below: compare within the
+    // dtype's tolerance.
+    double tol = defaultTolerance(t);
+    TensorType x44(t, {1, 1, 4, 4});
+    expectResults("avgpool2d", {x44}, {iota(16)}, {{"kernel", Ints{2, 2}}},
+                  {{3.5, 5.5, 11.5, 13.5}});
+    // 3x3 windows, stride 2, padding 1 over 1..16: the window sums are 14,
+    // 30, 57 and 99 over 4, 6, 6 and 9 real elements.
+    AttrMap padded = {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}};
+    expectResults("avgpool2d", {x44}, {iota(16)}, padded, {{14.0 / 9, 30.0 / 9, 57.0 / 9, 11}},
+                  tol);
+    padded["count_include_pad"] = false;
+    expectResults("avgpool2d", {x44}, {iota(16)}, padded, {{3.5, 5, 9.5, 11}}, tol);
+    // Per-axis padding: kernel [1, 3], padding [0, 1], stride [1, 3] on a
+    // 1x4 row [1, 2, 3, 4]: windows cols [-1..1] and [2..4].
+    AttrMap rowPadded = {{"kernel", Ints{1, 3}}, {"stride", Ints{1, 3}}, {"padding", Ints{0, 1}}};
+    expectResults("avgpool2d", {TensorType(t, {1, 1, 1, 4})}, {{1, 2, 3, 4}}, rowPadded,
+                  {{1, 7.0 / 3}}, tol);
+    rowPadded["count_include_pad"] = false;
+    expectResults("avgpool2d", {TensorType(t, {1, 1, 1, 4})}, {{1, 2, 3, 4}}, rowPadded,
+                  {{1.5, 3.5}}, tol);
+  }
+}
+
+TEST(RefAvgPool2d, HalfAccumulatesInF32) {
+  // 2048 + 1 + 1 + 1: rounding each partial sum to f16 (spacing 2 there)
+  // would stay at 2048 and give 512; f32 accumulation gives 2051 / 4 =
+  // 512.75, which rounds (tie, to even) to 513 in f16 (spacing 0.5).
+  expectResults("avgpool2d", {TensorType(DType::F16, {1, 1, 2, 2})}, {{2048, 1, 1, 1}},
+                {{"kernel", Ints{2, 2}}}, {{513}});
+}
+
+TEST(RefAvgPool2d, RandomAgainstF64) {
+  TypesAt types = [](DType t) { return std::vector<TensorType>{TensorType(t, {2, 3, 7, 6})}; };
+  std::vector<double> x = randomValues(252, 2);
+  for (bool countIncludePad : {true, false}) {
+    expectAllPrecisions("avgpool2d", types, {x},
+                        {{"kernel", Ints{3, 3}},
+                         {"stride", Ints{2, 2}},
+                         {"padding", Ints{1, 1}},
+                         {"count_include_pad", countIncludePad}});
+    expectAllPrecisions("avgpool2d", types, {x},
+                        {{"kernel", Ints{2, 4}},
+                         {"stride", Ints{1, 2}},
+                         {"padding", Ints{1, 2}},
+                         {"count_include_pad", countIncludePad}});
+  }
+}
+
+// --- global_avgpool ------------------------------------------------------------
+
+TEST(RefGlobalAvgPool, HandComputed) {
+  for (DType t : kFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    expectResults("global_avgpool", {TensorType(t, {1, 2, 2, 2})}, {{1, 2, 3, 4, 10, 20, 30, 40}},
+                  {}, {{2.5, 25}});
+    expectResults("global_avgpool", {TensorType(t, {2, 1, 1, 3})}, {{1, 2, 6, -3, 0, 0}}, {},
+                  {{3, -1}});
+  }
+}
+
+TEST(RefGlobalAvgPool, RandomAgainstF64) {
+  TypesAt types = [](DType t) { return std::vector<TensorType>{TensorType(t, {3, 4, 8, 8})}; };
+  expectAllPrecisions("global_avgpool", types, {randomValues(768, 3)});
+}
+
+} // namespace

@@ -259,8 +259,11 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
 
 void Graph::eraseNode(Node *n) {
   for (auto &r : n->results_) {
-    (void)r;
     assert(!r->hasUses() && "erasing a node whose results are still used");
+    // The name goes with the value, so it can be reused.
+    auto it = names_.find(r->name());
+    if (it != names_.end() && it->second == r.get())
+      names_.erase(it);
   }
   nodes_.erase(n->getIterator());
 }

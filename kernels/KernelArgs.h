@@ -33,6 +33,9 @@ struct KernelArgs {
   llvm::ArrayRef<TensorArg> outputs;
   /// Training step, counted from 0; seeds per-step random streams.
   uint64_t step = 0;
+  /// The run's seed (train.seed); random ops mix it with their own `seed`
+  /// attribute, so a new run seed gives new dropout masks everywhere.
+  uint64_t runSeed = 0;
 
   const TensorArg &in(unsigned i) const { return inputs[i]; }
   const TensorArg &out(unsigned i = 0) const { return outputs[i]; }

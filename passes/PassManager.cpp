@@ -3,7 +3,9 @@
 
 #include "passes/Autodiff.h"
 #include "passes/DeadCodeElimination.h"
+#include "passes/EvalMode.h"
 #include "passes/InferTypes.h"
+#include "passes/Optimizer.h"
 
 #include "ir/Printer.h"
 #include "ir/Verifier.h"

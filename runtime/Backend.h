@@ -24,6 +24,9 @@ public:
   virtual void deallocate(void *p) = 0;
   /// Whether arena memory can be read and written by the host directly.
   virtual bool hostAccessible() const = 0;
+  /// Bytes currently held through allocate(), as the allocator counts them
+  /// (what `ampc` reports as measured, next to the plan's figure).
+  virtual uint64_t bytesInUse() const = 0;
 };
 
 /// The naive oracle (kernels/reference): every op, f64/f32/f16/bf16.

@@ -1,6 +1,8 @@
 //===- CpuRefBackend.cpp - The reference backend ---------------------------===//
 #include "runtime/Backend.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include "kernels/reference/ReferenceKernels.h"
 
 #include <cstdlib>
@@ -20,10 +22,27 @@ public:
   void *allocate(size_t bytes) override {
     // aligned_alloc wants a multiple of the alignment; 0 bytes still gets a block.
     size_t rounded = (bytes + 63) / 64 * 64;
-    return std::aligned_alloc(64, rounded ? rounded : 64);
+    void *p = std::aligned_alloc(64, rounded ? rounded : 64);
+    if (p) {
+      sizes_[p] = bytes;
+      inUse_ += bytes;
+    }
+    return p;
   }
-  void deallocate(void *p) override { std::free(p); }
+  void deallocate(void *p) override {
+    auto it = sizes_.find(p);
+    if (it != sizes_.end()) {
+      inUse_ -= it->second;
+      sizes_.erase(it);
+    }
+    std::free(p);
+  }
+  uint64_t bytesInUse() const override { return inUse_; }
   bool hostAccessible() const override { return true; }
+
+private:
+  llvm::DenseMap<void *, uint64_t> sizes_;
+  uint64_t inUse_ = 0;
 };
 
 } // namespace

@@ -31,10 +31,11 @@ enum class BufferClass : uint8_t {
   Input,      ///< a step's data
   Activation, ///< forward values kept for the backward pass
   Gradient,   ///< values the backward pass computes
+  NewState,   ///< next values of state tensors, copied back after the step
   CastCopy,   ///< results of cast nodes
   Temporary,  ///< everything else
 };
-inline constexpr unsigned kNumBufferClasses = 9;
+inline constexpr unsigned kNumBufferClasses = 10;
 llvm::StringRef bufferClassName(BufferClass c);
 
 enum class ArenaKind : uint8_t { Persistent, Step };

@@ -1,6 +1,7 @@
 //===- MemoryPlanner.cpp - Liveness and best-fit packing -------------------===//
 #include "runtime/MemoryPlan.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -24,6 +25,8 @@ llvm::StringRef bufferClassName(BufferClass c) {
     return "activations kept for backward";
   case BufferClass::Gradient:
     return "gradients";
+  case BufferClass::NewState:
+    return "new state values";
   case BufferClass::CastCopy:
     return "cast copies";
   case BufferClass::Temporary:
@@ -54,8 +57,10 @@ static bool isBackwardRole(NodeRole r) {
 }
 
 /// A result's class from who makes it and who reads it.
-static BufferClass resultClass(const Value *v) {
+static BufferClass resultClass(const Value *v, bool updatesState) {
   const Node *def = v->definingNode();
+  if (updatesState)
+    return BufferClass::NewState;
   if (def->kind() == OpKind::Cast)
     return BufferClass::CastCopy;
   if (isBackwardRole(def->role()))
@@ -138,13 +143,16 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
     plan.bytesAtPeak[static_cast<unsigned>(b.cls)] += b.bytes;
   }
 
+  llvm::DenseSet<const Value *> updateSources;
+  for (const StateUpdate &u : g.stateUpdates())
+    updateSources.insert(u.newValue);
   // Step arena: inputs live from the start; results from their node.
   for (const Value *v : g.inputs())
     add(v, BufferClass::Input, ArenaKind::Step, -1);
   for (int i = 0; i < end; ++i)
     for (unsigned r = 0; r < schedule[i]->numResults(); ++r) {
       const Value *v = schedule[i]->result(r);
-      add(v, resultClass(v), ArenaKind::Step, i);
+      add(v, resultClass(v, updateSources.count(v)), ArenaKind::Step, i);
     }
 
   // Liveness: last reader in the schedule; outputs and update sources to the end.
@@ -235,7 +243,7 @@ void MemoryPlan::print(llvm::raw_ostream &os) const {
   row("total", persistentBytes);
   os << " step arena (live at the peak)\n";
   for (BufferClass c : {BufferClass::Input, BufferClass::Activation, BufferClass::Gradient,
-                        BufferClass::CastCopy, BufferClass::Temporary})
+                        BufferClass::NewState, BufferClass::CastCopy, BufferClass::Temporary})
     row(bufferClassName(c), bytesAtPeak[static_cast<unsigned>(c)]);
   row("arena size", stepBytes);
   row("without reuse", stepBytesWithoutReuse);

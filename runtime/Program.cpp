@@ -49,9 +49,11 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
 
   p->plan_ = planMemory(g, p->schedule_);
   // Guard bytes after each arena catch kernels that write past the plan.
+  uint64_t heldBefore = backend.bytesInUse();
   p->persistent_ =
       static_cast<char *>(backend.allocate(p->plan_.persistentBytes + kArenaGuard));
   p->step_ = static_cast<char *>(backend.allocate(p->plan_.stepBytes + kArenaGuard));
+  p->allocatedBytes_ = backend.bytesInUse() - heldBefore - 2 * kArenaGuard;
   if (!p->persistent_ || !p->step_) {
     diag.error(Location(), "cannot allocate " + llvm::Twine(p->plan_.peakBytes()) +
                                " bytes for the program's arenas");
@@ -72,6 +74,7 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
     p->inputArgs_.push_back(std::move(ins));
     p->outputArgs_.push_back(std::move(outs));
   }
+  p->runSeed_ = opts.runSeed;
   if (!p->initializeState(opts, diag))
     return nullptr;
   return p;
@@ -152,6 +155,7 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
 void Program::run(uint64_t step) {
   kernels::KernelArgs args;
   args.step = step;
+  args.runSeed = runSeed_;
   for (size_t i = 0; i < schedule_.size(); ++i) {
     args.node = schedule_[i];
     args.inputs = inputArgs_[i];
@@ -164,7 +168,7 @@ void Program::run(uint64_t step) {
 
 MeasuredMemory Program::measure() const {
   MeasuredMemory m;
-  m.allocatedBytes = plan_.persistentBytes + plan_.stepBytes;
+  m.allocatedBytes = allocatedBytes_;
   if (!backend_.hostAccessible())
     return m;
   for (uint64_t i = plan_.stepBytes; i > 0; --i)

@@ -21,13 +21,15 @@ namespace ampc {
 struct CompileOptions {
   /// Seeds state initialisation (uniform/normal InitSpecs).
   uint64_t initSeed = 0;
+  /// The run's seed, mixed into every random op's stream (dropout).
+  uint64_t runSeed = 0;
   /// Directory that relative InitSpec file paths are resolved against.
   std::string baseDir = ".";
 };
 
 /// Bytes the executor actually holds and touched, to set against the plan.
 struct MeasuredMemory {
-  uint64_t allocatedBytes = 0; ///< sum of the arena allocations
+  uint64_t allocatedBytes = 0; ///< arena bytes as the backend's allocator counts them
   uint64_t touchedStepBytes = 0; ///< highest step-arena byte written + 1
   bool guardsIntact = true;      ///< nothing wrote past an arena's end
 };
@@ -67,6 +69,9 @@ private:
   MemoryPlan plan_;
   char *persistent_ = nullptr;
   char *step_ = nullptr;
+  /// What the backend's allocator handed out for the arenas, guards excluded.
+  uint64_t allocatedBytes_ = 0;
+  uint64_t runSeed_ = 0;
   // Per node, argument arrays prepared at compile time.
   std::vector<std::vector<kernels::TensorArg>> inputArgs_, outputArgs_;
 };

@@ -13,6 +13,7 @@
 #include "ir/Builder.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/xxhash.h"
 
 namespace ampc::yamlfe {
 
@@ -64,7 +65,9 @@ public:
     Bound list;
     if (!r_.resolve(layers, list))
       return false;
-    if (!list.node.IsSequence() || list.node.size() == 0)
+    if (list.node.IsSequence() && list.node.size() == 0)
+      return r_.error(list, "'layers' must list at least one layer, got an empty list");
+    if (!list.node.IsSequence())
       return r_.error(list,
                       "'layers' must be a non-empty list, got " + Reader::describe(list.node));
     for (const YAML::Node &item : list.node)
@@ -243,6 +246,11 @@ private:
       for (auto &[k, v] : plan.attrs)
         attrs[k] = v;
     } else {
+      // A random op (one with a `seed` attribute) that the file leaves
+      // unseeded gets a seed from its layer's full name: two dropout layers
+      // then draw independent masks, and the same file always the same ones.
+      if (op.findAttr("seed") && !attrs.count("seed"))
+        attrs["seed"] = Attribute(static_cast<int64_t>(llvm::xxHash64(fullName) >> 33));
       // An op without operands (fill) reads no previous layer.
       if (h.inputsGiven || op.maxOperands() > 0)
         operands.assign(h.inputs.begin(), h.inputs.end());
@@ -473,7 +481,10 @@ bool readBlocks(ModelContext &ctx, const Bound &blocks) {
     }
     if (!sawLayers)
       return r.error(e.keyNode, "block '" + e.key + "' has no 'layers'");
-    if (!def.layers.node.IsSequence() || def.layers.node.size() == 0)
+    if (def.layers.node.IsSequence() && def.layers.node.size() == 0)
+      return r.error(def.layers, "the 'layers' of block '" + e.key +
+                                     "' must list at least one layer, got an empty list");
+    if (!def.layers.node.IsSequence())
       return r.error(def.layers, "the 'layers' of block '" + e.key +
                                      "' must be a non-empty list, got " +
                                      Reader::describe(def.layers.node));

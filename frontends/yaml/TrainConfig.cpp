@@ -203,6 +203,67 @@ bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
                  "unknown data source '" + data.key + "'; expected synthetic, idx, npy or csv");
 }
 
+/// `lr_schedule: {constant|step|cosine: {...}}` into train.lr_schedule and
+/// train.lr_schedule.<setting>. Settings count optimizer steps.
+bool readSchedule(Reader &r, const Bound &node, AttrMap &meta) {
+  MapEntry schedule;
+  if (!r.readOneKeyMap(node, "'lr_schedule'", schedule))
+    return false;
+  const Setting warmup = {"warmup_steps", AttrType::Int, int64_t(0), 0};
+  std::vector<Setting> settings;
+  if (schedule.key == "constant")
+    settings = {warmup};
+  else if (schedule.key == "step")
+    settings = {warmup,
+                {"step_size", AttrType::Int, std::nullopt, 0, true},
+                {"gamma", AttrType::Float, 0.1, 0, true}};
+  else if (schedule.key == "cosine")
+    settings = {warmup, {"min_lr", AttrType::Float, 0.0}};
+  else
+    return r.error(schedule.keyNode,
+                   "unknown lr_schedule '" + schedule.key + "'; expected constant, step or cosine");
+  MapEntries args;
+  std::vector<llvm::StringRef> known = settingNames(settings);
+  if (schedule.key == "cosine")
+    known.push_back("total_steps");
+  if (!r.readMap(schedule.value, "the arguments of " + schedule.key, args) ||
+      !r.checkKnownKeys(args, known, "argument", " for the " + schedule.key + " schedule"))
+    return false;
+  meta["train.lr_schedule"] = Attribute(schedule.key);
+  Location where = r.loc(schedule.keyNode);
+  if (!readSettings(r, args, settings, "train.lr_schedule", where,
+                    "the " + schedule.key + " schedule", meta))
+    return false;
+  if (schedule.key != "cosine")
+    return true;
+
+  // Cosine decays over the run: its own total_steps, else train.steps (the
+  // training loop sets that from epochs when the file gives epochs).
+  const MapEntry *total = findEntry(args, "total_steps");
+  if (total) {
+    const Setting totalSetting = {"total_steps", AttrType::Int, std::nullopt, 0, true};
+    if (!readSettings(r, args, llvm::ArrayRef<Setting>(totalSetting), "train.lr_schedule", where,
+                      "the cosine schedule", meta))
+      return false;
+  }
+  auto totalIt = meta.find(total ? "train.lr_schedule.total_steps" : "train.steps");
+  int64_t warmupSteps = meta["train.lr_schedule.warmup_steps"].getInt();
+  if (totalIt != meta.end() && warmupSteps >= totalIt->second.getInt()) {
+    const MapEntry *w = findEntry(args, "warmup_steps");
+    return r.error(w ? w->value : schedule.value,
+                   "'warmup_steps' (" + llvm::Twine(warmupSteps) +
+                       ") must be less than the schedule's total of " +
+                       llvm::Twine(totalIt->second.getInt()) + " steps");
+  }
+  auto lr = meta.find("optimizer.lr");
+  double minLr = meta["train.lr_schedule.min_lr"].getNumber();
+  if (lr != meta.end() && minLr > lr->second.getNumber())
+    return r.error(findEntry(args, "min_lr")->value,
+                   "'min_lr' (" + formatDouble(minLr) + ") must not exceed the optimizer's lr (" +
+                       formatDouble(lr->second.getNumber()) + ")");
+  return true;
+}
+
 } // namespace
 
 bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
@@ -219,6 +280,8 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   };
   std::vector<llvm::StringRef> known = settingNames(settings);
   known.push_back("data");
+  known.push_back("lr_schedule");
+  known.push_back("clip_grad_norm");
   if (!r.readMap(node, "'train'", args) || !r.checkKnownKeys(args, known, "key", " in 'train'"))
     return false;
   const MapEntry *steps = findEntry(args, "steps"), *epochs = findEntry(args, "epochs");
@@ -231,6 +294,19 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
       continue;
     if (!readSettings(r, args, llvm::ArrayRef<Setting>(s), "train", r.loc(node), "'train'", meta))
       return false;
+  }
+  if (const MapEntry *clip = findEntry(args, "clip_grad_norm")) {
+    const Setting clipSetting = {"clip_grad_norm", AttrType::Float, std::nullopt, 0, true};
+    if (!readSettings(r, args, llvm::ArrayRef<Setting>(clipSetting), "train", r.loc(clip->keyNode),
+                      "'train'", meta))
+      return false;
+  }
+  if (const MapEntry *schedule = findEntry(args, "lr_schedule")) {
+    if (!readSchedule(r, schedule->value, meta))
+      return false;
+  } else {
+    meta["train.lr_schedule"] = Attribute("constant");
+    meta["train.lr_schedule.warmup_steps"] = Attribute(int64_t(0));
   }
   if (const MapEntry *data = findEntry(args, "data"))
     return readData(r, data->value, g, meta);

@@ -13,6 +13,7 @@ void registerPoolingOps(OpRegistry &r);       // ops/Pooling.cpp
 void registerShapeOps(OpRegistry &r);         // ops/Shape.cpp
 void registerLossOps(OpRegistry &r);          // ops/Loss.cpp
 void registerReductionOps(OpRegistry &r);     // ops/Reduction.cpp
+void registerOptimizerOps(OpRegistry &r);     // ops/Optimizer.cpp
 
 inline void registerAllOpFamilies(OpRegistry &r) {
   registerLinearAlgebraOps(r);
@@ -23,6 +24,7 @@ inline void registerAllOpFamilies(OpRegistry &r) {
   registerShapeOps(r);
   registerLossOps(r);
   registerReductionOps(r);
+  registerOptimizerOps(r);
 }
 
 } // namespace ampc

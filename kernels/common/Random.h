@@ -46,6 +46,12 @@ AMPC_HD inline double standardNormal(uint64_t seed, uint64_t stream, uint64_t in
 }
 
 /// Dropout keeps element `index` of step `step` when this is true.
+/// The stream seed of one random op: its own seed attribute under the run's
+/// seed. Run seed 0 leaves the attribute as it is.
+AMPC_HD inline uint64_t opSeed(uint64_t runSeed, uint64_t attrSeed) {
+  return runSeed == 0 ? attrSeed : mix64(runSeed * 0x9e3779b97f4a7c15ull + attrSeed);
+}
+
 AMPC_HD inline bool dropoutKeep(uint64_t seed, uint64_t step, uint64_t index, float p) {
   return uniform01(seed, step, index) >= p;
 }

@@ -148,7 +148,7 @@ void logSoftmax(const KernelArgs &a) { softmaxImpl(a, /*log=*/true); }
 void dropout(const KernelArgs &a) {
   double p = a.attr("p").getFloat();
   bool training = a.attr("training").getBool();
-  uint64_t seed = static_cast<uint64_t>(a.attr("seed").getInt());
+  uint64_t seed = opSeed(a.runSeed, static_cast<uint64_t>(a.attr("seed").getInt()));
   const TensorArg &in = a.in(0), &out = a.out();
   bool handled = dispatchFloat(in.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;

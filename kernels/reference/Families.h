@@ -80,6 +80,16 @@ void globalAvgPoolGrad(const KernelArgs &a);
 void batchNorm2dGrad(const KernelArgs &a);
 void layerNormGrad(const KernelArgs &a);
 
+// Optimizer.cpp
+void learningRate(const KernelArgs &a);
+void stepCounter(const KernelArgs &a);
+void accumulateGrad(const KernelArgs &a);
+void globalNorm(const KernelArgs &a);
+void clipCoefficient(const KernelArgs &a);
+void sgdUpdate(const KernelArgs &a);
+void sgdMomentumUpdate(const KernelArgs &a);
+void adamUpdate(const KernelArgs &a);
+
 } // namespace ampc::kernels::ref
 
 #endif

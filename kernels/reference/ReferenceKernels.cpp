@@ -121,6 +121,23 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::batchNorm2dGrad;
   case OpKind::LayerNormGrad:
     return ref::layerNormGrad;
+  // Optimizer ops.
+  case OpKind::LearningRate:
+    return ref::learningRate;
+  case OpKind::StepCounter:
+    return ref::stepCounter;
+  case OpKind::AccumulateGrad:
+    return ref::accumulateGrad;
+  case OpKind::GlobalNorm:
+    return ref::globalNorm;
+  case OpKind::ClipCoefficient:
+    return ref::clipCoefficient;
+  case OpKind::SgdUpdate:
+    return ref::sgdUpdate;
+  case OpKind::SgdMomentumUpdate:
+    return ref::sgdMomentumUpdate;
+  case OpKind::AdamUpdate:
+    return ref::adamUpdate;
   case OpKind::Custom:
     return nullptr;
   }

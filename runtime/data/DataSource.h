@@ -54,6 +54,10 @@ std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef mod
                                              DiagnosticEngine &diag);
 
 /// One zero-filled tensor per graph input, shaped like it.
+/// Samples [begin, begin + count) of `base` (which must outlive the view), for
+/// holding out an evaluation split.
+std::unique_ptr<DataSource> makeSubset(DataSource &base, int64_t begin, int64_t count);
+
 llvm::SmallVector<HostTensor, 4> makeBatchTensors(const Graph &g);
 
 struct BatchOptions {

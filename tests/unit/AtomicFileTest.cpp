@@ -1,6 +1,8 @@
 //===- AtomicFileTest.cpp - All-or-nothing writes --------------------------===//
 #include "ir/support/AtomicFile.h"
 
+#include "TempDir.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -11,38 +13,10 @@
 #include <sys/stat.h>
 
 using namespace ampc;
+using ampc::testing::readFile;
+using ampc::testing::TempDir;
 
 namespace {
-
-/// A fresh directory, removed with its contents at the end of the test.
-struct TempDir {
-  llvm::SmallString<128> path;
-  TempDir() {
-    std::error_code ec = llvm::sys::fs::createUniqueDirectory("ampc-atomic", path);
-    EXPECT_FALSE(ec) << ec.message();
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
-  std::string file(llvm::StringRef name) const {
-    llvm::SmallString<128> p(path);
-    llvm::sys::path::append(p, name);
-    return std::string(p);
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec; it.increment(ec))
-      names.push_back(llvm::sys::path::filename(it->path()).str());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
-
-std::string readFile(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path);
-  if (!buf)
-    return "<unreadable: " + buf.getError().message() + ">";
-  return (*buf)->getBuffer().str();
-}
 
 TEST(AtomicFile, WritesANewFile) {
   TempDir dir;

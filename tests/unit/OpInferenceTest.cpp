@@ -119,6 +119,84 @@ std::vector<ValidCase> validCases() {
       {"mse_loss", {"f32[8,10]", "f32[8,10]"}, {}, "f32[]"},
       {"cross_entropy", {"f32[8,10]", "i64[8]"}, {}, "f32[]"},
       {"binary_cross_entropy", {"f32[8,1]", "f32[8,1]"}, {}, "f32[]"},
+
+      // Backward ops. Activations: (grad, saved input or output) -> the
+      // input's type.
+      {"relu_grad", {"f16[2,3]", "f16[2,3]"}, {}, "f16[2,3]"},
+      {"gelu_grad", {"f32[4,8]", "f32[4,8]"}, {{"approximate", "tanh"}}, "f32[4,8]"},
+      {"sigmoid_grad", {"bf16[4]", "bf16[4]"}, {}, "bf16[4]"},
+      {"tanh_grad", {"f64[]", "f64[]"}, {}, "f64[]"},
+      {"softmax_grad", {"f32[2,10]", "f32[2,10]"}, {{"dim", 0}}, "f32[2,10]"},
+      {"log_softmax_grad", {"f32[4,3,5]", "f32[4,3,5]"}, {{"dim", -2}}, "f32[4,3,5]"},
+      // concat's and reduce_sum's backward: columns [2, 5) of 8; [3,1] repeated
+      // along a new leading dim and its size-1 dim.
+      {"slice", {"f32[2,8]"}, {{"axis", 1}, {"start", 2}, {"end", 5}}, "f32[2,3]"},
+      {"broadcast_to", {"f32[3,1]"}, {{"shape", Ints{2, 3, 4}}}, "f32[2,3,4]"},
+      // The table's gradient [num_embeddings, dim] from grad [..., dim].
+      {"embedding_grad", {"f32[4,7,64]", "i64[4,7]"}, {{"num_embeddings", 1000}}, "f32[1000,64]"},
+      // Losses: (scalar grad, input, target) -> the input's type.
+      {"mse_loss_grad", {"f32[]", "f32[8,10]", "f32[8,10]"}, {}, "f32[8,10]"},
+      {"cross_entropy_grad", {"f16[]", "f16[8,10]", "i32[8]"}, {}, "f16[8,10]"},
+      {"binary_cross_entropy_grad_input", {"f32[]", "f32[8,1]", "f32[8,1]"}, {}, "f32[8,1]"},
+      {"binary_cross_entropy_grad_target", {"f32[]", "f32[8]", "f32[8]"}, {}, "f32[8]"},
+      // conv2d k3 s2 p1: 28 -> 14, so a [8,16,14,14] grad_output belongs to a
+      // [8,1,28,28] input and a [16,1,3,3] weight.
+      {"conv2d_grad_input",
+       {"f32[8,16,14,14]", "f32[16,1,3,3]"},
+       {{"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}, {"input_shape", Ints{8, 1, 28, 28}}},
+       "f32[8,1,28,28]"},
+      {"conv2d_grad_weight",
+       {"f32[8,16,14,14]", "f32[8,1,28,28]"},
+       {{"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}, {"weight_shape", Ints{16, 1, 3, 3}}},
+       "f32[16,1,3,3]"},
+      // (grad_output, query, key, value) -> the types of query, key, value.
+      {"scaled_dot_product_attention_grad",
+       {"f16[2,4,10,8]", "f16[2,4,10,16]", "f16[2,4,12,16]", "f16[2,4,12,8]"},
+       {},
+       "f16[2,4,10,16], f16[2,4,12,16], f16[2,4,12,8]"},
+      // Pooling: k2 (stride 2) on 7 -> 3; k3 s1 p1 keeps 5; global pools to 1x1.
+      {"maxpool2d_grad",
+       {"f32[1,16,3,3]", "f32[1,16,7,7]"},
+       {{"kernel", Ints{2, 2}}},
+       "f32[1,16,7,7]"},
+      {"avgpool2d_grad",
+       {"f32[1,4,5,5]"},
+       {{"kernel", Ints{3, 3}},
+        {"stride", Ints{1, 1}},
+        {"padding", Ints{1, 1}},
+        {"input_shape", Ints{1, 4, 5, 5}}},
+       "f32[1,4,5,5]"},
+      {"global_avgpool_grad",
+       {"f16[2,512,1,1]"},
+       {{"input_shape", Ints{2, 512, 7, 7}}},
+       "f16[2,512,7,7]"},
+      // Normalisation: grad_input in the input's type, grad_weight and
+      // grad_bias in the weight's (f32 under a half input).
+      {"batchnorm2d_grad",
+       {"f16[8,16,14,14]", "f16[8,16,14,14]", "f32[16]", "f32[16]", "f32[16]"},
+       {},
+       "f16[8,16,14,14], f32[16], f32[16]"},
+      {"layernorm_grad",
+       {"f32[2,5,16]", "f32[2,5,16]", "f32[5,16]"},
+       {{"normalized_dims", 2}},
+       "f32[2,5,16], f32[5,16], f32[5,16]"},
+
+      // Optimizer ops (ir/ops/Optimizer.cpp): scalars are f32[]; an update
+      // returns the new parameter, then one new tensor per state operand.
+      {"learning_rate", {}, {{"lr", 0.1}}, "f32[]"},
+      {"step_counter", {"f32[]"}, {}, "f32[]"},
+      {"accumulate_grad", {"f32[8,4]", "f16[8,4]"}, {{"accumulate", 4}}, "f32[8,4]"},
+      {"global_norm", {"f16[8,4]", "f32[4]"}, {}, "f32[]"},
+      {"clip_coefficient", {"f32[]"}, {{"max_norm", 1.0}}, "f32[]"},
+      {"sgd_update", {"f32[8,4]", "f32[8,4]", "f32[]"}, {}, "f32[8,4]"},
+      {"sgd_momentum_update",
+       {"f32[8,4]", "f32[8,4]", "f32[8,4]", "f32[]", "f32[]"},
+       {{"momentum", 0.9}},
+       "f32[8,4], f32[8,4]"},
+      {"adam_update",
+       {"f16[8]", "f16[8]", "f32[8]", "f32[8]", "f32[]", "f32[]", "f32[]", "f32[]"},
+       {},
+       "f16[8], f32[8], f32[8]"},
   };
 }
 
@@ -477,6 +555,57 @@ TEST(OpInference, Losses) {
             "error: input must have 2 dims, got f32[8]");
   EXPECT_EQ(infer("cross_entropy", {"f32[8,10]", "i64[8]"}, {{"label_smoothing", 1.5}}),
             "error: label_smoothing must be in [0, 1], got 1.5");
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops: autodiff builds them, but a hand-written graph (textual IR)
+// can get them wrong, so they check their operands like any other op.
+//===----------------------------------------------------------------------===//
+
+TEST(OpInference, BackwardOps) {
+  EXPECT_EQ(infer("relu_grad", {"f32[2,3]", "f32[3,2]"}),
+            "error: grad and input must have the same shape, got f32[2,3] and f32[3,2]");
+  EXPECT_EQ(infer("sigmoid_grad", {"f16[4]", "f32[4]"}),
+            "error: grad and output must have the same dtype, got f16[4] and f32[4]");
+  EXPECT_EQ(infer("gelu_grad", {"f32[4]", "f32[4]"}, {{"approximate", "erf"}}),
+            "error: approximate must be \"none\" or \"tanh\", got \"erf\"");
+  EXPECT_EQ(infer("softmax_grad", {"f32[2,3]", "f32[2,3]"}, {{"dim", 2}}),
+            "error: dim 2 is out of range for rank 2");
+  EXPECT_EQ(infer("slice", {"f32[2,8]"}, {{"axis", 1}, {"start", 5}, {"end", 9}}),
+            "error: slice [5, 9) is not within dim 1 of input f32[2,8]");
+  EXPECT_EQ(infer("slice", {"f32[2,8]"}, {{"axis", 0}, {"start", 2}, {"end", 1}}),
+            "error: slice [2, 1) is not within dim 0 of input f32[2,8]");
+  EXPECT_EQ(infer("slice", {"f32[2,8]"}, {{"axis", 0}, {"start", 2}, {"end", 2}}), "f32[0,8]");
+  EXPECT_EQ(infer("broadcast_to", {"f32[3,2]"}, {{"shape", Ints{3, 4}}}),
+            "error: cannot broadcast input f32[3,2] to [3,4]");
+  EXPECT_EQ(infer("broadcast_to", {"f32[2,3]"}, {{"shape", Ints{3}}}),
+            "error: cannot broadcast input f32[2,3] to [3]");
+  EXPECT_EQ(infer("embedding_grad", {"f32[4,8]", "i64[5]"}, {{"num_embeddings", 10}}),
+            "error: grad f32[4,8] must have the shape of indices i64[5] plus one dim");
+  EXPECT_EQ(infer("embedding_grad", {"f32[4,8]", "i64[4]"}, {{"num_embeddings", 0}}),
+            "error: num_embeddings must be positive, got 0");
+  EXPECT_EQ(infer("embedding_grad", {"f32[4,8]", "i64[4]"},
+                  {{"num_embeddings", 10}, {"padding_idx", 10}}),
+            "error: padding_idx 10 must be -1 (none) or below num_embeddings 10");
+  EXPECT_EQ(infer("mse_loss_grad", {"f32[2]", "f32[2]", "f32[2]"}),
+            "error: grad must have 0 dims, got f32[2]");
+  EXPECT_EQ(infer("cross_entropy_grad", {"f32[]", "f32[8,10]", "i64[4]"}),
+            "error: target i64[4] must have one label per row of input f32[8,10]");
+  EXPECT_EQ(infer("maxpool2d_grad", {"f32[1,16,4,4]", "f32[1,16,7,7]"}, {{"kernel", Ints{2, 2}}}),
+            "error: grad_output f32[1,16,4,4] does not match the pooled shape [1,16,3,3]");
+  EXPECT_EQ(infer("avgpool2d_grad", {"f32[1,4,2,2]"},
+                  {{"kernel", Ints{2, 2}}, {"input_shape", Ints{4, 4}}}),
+            "error: input shape must have 4 dims, got [4,4]");
+  EXPECT_EQ(infer("global_avgpool_grad", {"f32[2,3]"}, {{"input_shape", Ints{2, 3, 4, 4}}}),
+            "error: grad_output f32[2,3] must be [2,3,1,1]");
+  EXPECT_EQ(
+      infer("batchnorm2d_grad", {"f32[2,3,4,4]", "f32[2,3,4,4]", "f32[4]", "f32[3]", "f32[3]"}),
+      "error: weight must be [3] to match input f32[2,3,4,4], got f32[4]");
+  EXPECT_EQ(infer("layernorm_grad", {"f32[2,5]", "f32[2,5]", "f32[2,5]"}),
+            "error: weight must be [5] to match input f32[2,5], got f32[2,5]");
+  EXPECT_EQ(
+      infer("scaled_dot_product_attention_grad", {"f32[3,4]", "f32[3,4]", "f32[5,4]", "f32[5,2]"}),
+      "error: grad_output f32[3,4] does not match the attention output f32[3,2]");
 }
 
 } // namespace

@@ -1,186 +1,43 @@
 //===- main.cpp - The ampc command line -------------------------------------===//
 //
-// ampc [options] model.yaml
+// ampc [options] model.yaml      train per the model's train/optimizer sections
+// ampc plan [options] model.yaml the memory plan of the training step
 //
-// Imports a model file, verifies it, and emits the graph. The training and
-// mixed-precision pipelines hang off the same command as they land.
-// Exit codes: 0 success, 2 bad usage or bad input, 1 runtime failure
-// (docs/cli.md).
+// Imports a model file, verifies it, runs the pipeline for the opt level and
+// then trains, or prints the graph (--emit), its summary, or one forward
+// batch (--run forward). Exit codes: 0 success, 2 bad usage or bad input,
+// 1 runtime failure (docs/cli.md).
 //
 //===----------------------------------------------------------------------===//
+#include "tools/ampc/Driver.h"
+
 #include "frontends/yaml/GraphYamlEmitter.h"
 #include "frontends/yaml/ModelLoader.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "ir/support/AtomicFile.h"
 #include "passes/PassManager.h"
-#include "runtime/Program.h"
-#include "runtime/data/DataSource.h"
-#include "kernels/common/Storage.h"
 
 #include "CLI/CLI.hpp"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdio>
-#include <cstring>
-
 using namespace ampc;
+using namespace ampc::cli;
 
 namespace {
 
-enum ExitCode { kSuccess = 0, kRuntimeFailure = 1, kBadInput = 2 };
-
-struct Options {
-  std::string model;
-  std::string optLevel = "O0";
-  std::string emit;
-  std::string output;
-  int64_t maxElements = int64_t(1) << 32;
-  int64_t batch = 0;
-  bool verifyEach = false;
-  std::string printAfter;
-  bool timePasses = false;
-  std::string run;             ///< "" or "forward"
-  std::string device = "auto"; ///< auto, cpu, cpu-ref, cuda
-  bool planOnly = false;       ///< `ampc plan`
-};
-
-/// Picks the backend; "auto" says which one it chose.
-std::unique_ptr<Backend> selectBackend(const Options &opts) {
-  std::string err;
-  std::unique_ptr<Backend> backend = createBackend(opts.device, err);
-  if (!backend) {
-    llvm::errs() << "error: " << err << "\n";
-    return nullptr;
-  }
-  if (opts.device == "auto")
-    llvm::outs() << "device: auto -> " << backend->name()
-                 << " (no GPU backend is built yet; the CPU runs the model)\n";
-  return backend;
-}
-
-uint64_t initSeedOf(const Graph &g) {
-  auto it = g.meta().find("init.seed");
-  return it != g.meta().end() && it->second.is(AttrType::Int) ? it->second.getInt() : 0;
-}
-
-std::string modelDirOf(llvm::StringRef modelPath) {
-  llvm::StringRef dir = llvm::sys::path::parent_path(modelPath);
-  return dir.empty() ? "." : dir.str();
-}
-
-std::unique_ptr<Program> compileProgram(const Graph &g, Backend &backend, const Options &opts,
-                                        DiagnosticEngine &diag) {
-  CompileOptions copts;
-  copts.initSeed = initSeedOf(g);
-  copts.baseDir = modelDirOf(opts.model);
-  return Program::compile(g, backend, diag, copts);
-}
-
-/// `ampc plan`: the memory plan's table, before anything runs.
-int runPlan(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
-  std::unique_ptr<Backend> backend = selectBackend(opts);
-  if (!backend)
-    return kRuntimeFailure;
-  std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
-  if (!program) {
-    diag.print(llvm::errs());
-    return kBadInput;
-  }
-  llvm::outs() << "model " << g.name() << ", opt level " << opts.optLevel << ", "
-               << program->schedule().size() << " scheduled ops on " << backend->name()
-               << "\n";
-  program->plan().print(llvm::outs());
-  return kSuccess;
-}
-
-/// `--run forward`: one batch through the forward pass and the loss.
-int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
-  std::unique_ptr<Backend> backend = selectBackend(opts);
-  if (!backend)
-    return kRuntimeFailure;
-  std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
-  std::unique_ptr<DataSource> source =
-      program ? createDataSource(g, modelDirOf(opts.model), diag) : nullptr;
-  if (!program || !source) {
-    diag.print(llvm::errs());
-    return kBadInput;
-  }
-  Batcher batcher(*source, batchOptionsFromMeta(g));
-  auto batch = makeBatchTensors(g);
-  int64_t rows = 0;
-  std::string err;
-  if (!batcher.next(batch, rows, err)) {
-    llvm::errs() << "error: " << err << "\n";
-    return kRuntimeFailure;
-  }
-  for (size_t i = 0; i < g.inputs().size(); ++i)
-    std::memcpy(program->data(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
-  program->run(0);
-  MeasuredMemory measured = program->measure();
-  llvm::outs() << "ran forward on one batch of " << rows << " samples from "
-               << source->kind() << " data\n";
-  for (const Value *out : g.outputs()) {
-    const void *data = program->data(out);
-    if (out->type().rank() == 0) {
-      llvm::outs() << out->name() << " = "
-                   << llvm::format("%.6f", kernels::loadAsDouble(out->dtype(), data, 0))
-                   << "\n";
-      continue;
-    }
-    double sum = 0;
-    for (int64_t i = 0; i < out->type().numElements(); ++i)
-      sum += kernels::loadAsDouble(out->dtype(), data, i);
-    llvm::outs() << out->name() << " : " << out->type().str() << ", mean "
-                 << llvm::format("%.6f", sum / out->type().numElements()) << "\n";
-  }
-  llvm::outs() << "memory: planned " << program->plan().peakBytes() << " B, allocated "
-               << measured.allocatedBytes << " B, step arena touched "
-               << measured.touchedStepBytes << " of " << program->plan().stepBytes << " B\n";
-  if (!measured.guardsIntact) {
-    llvm::errs() << "error: a kernel wrote past the end of an arena\n";
-    return kRuntimeFailure;
-  }
-  return kSuccess;
-}
-
-void printSummary(const Graph &g, const Options &opts, llvm::raw_ostream &os) {
-  int64_t paramCount = 0, paramBytes = 0, frozen = 0, buffers = 0;
-  for (const Value *v : g.state()) {
-    if (v->stateKind() == StateKind::Parameter) {
-      paramCount += v->type().numElements();
-      paramBytes += v->type().sizeInBytes();
-      if (!v->trainable())
-        frozen += v->type().numElements();
-    } else {
-      buffers += v->type().numElements();
-    }
-  }
-  os << "model " << g.name() << ": " << g.inputs().size() << " inputs, " << g.numNodes()
-     << " ops, " << paramCount << " parameters (" << paramBytes << " bytes";
-  if (frozen)
-    os << ", " << frozen << " frozen";
-  os << "), " << buffers << " buffer elements\n";
-  os << "verified: ok\n";
-  os << "opt level " << opts.optLevel
-     << ": no mixed-precision passes exist yet; the graph is shown as imported\n";
-  os << "use --emit ir or --emit yaml to print the graph\n";
-}
-
-} // namespace
-
-int main(int argc, char **argv) {
-  Options opts;
-  CLI::App app{"ampc: mixed-precision model-rewriting compiler"};
+void addOptions(CLI::App &app, Options &opts) {
   app.set_version_flag("--version", std::string("ampc ") + AMPC_VERSION);
   app.add_option("model", opts.model, "model file (.yaml)")->required();
   app.add_option("--opt-level,-O", opts.optLevel, "optimization level (Apex semantics)")
       ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
-  app.add_option("--emit", opts.emit, "print the graph as textual IR or YAML")
+  app.add_option("--emit", opts.emit, "print the graph as textual IR or YAML instead of training")
       ->check(CLI::IsMember({"ir", "yaml"}));
   app.add_option("-o,--output", opts.output, "write the emitted graph to FILE (atomically)");
+  app.add_option("--graph", opts.graph,
+                 "which graph --emit and plan use: forward, or train (forward + backward + "
+                 "optimizer; the default when the model has an optimizer)")
+      ->check(CLI::IsMember({"forward", "train"}));
   app.add_option("--batch", opts.batch, "override the model's batch size")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-elements", opts.maxElements,
@@ -193,6 +50,85 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"forward"}));
   app.add_option("--device", opts.device, "where to run: auto, cpu, cpu-ref, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cpu-ref", "cuda"}));
+
+  auto *train = "Training (override the model's train and optimizer sections)";
+  app.add_option("--steps", opts.steps, "optimizer steps to train")
+      ->check(CLI::PositiveNumber)
+      ->group(train);
+  app.add_option("--epochs", opts.epochs, "passes over the training data (instead of --steps)")
+      ->check(CLI::PositiveNumber)
+      ->group(train);
+  app.add_option("--lr", opts.lr, "learning rate")->check(CLI::PositiveNumber)->group(train);
+  app.add_option("--seed", opts.seed, "seed of parameter init, shuffling and dropout")
+      ->group(train);
+  app.add_option("--eval-every", opts.evalEvery,
+                 "evaluate on the held-out tenth of the data every N steps (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(train);
+  app.add_option("--log-every", opts.logEvery, "print a progress line every N steps")
+      ->check(CLI::NonNegativeNumber)
+      ->group(train);
+  app.add_option("--progress", opts.progress,
+                 "progress display: auto (a bar on a terminal), bar, lines, none")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+      ->group(train);
+  app.add_option("--metrics-out", opts.metricsOut, "write one JSON object per step to FILE")
+      ->group(train);
+  app.add_option("--checkpoint", opts.checkpoint,
+                 "write a checkpoint to FILE at the end (atomically)")
+      ->group(train);
+  app.add_option("--checkpoint-every", opts.checkpointEvery,
+                 "also write the checkpoint every N steps")
+      ->check(CLI::NonNegativeNumber)
+      ->group(train);
+  app.add_option("--resume", opts.resume, "continue the run saved in checkpoint FILE")
+      ->group(train);
+}
+
+/// Writes the command line's training overrides into the model's meta, where
+/// the passes and the loop read them.
+void applyOverrides(Graph &g, const Options &opts) {
+  AttrMap &meta = g.meta();
+  if (opts.steps) {
+    meta["train.steps"] = Attribute(*opts.steps);
+    meta.erase("train.epochs");
+  }
+  if (opts.epochs) {
+    meta["train.epochs"] = Attribute(*opts.epochs);
+    meta.erase("train.steps");
+  }
+  if (opts.lr)
+    meta["optimizer.lr"] = Attribute(*opts.lr);
+  if (opts.seed) {
+    meta["train.seed"] = Attribute(*opts.seed);
+    meta["init.seed"] = Attribute(*opts.seed);
+  }
+  if (opts.evalEvery)
+    meta["train.eval_every"] = Attribute(*opts.evalEvery);
+  if (opts.logEvery)
+    meta["train.log_every"] = Attribute(*opts.logEvery);
+}
+
+int emitGraph(const Graph &g, const Options &opts) {
+  std::string text = opts.emit == "ir" ? printGraphToString(g) : emitGraphYaml(g);
+  if (opts.output.empty() || opts.output == "-") {
+    llvm::outs() << text;
+    return kSuccess;
+  }
+  std::string err;
+  if (!writeFileAtomically(opts.output, text, err)) {
+    llvm::errs() << "error: " << err << "\n";
+    return kRuntimeFailure;
+  }
+  return kSuccess;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opts;
+  CLI::App app{"ampc: mixed-precision model-rewriting compiler"};
+  addOptions(app, opts);
 
   // `ampc plan MODEL` is the plan command; everything else is the main one.
   std::vector<char *> args(argv, argv + argc);
@@ -208,6 +144,14 @@ int main(int argc, char **argv) {
     int code = app.exit(e);
     return code == 0 ? kSuccess : kBadInput;
   }
+  if (!opts.output.empty() && opts.emit.empty()) {
+    llvm::errs() << "error: -o needs --emit ir or --emit yaml\n";
+    return kBadInput;
+  }
+  if (!opts.resume.empty() && !opts.emit.empty()) {
+    llvm::errs() << "error: --resume continues training; it cannot be combined with --emit\n";
+    return kBadInput;
+  }
 
   DiagnosticEngine diag;
   LoadOptions load;
@@ -215,46 +159,38 @@ int main(int argc, char **argv) {
   if (opts.batch > 0)
     load.batchOverride = opts.batch;
   std::unique_ptr<Graph> graph = loadModelFile(opts.model, diag, load);
-  auto flushDiagnostics = [&] { diag.print(llvm::errs()); };
   if (!graph || !verifyGraph(*graph, diag)) {
-    flushDiagnostics();
+    diag.print(llvm::errs());
     return kBadInput;
   }
+  applyOverrides(*graph, opts);
 
-  PassManager pm;
-  pm.setVerifyEach(opts.verifyEach);
-  pm.setTimePasses(opts.timePasses);
-  if (!opts.printAfter.empty())
-    pm.setPrintAfter({opts.printAfter});
-  if (!pm.run(*graph, diag)) {
-    flushDiagnostics();
+  bool trainable = graph->meta().count("optimizer") && graph->meta().count("loss");
+  if (opts.graph == "train" && !trainable) {
+    llvm::errs() << "error: --graph train needs a model with a loss and an 'optimizer' section\n";
     return kBadInput;
   }
-  flushDiagnostics(); // warnings, if any
+  GraphStage stage = opts.graph == "forward" || opts.run == "forward" || !trainable
+                         ? GraphStage::Forward
+                         : GraphStage::Train;
+
+  // Training resolves its step count (epochs need the data) before lowering.
+  if (stage == GraphStage::Train && opts.emit.empty() && !opts.planOnly)
+    return runTraining(*graph, opts, diag);
+
+  if (!runPipeline(*graph, opts, stage, diag)) {
+    diag.print(llvm::errs());
+    return kBadInput;
+  }
+  diag.print(llvm::errs()); // warnings, if any
   diag.clear();
 
   if (opts.planOnly)
     return runPlan(*graph, opts, diag);
   if (opts.run == "forward")
     return runForward(*graph, opts, diag);
-
-  if (opts.emit.empty()) {
-    if (!opts.output.empty()) {
-      llvm::errs() << "error: -o needs --emit ir or --emit yaml\n";
-      return kBadInput;
-    }
-    printSummary(*graph, opts, llvm::outs());
-    return kSuccess;
-  }
-  std::string text = opts.emit == "ir" ? printGraphToString(*graph) : emitGraphYaml(*graph);
-  if (opts.output.empty() || opts.output == "-") {
-    llvm::outs() << text;
-    return kSuccess;
-  }
-  std::string err;
-  if (!writeFileAtomically(opts.output, text, err)) {
-    llvm::errs() << "error: " << err << "\n";
-    return kRuntimeFailure;
-  }
+  if (!opts.emit.empty())
+    return emitGraph(*graph, opts);
+  printSummary(*graph, opts, llvm::outs());
   return kSuccess;
 }

@@ -1,0 +1,255 @@
+//===- Optimizer.cpp - Optimizer ops: updates, schedules, clipping ---------===//
+//
+// The ops the optimizer pass (passes/Optimizer.cpp) emits to turn a graph
+// with gradients into a training step. None is differentiated.
+//
+// Every parameter update op has one operand layout:
+//
+//   (param, grad, <state tensors...>, [step_count], lr, grad_scale?, skip?)
+//     -> (new param, <new state tensors...>)
+//
+// - state tensors have the parameter's shape (momentum buffer, Adam moments);
+// - step_count (f32[]) is the optimizer's step count *after* this step's
+//   increment (step_counter's result), as PyTorch's state['step'] is when the
+//   update reads it;
+// - lr (f32[]) is learning_rate's result;
+// - grad_scale (f32[], optional) multiplies the gradient before anything
+//   else: the clip coefficient, later times 1/loss_scale;
+// - skip (rank 0, optional; nonzero = skip) leaves everything unchanged, for
+//   non-finite gradients under loss scaling. skip needs grad_scale before it
+//   (pass 1.0 when there is nothing to scale).
+//
+// With gradient accumulation (attr `accumulate` = k > 1) an update applies
+// only on the last micro-step of each group of k (KernelArgs::step % k ==
+// k - 1); on the others every result is a copy of its state operand.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/ops/InferHelpers.h"
+#include "ir/ops/OpFamilies.h"
+
+namespace ampc {
+using namespace infer;
+
+namespace {
+
+bool requireScalar(InferContext &ctx, unsigned i) { return requireRank(ctx, i, 0); }
+
+bool requireFloatScalar(InferContext &ctx, unsigned i) {
+  return requireFloat(ctx, i) && requireScalar(ctx, i);
+}
+
+bool requireAccumulate(InferContext &ctx) {
+  if (ctx.getInt("accumulate") >= 1)
+    return true;
+  return ctx.error("accumulate must be >= 1, got " + llvm::Twine(ctx.getInt("accumulate")));
+}
+
+bool requireNonNegative(InferContext &ctx, llvm::StringRef attr) {
+  double v = ctx.getFloat(attr);
+  if (v >= 0)
+    return true;
+  return ctx.error(attr + " must be >= 0, got " + formatDouble(v));
+}
+
+bool isScalarOperand(llvm::StringRef name) {
+  return name == "step_count" || name == "lr" || name == "grad_scale" || name == "skip";
+}
+
+/// The shared layout of the update ops (see the file comment), read from the
+/// operand names of the row: results are the parameter's type, then one per
+/// state tensor.
+bool inferUpdateLayout(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireAccumulate(ctx) || !requireFloat(ctx, 0) || !requireFloat(ctx, 1) ||
+      !requireSameShape(ctx, 0, 1))
+    return false;
+  results.push_back(ctx.operand(0));
+  for (unsigned i = 2; i < ctx.numOperands(); ++i) {
+    llvm::StringRef name = ctx.op().operandSpec(i)->name;
+    if (name == "skip") {
+      if (!requireScalar(ctx, i))
+        return false;
+      continue;
+    }
+    if (!requireFloat(ctx, i))
+      return false;
+    if (isScalarOperand(name)) {
+      if (!requireScalar(ctx, i))
+        return false;
+      continue;
+    }
+    if (!requireSameShape(ctx, i, 0))
+      return false;
+    results.push_back(ctx.operand(i));
+  }
+  return true;
+}
+
+bool inferSgdUpdate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  return requireNonNegative(ctx, "weight_decay") && inferUpdateLayout(ctx, results);
+}
+
+bool inferSgdMomentumUpdate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireNonNegative(ctx, "weight_decay") || !requireNonNegative(ctx, "dampening"))
+    return false;
+  if (!(ctx.getFloat("momentum") > 0))
+    return ctx.error("momentum must be > 0, got " + formatDouble(ctx.getFloat("momentum")));
+  if (ctx.getBool("nesterov") && ctx.getFloat("dampening") != 0)
+    return ctx.error("nesterov momentum needs dampening 0");
+  return inferUpdateLayout(ctx, results);
+}
+
+bool inferAdamUpdate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  for (llvm::StringRef beta : {"beta1", "beta2"}) {
+    double b = ctx.getFloat(beta);
+    if (!(b >= 0 && b < 1))
+      return ctx.error(beta + " must be in [0, 1), got " + formatDouble(b));
+  }
+  if (!(ctx.getFloat("eps") > 0))
+    return ctx.error("eps must be > 0, got " + formatDouble(ctx.getFloat("eps")));
+  return requireNonNegative(ctx, "weight_decay") && inferUpdateLayout(ctx, results);
+}
+
+// learning_rate() -> f32[]: the schedule's value at the optimizer step
+// floor(step / accumulate).
+bool inferLearningRate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  const std::string &schedule = ctx.getString("schedule");
+  if (schedule != "constant" && schedule != "step" && schedule != "cosine")
+    return ctx.error("unknown schedule '" + schedule + "'; expected constant, step or cosine");
+  if (!(ctx.getFloat("lr") > 0))
+    return ctx.error("lr must be > 0, got " + formatDouble(ctx.getFloat("lr")));
+  if (ctx.getInt("warmup_steps") < 0)
+    return ctx.error("warmup_steps must be >= 0, got " + llvm::Twine(ctx.getInt("warmup_steps")));
+  if (schedule == "step" && ctx.getInt("step_size") < 1)
+    return ctx.error("step_size must be >= 1, got " + llvm::Twine(ctx.getInt("step_size")));
+  if (schedule == "step" && !(ctx.getFloat("gamma") > 0))
+    return ctx.error("gamma must be > 0, got " + formatDouble(ctx.getFloat("gamma")));
+  if (schedule == "cosine") {
+    if (ctx.getInt("total_steps") <= ctx.getInt("warmup_steps"))
+      return ctx.error("total_steps (" + llvm::Twine(ctx.getInt("total_steps")) +
+                       ") must be greater than warmup_steps (" +
+                       llvm::Twine(ctx.getInt("warmup_steps")) + ")");
+    double minLr = ctx.getFloat("min_lr");
+    if (!(minLr >= 0 && minLr <= ctx.getFloat("lr")))
+      return ctx.error("min_lr must be in [0, lr], got " + formatDouble(minLr));
+  }
+  if (!requireAccumulate(ctx))
+    return false;
+  results.push_back(TensorType(DType::F32, {}));
+  return true;
+}
+
+// step_counter(count, skip?) -> count + 1 on the last micro-step of a group
+// (unless skipped), else count.
+bool inferStepCounter(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireAccumulate(ctx) || !requireFloatScalar(ctx, 0))
+    return false;
+  if (ctx.numOperands() > 1 && !requireScalar(ctx, 1))
+    return false;
+  results.push_back(ctx.operand(0));
+  return true;
+}
+
+// accumulate_grad(acc, grad) -> the running sum (the mean on the last
+// micro-step), in the accumulator's type.
+bool inferAccumulateGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireAccumulate(ctx) || !requireFloat(ctx, 0) || !requireFloat(ctx, 1) ||
+      !requireSameShape(ctx, 0, 1))
+    return false;
+  results.push_back(ctx.operand(0));
+  return true;
+}
+
+// global_norm(grads...) -> f32[]: the 2-norm of all elements of all operands.
+bool inferGlobalNorm(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  for (unsigned i = 0; i < ctx.numOperands(); ++i)
+    if (!requireFloat(ctx, i))
+      return false;
+  results.push_back(TensorType(DType::F32, {}));
+  return true;
+}
+
+// clip_coefficient(norm, grad_scale?) -> f32[]: min(1, max_norm / (norm * s +
+// 1e-6)) * s, with s = grad_scale (1 when absent): the factor for the update
+// ops' grad_scale operand.
+bool inferClipCoefficient(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!(ctx.getFloat("max_norm") > 0))
+    return ctx.error("max_norm must be > 0, got " + formatDouble(ctx.getFloat("max_norm")));
+  for (unsigned i = 0; i < ctx.numOperands(); ++i)
+    if (!requireFloatScalar(ctx, i))
+      return false;
+  results.push_back(TensorType(DType::F32, {}));
+  return true;
+}
+
+} // namespace
+
+void registerOptimizerOps(OpRegistry &r) {
+  OpRow(r.define(OpKind::LearningRate))
+      .attr("schedule", AttrType::String, "constant")
+      .attr("lr", AttrType::Float)
+      .attr("warmup_steps", AttrType::Int, 0)
+      .attr("step_size", AttrType::Int, 1)
+      .attr("gamma", AttrType::Float, 0.1)
+      .attr("total_steps", AttrType::Int, 0)
+      .attr("min_lr", AttrType::Float, 0.0)
+      .attr("accumulate", AttrType::Int, 1)
+      .infer(inferLearningRate);
+  OpRow(r.define(OpKind::StepCounter))
+      .fp32Operand("count")
+      .optionalOperand("skip")
+      .attr("accumulate", AttrType::Int, 1)
+      .infer(inferStepCounter);
+  OpRow(r.define(OpKind::AccumulateGrad))
+      .fp32Operand("acc")
+      .operand("grad")
+      .attr("accumulate", AttrType::Int, 1)
+      .infer(inferAccumulateGrad);
+  OpRow(r.define(OpKind::GlobalNorm)).variadicOperand("grads").infer(inferGlobalNorm);
+  OpRow(r.define(OpKind::ClipCoefficient))
+      .fp32Operand("norm")
+      .optionalOperand("grad_scale")
+      .attr("max_norm", AttrType::Float)
+      .infer(inferClipCoefficient);
+
+  OpRow(r.define(OpKind::SgdUpdate))
+      .operand("param")
+      .operand("grad")
+      .fp32Operand("lr")
+      .optionalOperand("grad_scale")
+      .optionalOperand("skip")
+      .attr("weight_decay", AttrType::Float, 0.0)
+      .attr("accumulate", AttrType::Int, 1)
+      .infer(inferSgdUpdate);
+  OpRow(r.define(OpKind::SgdMomentumUpdate))
+      .operand("param")
+      .operand("grad")
+      .fp32Operand("momentum_buffer")
+      .fp32Operand("step_count")
+      .fp32Operand("lr")
+      .optionalOperand("grad_scale")
+      .optionalOperand("skip")
+      .attr("momentum", AttrType::Float)
+      .attr("dampening", AttrType::Float, 0.0)
+      .attr("nesterov", AttrType::Bool, false)
+      .attr("weight_decay", AttrType::Float, 0.0)
+      .attr("accumulate", AttrType::Int, 1)
+      .infer(inferSgdMomentumUpdate);
+  OpRow(r.define(OpKind::AdamUpdate))
+      .operand("param")
+      .operand("grad")
+      .fp32Operand("exp_avg")
+      .fp32Operand("exp_avg_sq")
+      .fp32Operand("step_count")
+      .fp32Operand("lr")
+      .optionalOperand("grad_scale")
+      .optionalOperand("skip")
+      .attr("beta1", AttrType::Float, 0.9)
+      .attr("beta2", AttrType::Float, 0.999)
+      .attr("eps", AttrType::Float, 1e-8)
+      .attr("weight_decay", AttrType::Float, 0.0)
+      .attr("decoupled_weight_decay", AttrType::Bool, false)
+      .attr("accumulate", AttrType::Int, 1)
+      .infer(inferAdamUpdate);
+}
+
+} // namespace ampc

@@ -1,0 +1,191 @@
+//===- Optimizer.cpp - Reference optimizer kernels -------------------------===//
+//
+// learning_rate, step_counter, accumulate_grad, global_norm,
+// clip_coefficient, sgd_update, sgd_momentum_update, adam_update. The
+// element math is in kernels/common/OptimizerMath.h; the operand layout of
+// the update ops is described in ir/ops/Optimizer.cpp. The update math runs
+// in the parameter's compute type (double for f64, float otherwise); each
+// operand is read in its own storage dtype, since parameters, gradients and
+// optimizer state may differ (half parameters with f32 moments).
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/common/OptimizerMath.h"
+#include "kernels/common/Storage.h"
+#include "kernels/reference/Families.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace ampc::kernels::ref {
+
+namespace {
+
+template <class T> T loadAs(const TensorArg &t, int64_t i) {
+  return static_cast<T>(loadAsDouble(t.dtype(), t.data, i));
+}
+
+template <class T> void storeAs(const TensorArg &t, int64_t i, T v) {
+  storeFromDouble(t.dtype(), t.data, i, static_cast<double>(v));
+}
+
+void copyTensor(const TensorArg &from, const TensorArg &to) {
+  std::memcpy(to.data, from.data, from.type->sizeInBytes());
+}
+
+/// What every update op reads besides its tensors: whether this micro-step
+/// updates, the learning rate and the optional gradient factor.
+struct UpdateControl {
+  bool apply = false;
+  double lr = 0;
+  bool hasGradScale = false;
+  double gradScale = 1;
+};
+
+/// `lrIndex`: the position of lr; grad_scale and skip follow it when present.
+UpdateControl readControl(const KernelArgs &a, unsigned lrIndex) {
+  UpdateControl c;
+  c.apply = endsAccumulation(a.step, a.attr("accumulate").getInt());
+  unsigned n = a.inputs.size();
+  if (n > lrIndex + 2 && loadAsDouble(a.in(lrIndex + 2).dtype(), a.in(lrIndex + 2).data, 0) != 0)
+    c.apply = false;
+  c.lr = loadAsDouble(a.in(lrIndex).dtype(), a.in(lrIndex).data, 0);
+  if (n > lrIndex + 1) {
+    c.hasGradScale = true;
+    c.gradScale = loadAsDouble(a.in(lrIndex + 1).dtype(), a.in(lrIndex + 1).data, 0);
+  }
+  return c;
+}
+
+/// Leaves the parameter and its state unchanged: results 0..numState are
+/// copies of operands 0 and 2..numState+1.
+void passThrough(const KernelArgs &a, unsigned numState) {
+  copyTensor(a.in(0), a.out(0));
+  for (unsigned s = 0; s < numState; ++s)
+    copyTensor(a.in(2 + s), a.out(1 + s));
+}
+
+template <class T> T scaledGrad(const KernelArgs &a, const UpdateControl &c, int64_t i) {
+  T g = loadAs<T>(a.in(1), i);
+  return c.hasGradScale ? g * static_cast<T>(c.gradScale) : g;
+}
+
+/// double for f64 parameters, float for the rest.
+template <class F> void withComputeType(DType param, F &&f) {
+  if (param == DType::F64)
+    f(double(0));
+  else
+    f(float(0));
+}
+
+double readScalar(const TensorArg &t) { return loadAsDouble(t.dtype(), t.data, 0); }
+
+} // namespace
+
+void learningRate(const KernelArgs &a) {
+  LrScheduleParams p;
+  const std::string &schedule = a.attr("schedule").getString();
+  p.kind = schedule == "step"     ? LrSchedule::Step
+           : schedule == "cosine" ? LrSchedule::Cosine
+                                  : LrSchedule::Constant;
+  p.lr = a.attr("lr").getFloat();
+  p.warmupSteps = a.attr("warmup_steps").getInt();
+  p.stepSize = a.attr("step_size").getInt();
+  p.gamma = a.attr("gamma").getFloat();
+  p.totalSteps = a.attr("total_steps").getInt();
+  p.minLr = a.attr("min_lr").getFloat();
+  uint64_t optimizerStep = optimizerStepOf(a.step, a.attr("accumulate").getInt());
+  storeFromDouble(a.out().dtype(), a.out().data, 0, scheduledLearningRate(p, optimizerStep));
+}
+
+void stepCounter(const KernelArgs &a) {
+  bool apply = endsAccumulation(a.step, a.attr("accumulate").getInt());
+  if (a.inputs.size() > 1 && readScalar(a.in(1)) != 0)
+    apply = false;
+  storeFromDouble(a.out().dtype(), a.out().data, 0, readScalar(a.in(0)) + (apply ? 1 : 0));
+}
+
+void accumulateGrad(const KernelArgs &a) {
+  int64_t k = a.attr("accumulate").getInt();
+  uint64_t index = a.step % static_cast<uint64_t>(k);
+  withComputeType(a.in(0).dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    for (int64_t i = 0, n = a.out().numElements(); i < n; ++i)
+      storeAs<T>(a.out(), i,
+                 accumulateGradient<T>(loadAs<T>(a.in(0), i), loadAs<T>(a.in(1), i), index, k));
+  });
+}
+
+void globalNorm(const KernelArgs &a) {
+  // Summed in double: at least as accurate as PyTorch's norm of per-tensor
+  // norms, and independent of the operand order.
+  double sumSquares = 0;
+  for (const TensorArg &g : a.inputs)
+    for (int64_t i = 0, n = g.numElements(); i < n; ++i) {
+      double v = loadAsDouble(g.dtype(), g.data, i);
+      sumSquares += v * v;
+    }
+  storeFromDouble(a.out().dtype(), a.out().data, 0, std::sqrt(sumSquares));
+}
+
+void clipCoefficient(const KernelArgs &a) {
+  float scale = a.inputs.size() > 1 ? static_cast<float>(readScalar(a.in(1))) : 1.0f;
+  float norm = static_cast<float>(readScalar(a.in(0)));
+  float coef = kernels::clipCoefficient(norm * scale, a.attr("max_norm").getFloat());
+  storeFromDouble(a.out().dtype(), a.out().data, 0, coef * scale);
+}
+
+void sgdUpdate(const KernelArgs &a) {
+  UpdateControl c = readControl(a, /*lrIndex=*/2);
+  if (!c.apply)
+    return passThrough(a, 0);
+  withComputeType(a.in(0).dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    SgdScalars<T> s = makeSgdScalars<T>(c.lr, a.attr("weight_decay").getFloat(), 0, 0, false);
+    for (int64_t i = 0, n = a.out().numElements(); i < n; ++i)
+      storeAs<T>(a.out(0), i, sgdStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), s));
+  });
+}
+
+void sgdMomentumUpdate(const KernelArgs &a) {
+  UpdateControl c = readControl(a, /*lrIndex=*/4);
+  if (!c.apply)
+    return passThrough(a, 1);
+  // PyTorch creates the buffer (as a copy of d_p) on the first step taken.
+  bool firstStep = readScalar(a.in(3)) <= 1;
+  withComputeType(a.in(0).dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    SgdScalars<T> s =
+        makeSgdScalars<T>(c.lr, a.attr("weight_decay").getFloat(), a.attr("momentum").getFloat(),
+                          a.attr("dampening").getFloat(), a.attr("nesterov").getBool());
+    for (int64_t i = 0, n = a.out().numElements(); i < n; ++i) {
+      T buf = loadAs<T>(a.in(2), i);
+      T param =
+          sgdMomentumStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), buf, firstStep, s);
+      storeAs<T>(a.out(0), i, param);
+      storeAs<T>(a.out(1), i, buf);
+    }
+  });
+}
+
+void adamUpdate(const KernelArgs &a) {
+  UpdateControl c = readControl(a, /*lrIndex=*/5);
+  if (!c.apply)
+    return passThrough(a, 2);
+  double stepCount = readScalar(a.in(4));
+  withComputeType(a.in(0).dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    AdamScalars<T> s = makeAdamScalars<T>(
+        c.lr, a.attr("beta1").getFloat(), a.attr("beta2").getFloat(), a.attr("eps").getFloat(),
+        a.attr("weight_decay").getFloat(), a.attr("decoupled_weight_decay").getBool(), stepCount);
+    for (int64_t i = 0, n = a.out().numElements(); i < n; ++i) {
+      T expAvg = loadAs<T>(a.in(2), i), expAvgSq = loadAs<T>(a.in(3), i);
+      T param = adamStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), expAvg, expAvgSq, s);
+      storeAs<T>(a.out(0), i, param);
+      storeAs<T>(a.out(1), i, expAvg);
+      storeAs<T>(a.out(2), i, expAvgSq);
+    }
+  });
+}
+
+} // namespace ampc::kernels::ref

@@ -1,0 +1,71 @@
+//===- Checkpoint.h - Saving and restoring a training run's state ---------===//
+//
+// One file holds everything a run needs to continue bit for bit: every state
+// tensor of the training graph (parameters, buffers, optimizer state, and --
+// as the mixed-precision passes add them -- master weights and loss-scaler
+// state, each tagged with its StateKind) and the step counter. The format:
+//
+//   "AMPCCKPT"                       8-byte magic
+//   u32 format version               (kCheckpointFormatVersion)
+//   u64 header length, header text   "key: value" lines (model, model_hash,
+//                                    step, micro_step, opt_level, tensors)
+//   per tensor: name, state kind keyword ("param", "optstate", ...), dtype
+//               name ("f32", ...) -- each a u32 length and the bytes --
+//               u32 rank, i64 dims[rank], u64 byte count, raw bytes
+//   (integers and tensor data little-endian, as on every host we build for)
+//   u64 FNV-1a checksum of every byte before it
+//
+// Written atomically (temporary file, fsync, rename). Loading checks magic,
+// version, checksum and the model hash before it touches the Program, so a
+// truncated file or another model's checkpoint changes nothing.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_TRAIN_CHECKPOINT_H
+#define AMPC_RUNTIME_TRAIN_CHECKPOINT_H
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ampc {
+
+class Program;
+
+constexpr uint32_t kCheckpointFormatVersion = 1;
+
+/// Identifies a model independently of how it is trained: its name and the
+/// name, kind, dtype and shape of every parameter and buffer. Optimizer
+/// state, master weights and scaler state are excluded, so the same model
+/// has the same hash under every optimizer and opt level.
+std::string modelHash(const Graph &g);
+
+struct CheckpointInfo {
+  std::string model;
+  std::string modelHash;
+  std::string optLevel;
+  uint64_t step = 0;      ///< optimizer steps completed
+  uint64_t microStep = 0; ///< micro-batches completed (step * accumulate)
+};
+
+/// Writes every state tensor of `program` with `info`; false + `err` on an
+/// I/O failure (the previous file, if any, is left as it was).
+bool saveCheckpoint(llvm::StringRef path, const Program &program, const CheckpointInfo &info,
+                    std::string &err);
+
+/// Reads only the header (for messages and for `ampc` to report what it resumes).
+bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string &err);
+
+/// Restores every state tensor of `program` from `path` and fills `info`.
+/// Refuses (false + `err`, program untouched) a file that is not a
+/// checkpoint, is truncated or corrupt, was written for another model, or
+/// lacks a state tensor the program has or stores it with another dtype or
+/// shape.
+bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info,
+                    std::string &err);
+
+} // namespace ampc
+
+#endif

@@ -1,0 +1,134 @@
+//===- TrainLog.cpp ---------------------------------------------------------===//
+#include "runtime/train/TrainLog.h"
+
+#include "llvm/Support/Format.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <unistd.h>
+
+namespace ampc {
+
+namespace {
+
+/// JSON has no inf/NaN literals; a non-finite value is written as null.
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+} // namespace
+
+std::string stepRecordJson(const StepRecord &r) {
+  std::string s = "{\"step\": " + std::to_string(r.step) + ", \"loss\": " + jsonNumber(r.loss);
+  if (r.lr)
+    s += ", \"lr\": " + jsonNumber(*r.lr);
+  s += ", \"step_ms\": " + jsonNumber(r.stepMs);
+  s += ", \"samples_per_s\": " + jsonNumber(r.samplesPerSecond);
+  if (r.eval) {
+    s += ", \"eval_loss\": " + jsonNumber(r.eval->loss);
+    if (r.eval->accuracy)
+      s += ", \"eval_accuracy\": " + jsonNumber(*r.eval->accuracy);
+  }
+  return s + "}";
+}
+
+TrainLog::TrainLog(llvm::raw_ostream &out, ProgressStyle style, int64_t logEvery,
+                   int64_t totalSteps)
+    : out_(out), style_(style), logEvery_(logEvery), totalSteps_(totalSteps) {
+  if (style_ == ProgressStyle::Auto)
+    style_ = (&out == &llvm::outs() && ::isatty(STDOUT_FILENO)) ? ProgressStyle::Bar
+                                                                 : ProgressStyle::Lines;
+}
+
+TrainLog::~TrainLog() {
+  finish();
+  if (metrics_)
+    std::fclose(metrics_);
+}
+
+bool TrainLog::openMetrics(const std::string &path, bool append, std::string &err) {
+  if (path.empty())
+    return true;
+  // A metrics file is a log that grows while the run goes on (so it can be
+  // followed); each line is flushed whole. Checkpoints are the atomic files.
+  metrics_ = std::fopen(path.c_str(), append ? "a" : "w");
+  if (!metrics_) {
+    err = "cannot open metrics file '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  metricsPath_ = path;
+  return true;
+}
+
+bool TrainLog::record(const StepRecord &r, std::string &err) {
+  if (metrics_) {
+    std::string line = stepRecordJson(r) + "\n";
+    if (std::fwrite(line.data(), 1, line.size(), metrics_) != line.size() ||
+        std::fflush(metrics_) != 0) {
+      err = "cannot write metrics file '" + metricsPath_ + "': " + std::strerror(errno);
+      return false;
+    }
+  }
+  bool logged = logEvery_ > 0 && (r.step % logEvery_ == 0 || r.step == totalSteps_ || r.step == 1);
+  switch (style_) {
+  case ProgressStyle::Bar:
+    drawBar(r);
+    if (r.eval) // evaluations stay on screen
+      printLine(r);
+    break;
+  case ProgressStyle::Lines:
+    if (logged || r.eval)
+      printLine(r);
+    break;
+  case ProgressStyle::None:
+  case ProgressStyle::Auto:
+    break;
+  }
+  return true;
+}
+
+void TrainLog::printLine(const StepRecord &r) {
+  if (barDrawn_) {
+    out_ << "\r\x1b[K";
+    barDrawn_ = false;
+  }
+  int width = static_cast<int>(std::to_string(totalSteps_).size());
+  out_ << "step " << llvm::format_decimal(r.step, width) << "/" << totalSteps_ << "  loss "
+       << llvm::format("%.6f", r.loss);
+  if (r.lr)
+    out_ << "  lr " << llvm::format("%.3e", *r.lr);
+  out_ << "  " << llvm::format("%.2f", r.stepMs) << " ms/step  "
+       << llvm::format("%.0f", r.samplesPerSecond) << " samples/s";
+  if (r.eval) {
+    out_ << "  eval loss " << llvm::format("%.6f", r.eval->loss);
+    if (r.eval->accuracy)
+      out_ << " accuracy " << llvm::format("%.2f%%", 100 * *r.eval->accuracy);
+  }
+  out_ << "\n";
+  out_.flush();
+}
+
+void TrainLog::drawBar(const StepRecord &r) {
+  constexpr int kWidth = 30;
+  int filled = totalSteps_ > 0 ? static_cast<int>(kWidth * r.step / totalSteps_) : kWidth;
+  out_ << "\r\x1b[K[" << std::string(filled, '=') << std::string(kWidth - filled, ' ') << "] "
+       << r.step << "/" << totalSteps_ << "  loss " << llvm::format("%.6f", r.loss) << "  "
+       << llvm::format("%.2f", r.stepMs) << " ms/step";
+  out_.flush();
+  barDrawn_ = true;
+}
+
+void TrainLog::finish() {
+  if (barDrawn_) {
+    out_ << "\n";
+    out_.flush();
+    barDrawn_ = false;
+  }
+}
+
+} // namespace ampc

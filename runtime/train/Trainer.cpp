@@ -1,0 +1,248 @@
+//===- Trainer.cpp ----------------------------------------------------------===//
+#include "runtime/train/Trainer.h"
+
+#include "kernels/common/Storage.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/TrainLog.h"
+
+#include "llvm/Support/Format.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace ampc {
+
+namespace {
+
+double readScalar(const Program &p, const Value *v) {
+  return kernels::loadAsDouble(v->dtype(), p.data(v), 0);
+}
+
+/// Copies one batch into the program's inputs (same order as the graph's).
+void bindBatch(Program &p, llvm::ArrayRef<HostTensor> batch) {
+  const Graph &g = p.graph();
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    std::memcpy(p.data(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
+}
+
+const Node *lossNode(const Graph &g) {
+  const Node *loss = nullptr;
+  for (const Node &n : g.nodes())
+    if (n.role() == NodeRole::Loss)
+      loss = &n;
+  return loss;
+}
+
+/// A loss whose target is integral (class indices) is a classification: its
+/// first operand holds logits with the classes along the last dimension.
+bool isClassification(const Node &loss) {
+  return loss.numOperands() >= 2 && isIntegral(loss.operand(1)->dtype()) &&
+         loss.operand(0)->type().rank() >= 1;
+}
+
+/// Correct predictions and counted targets of one batch (targets equal to
+/// the loss's ignore_index, if it has one, are not counted).
+void countCorrect(const Program &p, const Node &loss, int64_t &correct, int64_t &counted) {
+  const Value *logits = loss.operand(0), *labels = loss.operand(1);
+  int64_t classes = logits->type().dims().back();
+  int64_t rows = logits->type().numElements() / classes;
+  const Attribute *ignoreAttr = loss.findAttr("ignore_index");
+  std::optional<int64_t> ignore;
+  if (ignoreAttr && ignoreAttr->is(AttrType::Int))
+    ignore = ignoreAttr->getInt();
+  const void *x = p.data(logits), *y = p.data(labels);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = kernels::loadIndex(labels->dtype(), y, r);
+    if (ignore && label == *ignore)
+      continue;
+    int64_t best = 0;
+    double bestValue = kernels::loadAsDouble(logits->dtype(), x, r * classes);
+    for (int64_t c = 1; c < classes; ++c) {
+      double v = kernels::loadAsDouble(logits->dtype(), x, r * classes + c);
+      if (v > bestValue) {
+        bestValue = v;
+        best = c;
+      }
+    }
+    ++counted;
+    correct += best == label;
+  }
+}
+
+} // namespace
+
+bool Trainer::evaluate(EvalResult &result, std::string &err) {
+  Program &ev = *eval_.program;
+  const Graph &eg = ev.graph(), &tg = train_.graph();
+  for (const Value *v : eg.state()) {
+    const Value *src = tg.lookup(v->name());
+    if (!src || src->type() != v->type()) {
+      err = "evaluation graph state '" + v->name().str() + "' has no match in the training graph";
+      return false;
+    }
+    std::memcpy(ev.data(v), train_.data(src), v->type().sizeInBytes());
+  }
+  const Node *loss = lossNode(eg);
+  if (!loss) {
+    err = "the evaluation graph has no loss";
+    return false;
+  }
+  BatchOptions opts;
+  opts.batchSize = eg.inputs().empty() ? 1 : eg.inputs()[0]->type().dim(0);
+  opts.shuffle = false;
+  opts.dropLast = true;
+  Batcher batcher(*eval_.data, opts);
+  auto batch = makeBatchTensors(eg);
+  int64_t batches = batcher.batchesPerEpoch();
+  if (batches == 0) {
+    err = "the held-out split has fewer samples than one evaluation batch";
+    return false;
+  }
+  double lossSum = 0;
+  int64_t correct = 0, counted = 0;
+  bool classification = isClassification(*loss);
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t rows = 0;
+    if (!batcher.next(batch, rows, err))
+      return false;
+    bindBatch(ev, batch);
+    ev.run(0);
+    lossSum += readScalar(ev, loss->result(0));
+    if (classification)
+      countCorrect(ev, *loss, correct, counted);
+  }
+  result.loss = lossSum / batches;
+  result.samples = batches * opts.batchSize;
+  result.accuracy.reset();
+  if (classification && counted > 0)
+    result.accuracy = double(correct) / counted;
+  return true;
+}
+
+bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err) {
+  const Graph &g = train_.graph();
+  const Value *lossValue = g.lookup("loss");
+  if (!lossValue || lossValue->type().rank() != 0) {
+    err = "the training graph has no scalar value named 'loss'";
+    return false;
+  }
+  const Value *lrValue = g.lookup("lr");
+  const int64_t k = std::max<int64_t>(1, options_.accumulate);
+
+  CheckpointInfo info;
+  info.model = g.name();
+  info.modelHash = modelHash(g);
+  info.optLevel = options_.optLevel;
+  if (!options_.resumePath.empty()) {
+    if (!loadCheckpoint(options_.resumePath, train_, info, err))
+      return false;
+    if (info.microStep != info.step * uint64_t(k)) {
+      err = options_.resumePath + ": checkpoint was written at micro-step " +
+            std::to_string(info.microStep) + ", which is not step " + std::to_string(info.step) +
+            " x accumulate " + std::to_string(k) + "; resume with the same accumulate";
+      return false;
+    }
+    out << "resumed from " << options_.resumePath << " at step " << info.step << "\n";
+  }
+  result.firstStep = static_cast<int64_t>(info.step);
+  result.steps = result.firstStep;
+
+  TrainLog log(out, options_.progress, options_.logEvery, options_.steps);
+  if (!log.openMetrics(options_.metricsPath, !options_.resumePath.empty(), err))
+    return false;
+
+  Batcher batcher(data_, batching_);
+  batcher.skipTo(result.firstStep * k);
+  auto batch = makeBatchTensors(g);
+  double timedMs = 0;
+  int64_t timedSteps = 0;
+  auto writeCheckpoint = [&](int64_t step) {
+    info.step = step;
+    info.microStep = step * k;
+    return saveCheckpoint(options_.checkpointPath, train_, info, err);
+  };
+
+  for (int64_t step = result.firstStep + 1; step <= options_.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    double lossSum = 0;
+    for (int64_t m = 0; m < k; ++m) {
+      int64_t rows = 0;
+      if (!batcher.next(batch, rows, err))
+        return false;
+      bindBatch(train_, batch);
+      train_.run(static_cast<uint64_t>((step - 1) * k + m));
+      lossSum += readScalar(train_, lossValue);
+    }
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    StepRecord rec;
+    rec.step = step;
+    rec.loss = lossSum / k;
+    if (lrValue)
+      rec.lr = readScalar(train_, lrValue);
+    rec.stepMs = ms;
+    rec.samplesPerSecond = ms > 0 ? 1000.0 * k * batching_.batchSize / ms : 0;
+    if (step > result.firstStep + 1 || options_.steps == result.firstStep + 1) {
+      timedMs += ms;
+      ++timedSteps;
+    }
+    if (step == result.firstStep + 1)
+      result.firstLoss = rec.loss;
+    result.finalLoss = rec.loss;
+    result.steps = step;
+    if (eval_.program && options_.evalEvery > 0 &&
+        (step % options_.evalEvery == 0 || step == options_.steps)) {
+      EvalResult ev;
+      if (!evaluate(ev, err))
+        return false;
+      rec.eval = ev;
+      result.eval = ev;
+    }
+    if (!log.record(rec, err))
+      return false;
+    if (!std::isfinite(rec.loss)) {
+      log.finish();
+      err = "the loss is not finite at step " + std::to_string(step) +
+            " (diverged; try a lower learning rate)";
+      return false;
+    }
+    if (!options_.checkpointPath.empty() && options_.checkpointEvery > 0 &&
+        step % options_.checkpointEvery == 0 && step != options_.steps && !writeCheckpoint(step))
+      return false;
+  }
+  log.finish();
+  if (!options_.checkpointPath.empty() && !writeCheckpoint(result.steps))
+    return false;
+  result.meanStepMs = timedSteps ? timedMs / timedSteps : 0;
+  MeasuredMemory measured = train_.measure();
+  result.plannedBytes = train_.plan().peakBytes();
+  result.allocatedBytes = measured.allocatedBytes;
+  if (!measured.guardsIntact) {
+    err = "a kernel wrote past the end of a memory arena";
+    return false;
+  }
+  return true;
+}
+
+void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
+  out << "trained " << result.steps - result.firstStep << " steps";
+  if (result.firstStep)
+    out << " (from step " << result.firstStep << " to " << result.steps << ")";
+  out << ": loss " << llvm::format("%.6f", result.firstLoss) << " -> "
+      << llvm::format("%.6f", result.finalLoss) << "\n";
+  if (result.eval) {
+    out << "eval on " << result.eval->samples << " held-out samples: loss "
+        << llvm::format("%.6f", result.eval->loss);
+    if (result.eval->accuracy)
+      out << ", accuracy " << llvm::format("%.2f%%", 100 * *result.eval->accuracy);
+    out << "\n";
+  }
+  out << "mean step time " << llvm::format("%.2f", result.meanStepMs)
+      << " ms (first step excluded)\n";
+  out << "peak memory: planned " << result.plannedBytes << " B, allocated "
+      << result.allocatedBytes << " B\n";
+}
+
+} // namespace ampc

@@ -1,0 +1,99 @@
+//===- Trainer.h - The training loop --------------------------------------===//
+//
+// Runs a compiled training step (a graph after autodiff and the optimizer
+// lowering) over a data source: micro-batches in order, the optimizer step
+// once per `accumulate` of them (the update ops gate themselves on the step
+// counter, so the loop only counts), evaluation on a held-out split, logging,
+// a JSON-lines metrics file, checkpoints and resume.
+//
+// Step numbering: `step` counts optimizer steps from 1 in logs and metrics;
+// the Program runs micro-step m = 0, 1, 2, ... (it seeds dropout and the
+// schedule). A run resumed from a checkpoint at step N continues with
+// micro-step N * accumulate and the batch the uninterrupted run would have
+// drawn, so N + M steps equal N steps, resume, M steps, bit for bit.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_TRAIN_TRAINER_H
+#define AMPC_RUNTIME_TRAIN_TRAINER_H
+
+#include "runtime/Program.h"
+#include "runtime/data/DataSource.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace ampc {
+
+enum class ProgressStyle {
+  Auto,  ///< a progress bar on a terminal, lines otherwise
+  Bar,   ///< one line redrawn in place
+  Lines, ///< one line per logged step
+  None,  ///< only the summary
+};
+
+struct TrainOptions {
+  int64_t steps = 1;      ///< optimizer steps to reach (counting resumed ones)
+  int64_t accumulate = 1; ///< micro-batches per optimizer step
+  int64_t evalEvery = 0;  ///< evaluate every N steps (and at the end); 0: never
+  int64_t logEvery = 10;  ///< log every N steps (and the first and last); 0: never
+  ProgressStyle progress = ProgressStyle::Auto;
+  std::string metricsPath;    ///< JSON lines, one per step ("" = none)
+  std::string checkpointPath; ///< written at the end ("" = none)
+  int64_t checkpointEvery = 0; ///< also every N steps (needs checkpointPath)
+  std::string resumePath;      ///< checkpoint to continue from ("" = none)
+  std::string optLevel = "O0"; ///< recorded in checkpoints
+};
+
+struct EvalResult {
+  double loss = 0;
+  std::optional<double> accuracy; ///< classification losses only
+  int64_t samples = 0;
+};
+
+struct TrainResult {
+  int64_t firstStep = 0; ///< steps already done when the run started (resume)
+  int64_t steps = 0;     ///< optimizer steps done in total
+  double firstLoss = 0, finalLoss = 0;
+  std::optional<EvalResult> eval; ///< the last evaluation
+  double meanStepMs = 0;          ///< over the steps this run did, the first excluded
+  uint64_t plannedBytes = 0, allocatedBytes = 0;
+};
+
+/// Evaluation: a forward-only Program in inference mode (see the eval-mode
+/// pass) that shares the training Program's parameters and buffers by name,
+/// and the held-out samples.
+struct Evaluator {
+  Program *program = nullptr;
+  DataSource *data = nullptr;
+};
+
+class Trainer {
+public:
+  Trainer(Program &train, DataSource &data, BatchOptions batching, TrainOptions options,
+          Evaluator eval = {})
+      : train_(train), data_(data), batching_(batching), options_(std::move(options)),
+        eval_(eval) {}
+
+  /// Trains; progress goes to `out`. False + `err` on a failure (bad data,
+  /// a non-finite loss, an unwritable file, a refused checkpoint).
+  bool run(llvm::raw_ostream &out, TrainResult &result, std::string &err);
+
+  /// Copies shared state into the eval Program and runs every full held-out batch.
+  bool evaluate(EvalResult &result, std::string &err);
+
+private:
+  Program &train_;
+  DataSource &data_;
+  BatchOptions batching_;
+  TrainOptions options_;
+  Evaluator eval_;
+};
+
+/// Writes `result` as the end-of-run summary (final loss, eval, step time, memory).
+void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out);
+
+} // namespace ampc
+
+#endif

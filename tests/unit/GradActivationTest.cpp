@@ -1,0 +1,191 @@
+//===- GradActivationTest.cpp - Gradients of relu, gelu, sigmoid, tanh, ... ===//
+//
+// Finite-difference checks (f64) of every activation's gradient rule, on
+// several shapes and attributes (both gelu forms, softmax dims, dropout in
+// training and eval); hand-computed backward kernel values; and f32/f16/bf16
+// vs f64 comparisons of each backward kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "GradCheckUtil.h"
+#include "KernelTestUtil.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace ampc;
+using ampc::testing::allClose;
+using ampc::testing::checkGradients;
+using ampc::testing::defaultTolerance;
+using ampc::testing::GradCheckOptions;
+using ampc::testing::KernelRun;
+using ampc::testing::matchesF64;
+using ampc::testing::randomValues;
+using ampc::testing::runKernel;
+
+TensorType f64(std::vector<int64_t> dims) { return TensorType(DType::F64, dims); }
+
+constexpr DType kLowDTypes[] = {DType::F32, DType::F16, DType::BF16};
+constexpr DType kAllFloatDTypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16};
+
+// --- finite differences ---------------------------------------------------------
+
+TEST(GradActivation, Relu) {
+  // Random values in [-1, 1): none lands within the step of the kink at 0.
+  EXPECT_TRUE(checkGradients("relu", {{f64({3, 4})}}));
+  EXPECT_TRUE(checkGradients("relu", {{f64({2, 3, 5})}}, {}, {.seed = 2}));
+  EXPECT_TRUE(checkGradients("relu", {{f64({})}}, {}, {.lo = 0.5, .hi = 1}));
+}
+
+TEST(GradActivation, GeluBothForms) {
+  for (const char *form : {"none", "tanh"}) {
+    SCOPED_TRACE(form);
+    EXPECT_TRUE(checkGradients("gelu", {{f64({3, 5})}}, {{"approximate", Attribute(form)}},
+                               {.lo = -4, .hi = 4}));
+    EXPECT_TRUE(checkGradients("gelu", {{f64({2, 2, 3})}}, {{"approximate", Attribute(form)}},
+                               {.seed = 3, .lo = -0.5, .hi = 0.5}));
+  }
+}
+
+TEST(GradActivation, SigmoidAndTanh) {
+  for (const char *op : {"sigmoid", "tanh"}) {
+    SCOPED_TRACE(op);
+    EXPECT_TRUE(checkGradients(op, {{f64({4, 3})}}, {}, {.lo = -4, .hi = 4}));
+    EXPECT_TRUE(checkGradients(op, {{f64({7})}}, {}, {.seed = 5}));
+  }
+}
+
+TEST(GradActivation, SoftmaxAndLogSoftmaxEveryDim) {
+  for (const char *op : {"softmax", "log_softmax"})
+    for (int64_t dim : {0, 1, 2, -1, -2}) {
+      SCOPED_TRACE(std::string(op) + " dim " + std::to_string(dim));
+      EXPECT_TRUE(
+          checkGradients(op, {{f64({2, 3, 4})}}, {{"dim", Attribute(dim)}}, {.lo = -3, .hi = 3}));
+    }
+}
+
+TEST(GradActivation, SoftmaxSingleElementRows) {
+  // A row of one element has softmax 1 and log_softmax 0 whatever the input:
+  // the gradient is exactly zero.
+  GradCheckOptions zeroExpected{.allowZeroGradient = true};
+  EXPECT_TRUE(checkGradients("softmax", {{f64({3, 1})}}, {{"dim", Attribute(1)}}, zeroExpected));
+  EXPECT_TRUE(
+      checkGradients("log_softmax", {{f64({3, 1})}}, {{"dim", Attribute(1)}}, zeroExpected));
+}
+
+TEST(GradActivation, DropoutTrainingUsesTheForwardMask) {
+  // The backward regenerates the mask from (seed, step, index); the finite
+  // differences see the forward's mask, so a different mask would fail.
+  for (double p : {0.3, 0.5, 0.0}) {
+    SCOPED_TRACE("p " + std::to_string(p));
+    EXPECT_TRUE(checkGradients(
+        "dropout", {{f64({4, 8})}},
+        {{"p", Attribute(p)}, {"seed", Attribute(7)}, {"training", Attribute(true)}}));
+  }
+}
+
+TEST(GradActivation, DropoutEvalIsIdentity) {
+  EXPECT_TRUE(checkGradients("dropout", {{f64({3, 5})}},
+                             {{"p", Attribute(0.5)}, {"training", Attribute(false)}}));
+}
+
+TEST(GradActivation, DropoutCheckIsNotVacuous) {
+  // The training checks above mean something only if their masks drop some
+  // elements: with seed 7 on 32 elements, both p drop some and keep some, and
+  // kept elements are scaled by 1 / (1 - p).
+  for (double p : {0.3, 0.5}) {
+    AttrMap attrs{{"p", Attribute(p)}, {"seed", Attribute(7)}, {"training", Attribute(true)}};
+    KernelRun forward = runKernel("dropout", {f64({4, 8})}, {std::vector<double>(32, 1.0)}, attrs);
+    ASSERT_TRUE(forward.ok) << forward.error;
+    unsigned dropped = 0;
+    for (double v : forward.outputs[0]) {
+      EXPECT_TRUE(v == 0 || std::abs(v - 1 / (1 - p)) < 1e-12) << v;
+      dropped += v == 0;
+    }
+    EXPECT_GT(dropped, 0u) << "p " << p;
+    EXPECT_LT(dropped, 32u) << "p " << p;
+  }
+}
+
+// --- hand-computed backward kernels ------------------------------------------------
+
+TEST(GradActivation, BackwardKernelsHandComputed) {
+  for (DType t : kAllFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    TensorType four(t, {4}), two(t, {1, 2});
+    // relu: dy where x > 0 (0 at the kink).
+    KernelRun relu = runKernel("relu_grad", {four, four}, {{1, 2, 3, 4}, {-1, 0, 0.5, 2}});
+    ASSERT_TRUE(relu.ok) << relu.error;
+    EXPECT_TRUE(allClose(relu.outputs[0], {0, 0, 3, 4}, 0));
+    // gelu'(0) = Phi(0) = 0.5 in both forms; gelu'(x) for large |x| -> 1 / 0.
+    for (const char *form : {"none", "tanh"}) {
+      KernelRun gelu = runKernel("gelu_grad", {four, four}, {{2, 2, 2, 2}, {0, 0, 10, -10}},
+                                 {{"approximate", Attribute(form)}});
+      ASSERT_TRUE(gelu.ok) << gelu.error;
+      EXPECT_TRUE(allClose(gelu.outputs[0], {1, 1, 2, 0}, 1e-6)) << form;
+    }
+    // sigmoid from y: dy y (1 - y); tanh from y: dy (1 - y^2).
+    KernelRun sigmoid = runKernel("sigmoid_grad", {four, four}, {{2, 1, 4, 1}, {0.25, 0.5, 0, 1}});
+    ASSERT_TRUE(sigmoid.ok) << sigmoid.error;
+    EXPECT_TRUE(allClose(sigmoid.outputs[0], {0.375, 0.25, 0, 0}, 0));
+    KernelRun tanh = runKernel("tanh_grad", {four, four}, {{2, 1, 4, 1}, {0.5, 0, -1, -0.75}});
+    ASSERT_TRUE(tanh.ok) << tanh.error;
+    EXPECT_TRUE(allClose(tanh.outputs[0], {1.5, 1, 0, 0.4375}, 0));
+    // softmax from y = [0.25, 0.75], dy = [1, 3]: sum dy y = 2.5,
+    // dx = y (dy - 2.5) = [-0.375, 0.375].
+    KernelRun softmax = runKernel("softmax_grad", {two, two}, {{1, 3}, {0.25, 0.75}});
+    ASSERT_TRUE(softmax.ok) << softmax.error;
+    EXPECT_TRUE(allClose(softmax.outputs[0], {-0.375, 0.375}, 0));
+    // log_softmax from y = log [0.25, 0.75], dy = [1, 1]: dx = dy - p * 2.
+    KernelRun logSoftmax =
+        runKernel("log_softmax_grad", {two, two}, {{1, 1}, {std::log(0.25), std::log(0.75)}});
+    ASSERT_TRUE(logSoftmax.ok) << logSoftmax.error;
+    // log(0.25) and log(0.75) are rounded to t first.
+    double tol = t == DType::BF16 ? 1e-2 : t == DType::F16 ? 2e-3 : 1e-6;
+    EXPECT_TRUE(allClose(logSoftmax.outputs[0], {0.5, -0.5}, tol));
+  }
+}
+
+// --- low precision against f64 ---------------------------------------------------
+
+TEST(GradActivation, ElementwiseBackwardKernelsMatchF64) {
+  TensorType type = f64({5, 7});
+  std::vector<double> dy = randomValues(35, 1, -2, 2);
+  std::vector<double> x = randomValues(35, 2, -4, 4);
+  std::vector<double> sigmoidY = randomValues(35, 3, 0, 1);
+  std::vector<double> tanhY = randomValues(35, 4, -1, 1);
+  for (DType t : kLowDTypes) {
+    double tol = defaultTolerance(t);
+    EXPECT_TRUE(matchesF64("relu_grad", {type, type}, {dy, x}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("gelu_grad", {type, type}, {dy, x}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("gelu_grad", {type, type}, {dy, x}, {{"approximate", Attribute("tanh")}},
+                           t, tol));
+    EXPECT_TRUE(matchesF64("sigmoid_grad", {type, type}, {dy, sigmoidY}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("tanh_grad", {type, type}, {dy, tanhY}, {}, t, tol));
+  }
+}
+
+TEST(GradActivation, SoftmaxBackwardKernelsMatchF64) {
+  TensorType type = f64({3, 4, 5});
+  std::vector<double> dy = randomValues(60, 5, -2, 2);
+  // Real forward outputs, so the rows are probabilities / log-probabilities.
+  std::vector<double> logits = randomValues(60, 6, -3, 3);
+  for (int64_t dim : {0, 1, -1}) {
+    AttrMap attrs{{"dim", Attribute(dim)}};
+    KernelRun softmax = runKernel("softmax", {type}, {logits}, attrs);
+    KernelRun logSoftmax = runKernel("log_softmax", {type}, {logits}, attrs);
+    ASSERT_TRUE(softmax.ok && logSoftmax.ok);
+    for (DType t : kLowDTypes) {
+      SCOPED_TRACE("dim " + std::to_string(dim));
+      double tol = defaultTolerance(t);
+      EXPECT_TRUE(
+          matchesF64("softmax_grad", {type, type}, {dy, softmax.outputs[0]}, attrs, t, tol));
+      EXPECT_TRUE(
+          matchesF64("log_softmax_grad", {type, type}, {dy, logSoftmax.outputs[0]}, attrs, t, tol));
+    }
+  }
+}
+
+} // namespace

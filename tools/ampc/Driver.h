@@ -1,0 +1,72 @@
+//===- Driver.h - What the ampc commands share ----------------------------===//
+#ifndef AMPC_TOOLS_AMPC_DRIVER_H
+#define AMPC_TOOLS_AMPC_DRIVER_H
+
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+#include "runtime/Backend.h"
+#include "runtime/Program.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ampc::cli {
+
+/// Exit codes (docs/cli.md).
+enum ExitCode { kSuccess = 0, kRuntimeFailure = 1, kBadInput = 2 };
+
+/// Which graph the commands work on.
+enum class GraphStage {
+  Forward, ///< after the precision passes, before autodiff
+  Train,   ///< the whole training step: forward, backward, optimizer
+};
+
+struct Options {
+  std::string model;
+  std::string optLevel = "O0";
+  std::string emit;
+  std::string output;
+  std::string graph; ///< "", "forward" or "train"
+  int64_t maxElements = int64_t(1) << 32;
+  int64_t batch = 0;
+  bool verifyEach = false;
+  std::string printAfter;
+  bool timePasses = false;
+  std::string run;             ///< "" or "forward"
+  std::string device = "auto"; ///< auto, cpu, cpu-ref, cuda
+  bool planOnly = false;       ///< `ampc plan`
+  // Training overrides of the model's `train`/`optimizer` sections.
+  std::optional<int64_t> steps, epochs, evalEvery, logEvery, seed;
+  std::optional<double> lr;
+  std::string metricsOut, checkpoint, resume;
+  int64_t checkpointEvery = 0;
+  std::string progress = "auto"; ///< auto, bar, lines, none
+};
+
+/// Picks the backend; "auto" says which one it chose. Null after printing why.
+std::unique_ptr<Backend> selectBackend(const Options &opts);
+
+/// Compiles with the model's init seed and the model file's folder for data paths.
+std::unique_ptr<Program> compileProgram(const Graph &g, Backend &backend, const Options &opts,
+                                        DiagnosticEngine &diag);
+
+/// The model file's folder ("." for a bare file name).
+std::string modelDirOf(llvm::StringRef modelPath);
+
+int runPlan(const Graph &g, const Options &opts, DiagnosticEngine &diag);
+int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag);
+void printSummary(const Graph &g, const Options &opts, llvm::raw_ostream &os);
+
+/// Runs the pipeline for `stage` at the chosen opt level: the precision
+/// passes, then (Train) autodiff and the optimizer lowering.
+bool runPipeline(Graph &g, const Options &opts, GraphStage stage, DiagnosticEngine &diag);
+
+/// Trains the imported model `g` per its meta (overrides applied): resolves
+/// the step count, runs the Train pipeline, holds out an evaluation split,
+/// runs the loop and prints the summary.
+int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag);
+
+} // namespace ampc::cli
+
+#endif

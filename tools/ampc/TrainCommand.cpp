@@ -1,0 +1,150 @@
+//===- TrainCommand.cpp - `ampc model.yaml`: train per the model file -----===//
+#include "tools/ampc/Driver.h"
+
+#include "frontends/yaml/ModelLoader.h"
+#include "ir/Verifier.h"
+#include "passes/EvalMode.h"
+#include "passes/PassManager.h"
+#include "runtime/data/DataSource.h"
+#include "runtime/train/Trainer.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace ampc::cli {
+
+namespace {
+
+int64_t metaInt(const Graph &g, llvm::StringRef key, int64_t fallback) {
+  auto it = g.meta().find(key.str());
+  return it != g.meta().end() && it->second.is(AttrType::Int) ? it->second.getInt() : fallback;
+}
+
+ProgressStyle progressStyleOf(llvm::StringRef s) {
+  if (s == "bar")
+    return ProgressStyle::Bar;
+  if (s == "lines")
+    return ProgressStyle::Lines;
+  if (s == "none")
+    return ProgressStyle::None;
+  return ProgressStyle::Auto;
+}
+
+/// The evaluation graph: the same model imported again with the evaluation
+/// batch size, switched to inference, its logits kept as an output.
+std::unique_ptr<Graph> buildEvalGraph(const Options &opts, int64_t batch,
+                                      DiagnosticEngine &diag) {
+  LoadOptions load;
+  load.maxElements = opts.maxElements;
+  load.batchOverride = batch;
+  std::unique_ptr<Graph> g = loadModelFile(opts.model, diag, load);
+  if (!g)
+    return nullptr;
+  PassManager pm;
+  pm.add(std::make_unique<EvalModePass>());
+  if (!pm.run(*g, diag) || !verifyGraph(*g, diag))
+    return nullptr;
+  for (Node &n : g->nodes())
+    if (n.role() == NodeRole::Loss && n.numOperands() > 0)
+      g->addOutput(n.operand(0));
+  return g;
+}
+
+} // namespace
+
+int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
+  auto fail = [&](const std::string &err) {
+    llvm::errs() << "error: " << err << "\n";
+    return kRuntimeFailure;
+  };
+  std::unique_ptr<Backend> backend = selectBackend(opts);
+  if (!backend)
+    return kRuntimeFailure;
+  std::unique_ptr<DataSource> all = createDataSource(g, modelDirOf(opts.model), diag);
+  if (!all) {
+    diag.print(llvm::errs());
+    return kBadInput;
+  }
+  BatchOptions batching = batchOptionsFromMeta(g);
+  TrainOptions t;
+  t.accumulate = std::max<int64_t>(1, metaInt(g, "train.accumulate", 1));
+  t.evalEvery = metaInt(g, "train.eval_every", 0);
+  t.logEvery = metaInt(g, "train.log_every", 10);
+  t.metricsPath = opts.metricsOut;
+  t.checkpointPath = opts.checkpoint;
+  t.checkpointEvery = opts.checkpointEvery;
+  t.resumePath = opts.resume;
+  t.optLevel = opts.optLevel;
+  t.progress = progressStyleOf(opts.progress);
+
+  // Hold out the last tenth of the samples for evaluation (when asked for).
+  std::unique_ptr<DataSource> trainPart, evalPart;
+  DataSource *trainData = all.get();
+  std::unique_ptr<Graph> evalGraph;
+  std::unique_ptr<Program> evalProgram;
+  if (t.evalEvery > 0) {
+    int64_t n = all->numSamples();
+    int64_t heldOut = std::max<int64_t>(1, n / 10);
+    if (n - heldOut < batching.batchSize)
+      return fail("the data has " + std::to_string(n) +
+                  " samples: too few to hold out a tenth for evaluation and still fill a "
+                  "training batch of " +
+                  std::to_string(batching.batchSize));
+    trainPart = makeSubset(*all, 0, n - heldOut);
+    evalPart = makeSubset(*all, n - heldOut, heldOut);
+    trainData = trainPart.get();
+    evalGraph = buildEvalGraph(opts, std::min(batching.batchSize, heldOut), diag);
+    evalProgram = evalGraph ? compileProgram(*evalGraph, *backend, opts, diag) : nullptr;
+    if (!evalProgram) {
+      diag.print(llvm::errs());
+      return kBadInput;
+    }
+  }
+
+  // Steps: the model's (or --steps), or epochs over the training samples.
+  Batcher probe(*trainData, batching);
+  int64_t perEpoch = probe.batchesPerEpoch();
+  if (perEpoch == 0)
+    return fail("the data has " + std::to_string(trainData->numSamples()) +
+                " training samples, fewer than one batch of " +
+                std::to_string(batching.batchSize));
+  if (g.meta().count("train.steps"))
+    t.steps = metaInt(g, "train.steps", 1);
+  else if (g.meta().count("train.epochs"))
+    t.steps = std::max<int64_t>(1, metaInt(g, "train.epochs", 1) * perEpoch / t.accumulate);
+  // The schedule (cosine) needs the total before the optimizer is lowered.
+  g.meta()["train.steps"] = Attribute(t.steps);
+  if (!runPipeline(g, opts, GraphStage::Train, diag)) {
+    diag.print(llvm::errs());
+    return kBadInput;
+  }
+
+  std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
+  if (!program) {
+    diag.print(llvm::errs());
+    return kBadInput;
+  }
+  llvm::outs() << "training " << g.name() << " at " << opts.optLevel << " on "
+               << backend->name() << ": " << t.steps << " steps of " << batching.batchSize
+               << " samples";
+  if (t.accumulate > 1)
+    llvm::outs() << " x " << t.accumulate << " micro-batches";
+  llvm::outs() << " (" << trainData->kind() << " data, " << trainData->numSamples()
+               << " training samples";
+  if (evalPart)
+    llvm::outs() << ", " << evalPart->numSamples() << " held out";
+  llvm::outs() << ")\n";
+
+  Trainer trainer(*program, *trainData, batching, t, {evalProgram.get(), evalPart.get()});
+  TrainResult result;
+  std::string err;
+  if (!trainer.run(llvm::outs(), result, err))
+    return fail(err);
+  printTrainSummary(result, llvm::outs());
+  if (!opts.checkpoint.empty())
+    llvm::outs() << "checkpoint: " << opts.checkpoint << " (step " << result.steps << ")\n";
+  if (!opts.metricsOut.empty())
+    llvm::outs() << "metrics: " << opts.metricsOut << "\n";
+  return kSuccess;
+}
+
+} // namespace ampc::cli

@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 
 namespace ampc {
 
@@ -24,6 +25,27 @@ Value *findLoss(Graph &g) {
 bool differentiableOperand(const Node &n, unsigned i) {
   const OperandSpec *spec = n.op().operandSpec(i);
   return spec && !spec->integral && isFloating(n.operand(i)->dtype());
+}
+
+bool isLive(const Graph &g, const Node &n) {
+  for (unsigned r = 0; r < n.numResults(); ++r)
+    if (n.result(r)->hasUses() || llvm::is_contained(g.outputs(), n.result(r)))
+      return true;
+  return false;
+}
+
+/// Gradient rules build every term of an operand's gradient before the walk
+/// knows whether anything reaches a parameter through it (a loss that only
+/// depends on a parameter through running statistics, say). Erase backward
+/// nodes nobody reads, consumers before producers.
+void pruneDeadBackwardNodes(Graph &g) {
+  std::vector<Node *> backward;
+  for (Node &n : g.nodes())
+    if (n.role() == NodeRole::Backward)
+      backward.push_back(&n);
+  for (auto it = backward.rbegin(); it != backward.rend(); ++it)
+    if (!isLive(g, **it))
+      g.eraseNode(*it);
 }
 
 } // namespace
@@ -123,6 +145,15 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
     }
   }
 
+  bool anyParameterGrad = false;
+  for (Value *p : g.state(StateKind::Parameter))
+    anyParameterGrad |= p->trainable() && grads.lookup(p) != nullptr;
+  if (!anyParameterGrad) {
+    ctx.diag.error(loss->loc(), "autodiff: no trainable parameter receives a gradient from the "
+                                "loss (it depends on them only through non-differentiable paths)");
+    return PassResult::Failed;
+  }
+
   llvm::DenseSet<const Value *> claimed; // gradients already named after a parameter
   for (Value *p : g.state(StateKind::Parameter)) {
     Value *grad = grads.lookup(p);
@@ -143,6 +174,7 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
     claimed.insert(grad);
     g.addOutput(grad);
   }
+  pruneDeadBackwardNodes(g);
   return PassResult::Changed;
 }
 

@@ -31,36 +31,73 @@ struct MatrixView {
   }
 };
 
-/// out[outOffset + i*n + j] = sum_p a(i, p) * b(p, j).
+/// The rows of a (or the columns of b, with `byColumns`) widened to
+/// ComputeT<D>, each contiguous: the dot products below then walk memory in
+/// order. Widening first changes no result: every product reads the same
+/// widened values in the same order.
+template <DType D>
+std::vector<ComputeT<D>> widenedLines(const MatrixView &m, bool byColumns) {
+  int64_t lines = byColumns ? m.cols : m.rows, length = byColumns ? m.rows : m.cols;
+  std::vector<ComputeT<D>> out(static_cast<size_t>(lines * length));
+  for (int64_t l = 0; l < lines; ++l)
+    for (int64_t e = 0; e < length; ++e)
+      out[l * length + e] = load<D>(m.data, byColumns ? m.at(e, l) : m.at(l, e));
+  return out;
+}
+
+/// out[i, j] = sum_p a[i, p] * b[p, j] over widened row-major a [m, k] and
+/// b [k, n], p ascending for every (i, j). The loop runs p outside j so the
+/// inner loop streams a row of b into a row of accumulators (and vectorises),
+/// while each accumulator still adds its products in the naive order.
+template <DType D, class Store>
+void gemmWidened(const std::vector<ComputeT<D>> &a, const std::vector<ComputeT<D>> &b, int64_t m,
+                 int64_t k, int64_t n, Store &&storeRow) {
+  using T = ComputeT<D>;
+  std::vector<T> acc(static_cast<size_t>(n));
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(acc.begin(), acc.end(), T(0));
+    const T *ai = a.data() + i * k;
+    T *__restrict accRow = acc.data(); // no aliasing: lets the compiler vectorise
+    for (int64_t p = 0; p < k; ++p) {
+      const T aip = ai[p];
+      const T *__restrict bp = b.data() + p * n;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        accRow[j] += aip * bp[j];
+    }
+    storeRow(i, acc.data());
+  }
+}
+
+/// out[outOffset + i*n + j] = sum_p a(i, p) * b(p, j), p ascending.
 template <DType D>
 void gemm(const MatrixView &a, const MatrixView &b, void *out, int64_t outOffset) {
-  using T = ComputeT<D>;
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t j = 0; j < b.cols; ++j) {
-      T acc = 0;
-      for (int64_t p = 0; p < a.cols; ++p)
-        acc += load<D>(a.data, a.at(i, p)) * load<D>(b.data, b.at(p, j));
-      store<D>(out, outOffset + i * b.cols + j, acc);
-    }
+  const int64_t n = b.cols;
+  gemmWidened<D>(widenedLines<D>(a, false), widenedLines<D>(b, false), a.rows, a.cols, n,
+                 [&](int64_t i, const ComputeT<D> *row) {
+                   for (int64_t j = 0; j < n; ++j)
+                     store<D>(out, outOffset + i * n + j, row[j]);
+                 });
 }
 
 template <DType D> void linearImpl(const KernelArgs &args) {
-  using T = ComputeT<D>;
   const TensorArg &x = args.in(0), &w = args.in(1), &y = args.out();
   bool hasBias = args.inputs.size() > 2;
   int64_t outFeatures = w.dims()[0], inFeatures = w.dims()[1];
   if (outFeatures == 0)
     return;
   int64_t rows = y.numElements() / outFeatures;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < outFeatures; ++o) {
-      T acc = 0;
-      for (int64_t i = 0; i < inFeatures; ++i)
-        acc += load<D>(x.data, r * inFeatures + i) * load<D>(w.data, o * inFeatures + i);
-      if (hasBias)
-        acc += load<D>(args.in(2).data, o);
-      store<D>(y.data, r * outFeatures + o, acc);
-    }
+  // y = x w^T (+ bias after the whole dot product, as before widening).
+  gemmWidened<D>(widenedLines<D>({x.data, 0, rows, inFeatures, false}, false),
+                 widenedLines<D>({w.data, 0, outFeatures, inFeatures, false}, true), rows,
+                 inFeatures, outFeatures, [&](int64_t r, const ComputeT<D> *row) {
+                   for (int64_t o = 0; o < outFeatures; ++o) {
+                     ComputeT<D> v = row[o];
+                     if (hasBias)
+                       v += load<D>(args.in(2).data, o);
+                     store<D>(y.data, r * outFeatures + o, v);
+                   }
+                 });
 }
 
 template <DType D> void matMulImpl(const KernelArgs &args) {
@@ -106,46 +143,6 @@ template <DType D> void batchMatMulImpl(const KernelArgs &args) {
     int64_t bOffset = broadcastBatchOffset(bi, outBatch, bDims.drop_back(2), k * n);
     gemm<D>({a.data, aOffset, m, k, ta}, {b.data, bOffset, k, n, tb}, y.data, bi * m * n);
   }
-}
-
-template <DType D> void conv2dImpl(const KernelArgs &args) {
-  using T = ComputeT<D>;
-  const TensorArg &x = args.in(0), &w = args.in(1), &y = args.out();
-  bool hasBias = args.inputs.size() > 2;
-  const std::vector<int64_t> &stride = args.attr("stride").getInts(),
-                             &padding = args.attr("padding").getInts(),
-                             &dilation = args.attr("dilation").getInts();
-  int64_t groups = args.attr("groups").getInt();
-  int64_t batch = x.dims()[0], inChannels = x.dims()[1], inH = x.dims()[2], inW = x.dims()[3];
-  int64_t outChannels = w.dims()[0], groupInChannels = w.dims()[1], kh = w.dims()[2],
-          kw = w.dims()[3];
-  int64_t outH = y.dims()[2], outW = y.dims()[3];
-  int64_t groupOutChannels = outChannels / groups;
-  for (int64_t n = 0; n < batch; ++n)
-    for (int64_t oc = 0; oc < outChannels; ++oc) {
-      int64_t firstInChannel = (oc / groupOutChannels) * groupInChannels;
-      for (int64_t oh = 0; oh < outH; ++oh)
-        for (int64_t ow = 0; ow < outW; ++ow) {
-          T acc = 0;
-          for (int64_t ci = 0; ci < groupInChannels; ++ci)
-            for (int64_t r = 0; r < kh; ++r) {
-              int64_t ih = convInputCoord(oh, r, stride[0], padding[0], dilation[0]);
-              if (ih < 0 || ih >= inH)
-                continue;
-              for (int64_t s = 0; s < kw; ++s) {
-                int64_t iw = convInputCoord(ow, s, stride[1], padding[1], dilation[1]);
-                if (iw < 0 || iw >= inW)
-                  continue;
-                int64_t xIndex = ((n * inChannels + firstInChannel + ci) * inH + ih) * inW + iw;
-                int64_t wIndex = ((oc * groupInChannels + ci) * kh + r) * kw + s;
-                acc += load<D>(x.data, xIndex) * load<D>(w.data, wIndex);
-              }
-            }
-          if (hasBias)
-            acc += load<D>(args.in(2).data, oc);
-          store<D>(y.data, ((n * outChannels + oc) * outH + oh) * outW + ow, acc);
-        }
-    }
 }
 
 // softmax(q k^T * scale) v, one query row at a time; the probabilities stay in
@@ -225,66 +222,143 @@ struct ConvGeometry {
   }
 };
 
-// dx[n, c, ih, iw] = sum over the outputs that read (ih, iw) through some tap
-// of dy * w: a gather, so each element is accumulated and rounded once.
+/// The input patches of image n, group `group`, widened: row p = (ci, r, s)
+/// of the group's taps, column = output position (oh, ow); taps that fall
+/// in the padding read 0. Convolutions become GEMMs over it ("im2col"), so
+/// their inner loops stream contiguous memory.
+template <DType D>
+std::vector<ComputeT<D>> inputPatches(const ConvGeometry &g, const void *x, int64_t n,
+                                      int64_t group) {
+  const int64_t taps = g.groupInChannels * g.kh * g.kw, positions = g.outH * g.outW;
+  std::vector<ComputeT<D>> patches(static_cast<size_t>(taps * positions), ComputeT<D>(0));
+  for (int64_t ci = 0; ci < g.groupInChannels; ++ci)
+    for (int64_t r = 0; r < g.kh; ++r)
+      for (int64_t s = 0; s < g.kw; ++s) {
+        ComputeT<D> *row = patches.data() + ((ci * g.kh + r) * g.kw + s) * positions;
+        for (int64_t oh = 0; oh < g.outH; ++oh) {
+          int64_t ih = convInputCoord(oh, r, g.stride[0], g.padding[0], g.dilation[0]);
+          if (ih < 0 || ih >= g.inH)
+            continue;
+          for (int64_t ow = 0; ow < g.outW; ++ow) {
+            int64_t iw = convInputCoord(ow, s, g.stride[1], g.padding[1], g.dilation[1]);
+            if (iw >= 0 && iw < g.inW)
+              row[oh * g.outW + ow] =
+                  load<D>(x, g.xIndex(n, group * g.groupInChannels + ci, ih, iw));
+          }
+        }
+      }
+  return patches;
+}
+
+/// The weights of group `group` widened as a [groupOut, taps] matrix (or its
+/// transpose).
+template <DType D>
+std::vector<ComputeT<D>> groupWeights(const ConvGeometry &g, const void *w, int64_t group,
+                                      bool transposed) {
+  const int64_t taps = g.groupInChannels * g.kh * g.kw, groupOut = g.groupOutChannels();
+  return widenedLines<D>({w, group * groupOut * taps, groupOut, taps, false}, transposed);
+}
+
+/// The rows [group * groupOut, (group + 1) * groupOut) of dy for image n,
+/// widened: [groupOut, positions].
+template <DType D>
+std::vector<ComputeT<D>> groupOutputs(const ConvGeometry &g, const void *y, int64_t n,
+                                      int64_t group) {
+  const int64_t groupOut = g.groupOutChannels(), positions = g.outH * g.outW;
+  return widenedLines<D>({y, g.yIndex(n, group * groupOut, 0, 0), groupOut, positions, false},
+                         false);
+}
+
+// y[n, oc] = W[oc, taps] . patches[taps, positions] (+ bias after the sum).
+template <DType D> void conv2dImpl(const KernelArgs &args) {
+  const TensorArg &x = args.in(0), &w = args.in(1), &y = args.out();
+  bool hasBias = args.inputs.size() > 2;
+  ConvGeometry g(args, x.dims(), w.dims(), y.dims());
+  const int64_t groupOut = g.groupOutChannels(), positions = g.outH * g.outW;
+  const int64_t taps = g.groupInChannels * g.kh * g.kw;
+  for (int64_t group = 0; group < g.groups; ++group) {
+    std::vector<ComputeT<D>> weights = groupWeights<D>(g, w.data, group, false);
+    for (int64_t n = 0; n < g.batch; ++n)
+      gemmWidened<D>(weights, inputPatches<D>(g, x.data, n, group), groupOut, taps, positions,
+                     [&](int64_t i, const ComputeT<D> *row) {
+                       int64_t oc = group * groupOut + i;
+                       for (int64_t pos = 0; pos < positions; ++pos) {
+                         ComputeT<D> v = row[pos];
+                         if (hasBias)
+                           v += load<D>(args.in(2).data, oc);
+                         store<D>(y.data, g.yIndex(n, oc, 0, 0) + pos, v);
+                       }
+                     });
+  }
+}
+
+// dx = col2im(W^T dy): the patch gradients W[:, p]^T dy (a sum over the
+// group's output channels) are added, in ComputeT<D>, into the input element
+// each tap read, and every element is rounded once at the end.
 template <DType D> void conv2dGradInputImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
   const TensorArg &dy = args.in(0), &w = args.in(1), &dx = args.out();
   ConvGeometry g(args, dx.dims(), w.dims(), dy.dims());
-  int64_t groupOut = g.groupOutChannels();
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t c = 0; c < g.inChannels; ++c) {
-      int64_t group = c / g.groupInChannels, ci = c % g.groupInChannels;
-      for (int64_t ih = 0; ih < g.inH; ++ih)
-        for (int64_t iw = 0; iw < g.inW; ++iw) {
-          T acc = 0;
-          for (int64_t oc = group * groupOut; oc < (group + 1) * groupOut; ++oc)
-            for (int64_t r = 0; r < g.kh; ++r) {
-              int64_t oh = convOutputCoord(ih, r, g.stride[0], g.padding[0], g.dilation[0], g.outH);
-              if (oh < 0)
-                continue;
-              for (int64_t s = 0; s < g.kw; ++s) {
-                int64_t ow =
-                    convOutputCoord(iw, s, g.stride[1], g.padding[1], g.dilation[1], g.outW);
-                if (ow < 0)
-                  continue;
-                acc += load<D>(dy.data, g.yIndex(n, oc, oh, ow)) *
-                       load<D>(w.data, g.wIndex(oc, ci, r, s));
-              }
-            }
-          store<D>(dx.data, g.xIndex(n, c, ih, iw), acc);
-        }
-    }
-}
-
-// dw[oc, ci, r, s] = sum over batch and output positions of dy * the input
-// element tap (r, s) read there.
-template <DType D> void conv2dGradWeightImpl(const KernelArgs &args) {
-  using T = ComputeT<D>;
-  const TensorArg &dy = args.in(0), &x = args.in(1), &dw = args.out();
-  ConvGeometry g(args, x.dims(), dw.dims(), dy.dims());
-  int64_t groupOut = g.groupOutChannels();
-  for (int64_t oc = 0; oc < g.outChannels; ++oc) {
-    int64_t firstInChannel = (oc / groupOut) * g.groupInChannels;
-    for (int64_t ci = 0; ci < g.groupInChannels; ++ci)
-      for (int64_t r = 0; r < g.kh; ++r)
-        for (int64_t s = 0; s < g.kw; ++s) {
-          T acc = 0;
-          for (int64_t n = 0; n < g.batch; ++n)
+  const int64_t groupOut = g.groupOutChannels(), positions = g.outH * g.outW;
+  const int64_t taps = g.groupInChannels * g.kh * g.kw, plane = g.inH * g.inW;
+  std::vector<T> image(static_cast<size_t>(g.inChannels * plane));
+  for (int64_t n = 0; n < g.batch; ++n) {
+    std::fill(image.begin(), image.end(), T(0));
+    for (int64_t group = 0; group < g.groups; ++group)
+      gemmWidened<D>(
+          groupWeights<D>(g, w.data, group, true), groupOutputs<D>(g, dy.data, n, group), taps,
+          groupOut, positions, [&](int64_t tap, const T *row) {
+            int64_t ci = tap / (g.kh * g.kw), r = tap / g.kw % g.kh, s = tap % g.kw;
+            T *channel = image.data() + (group * g.groupInChannels + ci) * plane;
             for (int64_t oh = 0; oh < g.outH; ++oh) {
               int64_t ih = convInputCoord(oh, r, g.stride[0], g.padding[0], g.dilation[0]);
               if (ih < 0 || ih >= g.inH)
                 continue;
               for (int64_t ow = 0; ow < g.outW; ++ow) {
                 int64_t iw = convInputCoord(ow, s, g.stride[1], g.padding[1], g.dilation[1]);
-                if (iw < 0 || iw >= g.inW)
-                  continue;
-                acc += load<D>(dy.data, g.yIndex(n, oc, oh, ow)) *
-                       load<D>(x.data, g.xIndex(n, firstInChannel + ci, ih, iw));
+                if (iw >= 0 && iw < g.inW)
+                  channel[ih * g.inW + iw] += row[oh * g.outW + ow];
               }
             }
-          store<D>(dw.data, g.wIndex(oc, ci, r, s), acc);
+          });
+    for (int64_t i = 0; i < g.inChannels * plane; ++i)
+      store<D>(dx.data, g.xIndex(n, 0, 0, 0) + i, image[i]);
+  }
+}
+
+// dw[oc, tap] = sum over images n and output positions of dy[n, oc, pos] *
+// patches_n[tap, pos]: one ComputeT<D> accumulator per weight, carried
+// across the batch, rounded once at the end.
+template <DType D> void conv2dGradWeightImpl(const KernelArgs &args) {
+  using T = ComputeT<D>;
+  const TensorArg &dy = args.in(0), &x = args.in(1), &dw = args.out();
+  ConvGeometry g(args, x.dims(), dw.dims(), dy.dims());
+  const int64_t groupOut = g.groupOutChannels(), positions = g.outH * g.outW;
+  const int64_t taps = g.groupInChannels * g.kh * g.kw;
+  std::vector<T> acc(static_cast<size_t>(groupOut * taps));
+  for (int64_t group = 0; group < g.groups; ++group) {
+    std::fill(acc.begin(), acc.end(), T(0));
+    for (int64_t n = 0; n < g.batch; ++n) {
+      // Positions as rows, taps as columns, so the inner loop runs over taps.
+      std::vector<T> byTap = inputPatches<D>(g, x.data, n, group);
+      std::vector<T> byPosition(byTap.size());
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t pos = 0; pos < positions; ++pos)
+          byPosition[pos * taps + t] = byTap[t * positions + pos];
+      std::vector<T> dyRows = groupOutputs<D>(g, dy.data, n, group);
+      for (int64_t i = 0; i < groupOut; ++i) {
+        T *__restrict accRow = acc.data() + i * taps;
+        for (int64_t pos = 0; pos < positions; ++pos) {
+          const T d = dyRows[i * positions + pos];
+          const T *__restrict patch = byPosition.data() + pos * taps;
+#pragma omp simd
+          for (int64_t t = 0; t < taps; ++t)
+            accRow[t] += d * patch[t];
         }
+      }
+    }
+    for (int64_t i = 0; i < groupOut * taps; ++i)
+      store<D>(dw.data, group * groupOut * taps + i, acc[i]);
   }
 }
 

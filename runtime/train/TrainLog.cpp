@@ -27,6 +27,10 @@ std::string stepRecordJson(const StepRecord &r) {
   std::string s = "{\"step\": " + std::to_string(r.step) + ", \"loss\": " + jsonNumber(r.loss);
   if (r.lr)
     s += ", \"lr\": " + jsonNumber(*r.lr);
+  if (r.lossScale)
+    s += ", \"loss_scale\": " + jsonNumber(*r.lossScale);
+  if (r.skipped)
+    s += std::string(", \"skipped\": ") + (*r.skipped ? "true" : "false");
   s += ", \"step_ms\": " + jsonNumber(r.stepMs);
   s += ", \"samples_per_s\": " + jsonNumber(r.samplesPerSecond);
   if (r.eval) {
@@ -102,6 +106,10 @@ void TrainLog::printLine(const StepRecord &r) {
        << llvm::format("%.6f", r.loss);
   if (r.lr)
     out_ << "  lr " << llvm::format("%.3e", *r.lr);
+  if (r.lossScale)
+    out_ << "  scale " << llvm::format("%g", *r.lossScale);
+  if (r.skipped && *r.skipped)
+    out_ << "  (skipped: overflow)";
   out_ << "  " << llvm::format("%.2f", r.stepMs) << " ms/step  "
        << llvm::format("%.0f", r.samplesPerSecond) << " samples/s";
   if (r.eval) {

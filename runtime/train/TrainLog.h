@@ -15,6 +15,10 @@ struct StepRecord {
   int64_t step = 0; ///< from 1
   double loss = 0;
   std::optional<double> lr;
+  /// With loss scaling: the scale this step's backward used, and whether
+  /// the step was skipped because a gradient overflowed.
+  std::optional<double> lossScale;
+  std::optional<bool> skipped;
   double stepMs = 0;
   double samplesPerSecond = 0;
   std::optional<EvalResult> eval;

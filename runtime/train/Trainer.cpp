@@ -128,6 +128,9 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     return false;
   }
   const Value *lrValue = g.lookup("lr");
+  // Outputs of the loss-scale pass (absent without loss scaling).
+  const Value *scaleValue = g.lookup("loss_scale");
+  const Value *skippedValue = g.lookup("skipped");
   const int64_t k = std::max<int64_t>(1, options_.accumulate);
 
   CheckpointInfo info;
@@ -141,6 +144,13 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       err = options_.resumePath + ": checkpoint was written at micro-step " +
             std::to_string(info.microStep) + ", which is not step " + std::to_string(info.step) +
             " x accumulate " + std::to_string(k) + "; resume with the same accumulate";
+      return false;
+    }
+    if (static_cast<int64_t>(info.step) >= options_.steps) {
+      // Steps count from the start of the run, so this would train nothing.
+      err = options_.resumePath + ": the checkpoint is at step " + std::to_string(info.step) +
+            ", so a run of " + std::to_string(options_.steps) +
+            " steps has nothing left to train; ask for more steps";
       return false;
     }
     out << "resumed from " << options_.resumePath << " at step " << info.step << "\n";
@@ -182,6 +192,12 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     rec.loss = lossSum / k;
     if (lrValue)
       rec.lr = readScalar(train_, lrValue);
+    if (scaleValue)
+      rec.lossScale = readScalar(train_, scaleValue);
+    if (skippedValue) {
+      rec.skipped = readScalar(train_, skippedValue) != 0;
+      result.skippedSteps += *rec.skipped;
+    }
     rec.stepMs = ms;
     rec.samplesPerSecond = ms > 0 ? 1000.0 * k * batching_.batchSize / ms : 0;
     if (step > result.firstStep + 1 || options_.steps == result.firstStep + 1) {
@@ -191,6 +207,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     if (step == result.firstStep + 1)
       result.firstLoss = rec.loss;
     result.finalLoss = rec.loss;
+    result.finalLossScale = rec.lossScale;
     result.steps = step;
     if (eval_.program && options_.evalEvery > 0 &&
         (step % options_.evalEvery == 0 || step == options_.steps)) {
@@ -202,7 +219,9 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     }
     if (!log.record(rec, err))
       return false;
-    if (!std::isfinite(rec.loss)) {
+    // With a loss scaler an overflow skips the step and backs the scale
+    // off; without one a non-finite loss means the run diverged.
+    if (!std::isfinite(rec.loss) && !skippedValue) {
       log.finish();
       err = "the loss is not finite at step " + std::to_string(step) +
             " (diverged; try a lower learning rate)";
@@ -239,6 +258,10 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
       out << ", accuracy " << llvm::format("%.2f%%", 100 * *result.eval->accuracy);
     out << "\n";
   }
+  if (result.finalLossScale)
+    out << "loss scaling: " << result.skippedSteps << " of " << result.steps - result.firstStep
+        << " steps skipped for overflow, final scale " << llvm::format("%g", *result.finalLossScale)
+        << "\n";
   out << "mean step time " << llvm::format("%.2f", result.meanStepMs)
       << " ms (first step excluded)\n";
   out << "peak memory: planned " << result.plannedBytes << " B, allocated "

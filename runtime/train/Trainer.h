@@ -56,6 +56,10 @@ struct TrainResult {
   int64_t firstStep = 0; ///< steps already done when the run started (resume)
   int64_t steps = 0;     ///< optimizer steps done in total
   double firstLoss = 0, finalLoss = 0;
+  /// With loss scaling: steps skipped for overflow in this run, and the
+  /// scale after the last step.
+  int64_t skippedSteps = 0;
+  std::optional<double> finalLossScale;
   std::optional<EvalResult> eval; ///< the last evaluation
   double meanStepMs = 0;          ///< over the steps this run did, the first excluded
   uint64_t plannedBytes = 0, allocatedBytes = 0;

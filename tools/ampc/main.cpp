@@ -144,6 +144,11 @@ int main(int argc, char **argv) {
     int code = app.exit(e);
     return code == 0 ? kSuccess : kBadInput;
   }
+  if (opts.planOnly && (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty())) {
+    llvm::errs() << "error: ampc plan prints the memory plan; --emit, -o and --run belong to the "
+                    "main command\n";
+    return kBadInput;
+  }
   if (!opts.output.empty() && opts.emit.empty()) {
     llvm::errs() << "error: -o needs --emit ir or --emit yaml\n";
     return kBadInput;

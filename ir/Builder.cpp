@@ -22,6 +22,8 @@ bool checkOperandCount(const OpInfo &op, unsigned n, std::string &err) {
 
 bool normalizeAttrs(const OpInfo &op, AttrMap &attrs, std::string &err) {
   for (auto &[name, value] : attrs) {
+    if (isAnnotationAttr(name))
+      continue;
     const AttrSpec *spec = op.findAttr(name);
     if (!spec) {
       err = "unknown attribute '" + name + "'";
@@ -56,6 +58,8 @@ bool normalizeAttrs(const OpInfo &op, AttrMap &attrs, std::string &err) {
 
 bool checkAttrs(const OpInfo &op, const AttrMap &attrs, std::string &err) {
   for (const auto &[name, value] : attrs) {
+    if (isAnnotationAttr(name))
+      continue;
     const AttrSpec *spec = op.findAttr(name);
     if (!spec) {
       err = "unknown attribute '" + name + "'";

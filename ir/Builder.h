@@ -16,6 +16,12 @@
 
 namespace ampc {
 
+/// Attributes whose name starts with "amp." are annotations that passes record
+/// on nodes (the precision pass's decision and its reason). They are not part
+/// of any op's row: the attribute checks skip them, kernels never read them,
+/// and they round-trip through the textual IR like any attribute.
+inline bool isAnnotationAttr(llvm::StringRef name) { return name.startswith("amp."); }
+
 /// Checks attribute names and types against the op, widens ints given for
 /// float attributes (and [] for float lists), and fills in defaults.
 /// On failure returns false with a message in `err`.

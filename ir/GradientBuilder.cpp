@@ -17,6 +17,10 @@ llvm::SmallVector<Value *, 3> GradientBuilder::build(OpKind kind,
       failed_ = true;
       return {};
     }
+  // Gradient rules often pass the forward node's attributes on; its
+  // annotations (the precision decision) describe the forward node only.
+  for (auto it = attrs.begin(); it != attrs.end();)
+    it = isAnnotationAttr(it->first) ? attrs.erase(it) : std::next(it);
   Node *n = buildNode(g_, op, operands, std::move(attrs), loc, diag_);
   if (!n) {
     diag_.note(loc, "while building the gradient of " +

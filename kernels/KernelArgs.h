@@ -36,10 +36,23 @@ struct KernelArgs {
   /// The run's seed (train.seed); random ops mix it with their own `seed`
   /// attribute, so a new run seed gives new dropout masks everywhere.
   uint64_t runSeed = 0;
+  /// Where a kernel reports that this step left its state results equal to
+  /// its state operands (an update op on a mid-accumulation micro-step or a
+  /// skipped step copies them through). The runtime then skips copying
+  /// back the state updates this node feeds and keeps those tensors'
+  /// versions, so cached casts of them stay valid. Null where nobody tracks
+  /// it; the runtime clears it before each call.
+  bool *stateUnchanged = nullptr;
 
   const TensorArg &in(unsigned i) const { return inputs[i]; }
   const TensorArg &out(unsigned i = 0) const { return outputs[i]; }
   const Attribute &attr(llvm::StringRef name) const { return node->attr(name); }
+  /// For kernels: see stateUnchanged. Report it only when every result that
+  /// may feed a state update equals the operand holding that state.
+  void reportStateUnchanged() const {
+    if (stateUnchanged)
+      *stateUnchanged = true;
+  }
 };
 
 using KernelFn = void (*)(const KernelArgs &args);

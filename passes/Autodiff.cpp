@@ -131,9 +131,9 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
       Value *operand = n.operand(i);
       Value *grad = operandGrads[i];
       if (grad->type().dims() != operand->type().dims()) {
-        ctx.diag.error(n.loc(), "autodiff: the gradient rule of " + n.opName() +
-                                    " gave operand " + llvm::Twine(i) + " a gradient of type " +
-                                    grad->type().str() + " for " + operand->type().str());
+        ctx.diag.error(n.loc(), "autodiff: the gradient rule of " + n.opName() + " gave operand " +
+                                    llvm::Twine(i) + " a gradient of type " + grad->type().str() +
+                                    " for " + operand->type().str());
         return PassResult::Failed;
       }
       // A gradient always has its value's dtype (the backward of a cast is a

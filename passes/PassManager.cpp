@@ -1,10 +1,14 @@
 //===- PassManager.cpp ------------------------------------------------------===//
 #include "passes/PassManager.h"
 
+#include "passes/AssignPrecision.h"
 #include "passes/Autodiff.h"
+#include "passes/CastOptimize.h"
 #include "passes/DeadCodeElimination.h"
 #include "passes/EvalMode.h"
 #include "passes/InferTypes.h"
+#include "passes/LossScale.h"
+#include "passes/MasterWeights.h"
 #include "passes/Optimizer.h"
 
 #include "ir/Printer.h"

@@ -1,10 +1,11 @@
 //===- MemoryPlan.h - Where every tensor lives, decided before running ----===//
 //
-// Two arenas: a persistent one for state (parameters, master weights,
-// optimizer state, buffers, loss-scaler state) that lives across steps, and a
-// step arena for everything a step computes (inputs, activations,
-// temporaries, gradients, cast copies), packed by liveness over the schedule
-// with best-fit reuse. Peak bytes are known before the first step.
+// Two arenas: a persistent one for what lives across steps - state
+// (parameters, master weights, optimizer state, buffers, loss-scaler state)
+// and the cast cache's copies of state tensors - and a step arena for
+// everything a step computes (inputs, activations, temporaries, gradients,
+// other cast copies), packed by liveness over the schedule with best-fit
+// reuse. Peak bytes are known before the first step.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_MEMORYPLAN_H
@@ -28,15 +29,20 @@ enum class BufferClass : uint8_t {
   MasterWeight,
   OptimizerState,
   OtherState, ///< batchnorm running statistics, loss-scaler state
+  /// Results of cacheable casts of state tensors (runtime/CastCache.h):
+  /// persistent, one buffer per (state tensor, dtype).
+  CachedCast,
   Input,      ///< a step's data
   Activation, ///< forward values kept for the backward pass
   Gradient,   ///< values the backward pass computes
   NewState,   ///< next values of state tensors, copied back after the step
-  CastCopy,   ///< results of cast nodes
+  CastCopy,   ///< results of the other cast nodes
   Temporary,  ///< everything else
 };
-inline constexpr unsigned kNumBufferClasses = 10;
+inline constexpr unsigned kNumBufferClasses = 11;
 llvm::StringRef bufferClassName(BufferClass c);
+/// Whether buffers of class `c` live in the persistent arena.
+inline bool isPersistentClass(BufferClass c) { return c <= BufferClass::CachedCast; }
 
 enum class ArenaKind : uint8_t { Persistent, Step };
 
@@ -71,11 +77,18 @@ struct MemoryPlan {
   void print(llvm::raw_ostream &os) const;
 };
 
+struct PlanOptions {
+  uint64_t alignment = 64;
+  /// Give cacheable casts of state tensors persistent buffers (the cast
+  /// cache is on); otherwise they are ordinary step-arena cast copies.
+  bool cacheStateCasts = true;
+};
+
 /// Plans memory for running `schedule` (nodes of g in execution order).
 /// Values that are graph outputs or sources of state updates stay live to
 /// the end of the step.
 MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
-                      uint64_t alignment = 64);
+                      const PlanOptions &opts = {});
 
 } // namespace ampc
 

@@ -1,6 +1,8 @@
 //===- MemoryPlanner.cpp - Liveness and best-fit packing -------------------===//
 #include "runtime/MemoryPlan.h"
 
+#include "runtime/CastCache.h"
+
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 
@@ -19,6 +21,8 @@ llvm::StringRef bufferClassName(BufferClass c) {
     return "optimizer state";
   case BufferClass::OtherState:
     return "other state";
+  case BufferClass::CachedCast:
+    return "cached cast copies";
   case BufferClass::Input:
     return "inputs";
   case BufferClass::Activation:
@@ -124,7 +128,8 @@ private:
 } // namespace
 
 MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
-                      uint64_t alignment) {
+                      const PlanOptions &opts) {
+  const uint64_t alignment = opts.alignment;
   MemoryPlan plan;
   const int end = static_cast<int>(schedule.size());
   auto add = [&](const Value *v, BufferClass cls, ArenaKind arena, int first) {
@@ -142,6 +147,25 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
     plan.persistentBytes += alignUp(b.bytes, alignment);
     plan.bytesAtPeak[static_cast<unsigned>(b.cls)] += b.bytes;
   }
+  // Then the cast cache's copies, which outlive a step: casts of one state
+  // tensor to one dtype share a buffer, as they share a cache entry.
+  std::map<std::pair<const Value *, DType>, uint64_t> cachedCastOffset;
+  for (int i = 0; opts.cacheStateCasts && i < end; ++i) {
+    const Node &n = *schedule[i];
+    if (!isCacheableStateCast(n))
+      continue;
+    const Value *v = n.result();
+    add(v, BufferClass::CachedCast, ArenaKind::Persistent, i);
+    PlannedBuffer &b = plan.buffers.back();
+    b.last = end;
+    auto [it, inserted] =
+        cachedCastOffset.try_emplace({n.operand(0), v->dtype()}, plan.persistentBytes);
+    b.offset = it->second;
+    if (inserted) {
+      plan.persistentBytes += alignUp(b.bytes, alignment);
+      plan.bytesAtPeak[static_cast<unsigned>(b.cls)] += b.bytes;
+    }
+  }
 
   llvm::DenseSet<const Value *> updateSources;
   for (const StateUpdate &u : g.stateUpdates())
@@ -152,6 +176,8 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
   for (int i = 0; i < end; ++i)
     for (unsigned r = 0; r < schedule[i]->numResults(); ++r) {
       const Value *v = schedule[i]->result(r);
+      if (plan.indexOf.count(v))
+        continue; // a cached cast, placed above
       add(v, resultClass(v, updateSources.count(v)), ArenaKind::Step, i);
     }
 
@@ -207,7 +233,7 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
     if (live > peakLive) {
       peakLive = live;
       for (unsigned c = 0; c < kNumBufferClasses; ++c)
-        if (c > static_cast<unsigned>(BufferClass::OtherState))
+        if (!isPersistentClass(static_cast<BufferClass>(c)))
           plan.bytesAtPeak[c] = liveByClass[c];
     }
   };
@@ -236,9 +262,10 @@ void MemoryPlan::print(llvm::raw_ostream &os) const {
                        static_cast<unsigned long long>(bytes), bytes / 1048576.0);
   };
   os << "memory plan\n";
-  os << " persistent arena (state)\n";
-  for (BufferClass c : {BufferClass::Parameter, BufferClass::MasterWeight,
-                        BufferClass::OptimizerState, BufferClass::OtherState})
+  os << " persistent arena (state and cached casts)\n";
+  for (BufferClass c :
+       {BufferClass::Parameter, BufferClass::MasterWeight, BufferClass::OptimizerState,
+        BufferClass::OtherState, BufferClass::CachedCast})
     row(bufferClassName(c), bytesAtPeak[static_cast<unsigned>(c)]);
   row("total", persistentBytes);
   os << " step arena (live at the peak)\n";

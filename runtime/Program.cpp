@@ -5,6 +5,8 @@
 #include "kernels/common/Random.h"
 #include "kernels/common/Storage.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
 
@@ -47,7 +49,9 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
   if (diag.numErrors() != errors)
     return nullptr;
 
-  p->plan_ = planMemory(g, p->schedule_);
+  PlanOptions planOpts;
+  planOpts.cacheStateCasts = opts.castCache;
+  p->plan_ = planMemory(g, p->schedule_, planOpts);
   // Guard bytes after each arena catch kernels that write past the plan.
   uint64_t heldBefore = backend.bytesInUse();
   p->persistent_ =
@@ -68,11 +72,25 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
   for (const Node *n : p->schedule_) {
     std::vector<kernels::TensorArg> ins, outs;
     for (const Value *v : n->operands())
-      ins.push_back({p->data(v), &v->type()});
+      ins.push_back({p->storage(v), &v->type()});
     for (unsigned r = 0; r < n->numResults(); ++r)
-      outs.push_back({p->data(n->result(r)), &n->result(r)->type()});
+      outs.push_back({p->storage(n->result(r)), &n->result(r)->type()});
     p->inputArgs_.push_back(std::move(ins));
     p->outputArgs_.push_back(std::move(outs));
+  }
+  p->stateUnchanged_ = std::make_unique<bool[]>(p->schedule_.size());
+  p->castCache_.init(g, p->schedule_, opts.castCache);
+
+  // A node's "unchanged" report covers the state updates it feeds, but only
+  // where the updated state is one of its operands: then the result it
+  // reports equal to its state input is that state's own value.
+  llvm::DenseMap<const Node *, int> position;
+  for (unsigned i = 0; i < p->schedule_.size(); ++i)
+    position[p->schedule_[i]] = static_cast<int>(i);
+  for (const StateUpdate &u : g.stateUpdates()) {
+    const Node *def = u.newValue->definingNode();
+    bool readsState = def && llvm::is_contained(def->operands(), u.state);
+    p->skippableBy_.push_back(readsState ? position.lookup(def) : -1);
   }
   p->runSeed_ = opts.runSeed;
   if (!p->initializeState(opts, diag))
@@ -80,10 +98,28 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
   return p;
 }
 
-void *Program::data(const Value *v) const {
+void *Program::data(const Value *v) {
+  if (v->isState())
+    castCache_.bump(v);
+  return storage(v);
+}
+
+void *Program::storage(const Value *v) const {
   const PlannedBuffer *b = plan_.find(v);
   assert(b && "value has no planned buffer");
   return (b->arena == ArenaKind::Persistent ? persistent_ : step_) + b->offset;
+}
+
+/// The random stream of state tensor `index`: its declaration index, except
+/// that a master weight (`<param>.master`, passes/MasterWeights.h) draws from
+/// its parameter's, so that the half parameter starts as the rounded master.
+static unsigned initStream(const Graph &g, unsigned index) {
+  const Value *v = g.state()[index];
+  llvm::StringRef param = v->name();
+  if (v->stateKind() != StateKind::MasterWeight || !param.consume_back(".master"))
+    return index;
+  const auto *it = llvm::find(g.state(), g.lookup(param));
+  return it == g.state().end() ? index : static_cast<unsigned>(it - g.state().begin());
 }
 
 bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag) {
@@ -91,11 +127,12 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
   for (unsigned index = 0; index < graph_.state().size(); ++index) {
     const Value *v = graph_.state()[index];
     const InitSpec &init = v->init();
-    void *dst = data(v);
+    void *dst = storage(v);
     int64_t n = v->type().numElements();
     DType t = v->dtype();
     // Each state tensor draws from its own stream (its declaration index), so
     // adding a parameter does not change the others' initial values.
+    unsigned stream = initStream(graph_, index);
     switch (init.kind) {
     case InitSpec::Kind::None:
     case InitSpec::Kind::Zeros:
@@ -114,12 +151,12 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
       for (int64_t i = 0; i < n; ++i)
         kernels::storeFromDouble(
             t, dst, i,
-            init.a + (init.b - init.a) * kernels::uniform01Double(opts.initSeed, index, i));
+            init.a + (init.b - init.a) * kernels::uniform01Double(opts.initSeed, stream, i));
       break;
     case InitSpec::Kind::Normal:
       for (int64_t i = 0; i < n; ++i)
         kernels::storeFromDouble(
-            t, dst, i, init.a + init.b * kernels::standardNormal(opts.initSeed, index, i));
+            t, dst, i, init.a + init.b * kernels::standardNormal(opts.initSeed, stream, i));
       break;
     case InitSpec::Kind::File: {
       llvm::SmallString<256> path(init.path);
@@ -156,14 +193,24 @@ void Program::run(uint64_t step) {
   kernels::KernelArgs args;
   args.step = step;
   args.runSeed = runSeed_;
-  for (size_t i = 0; i < schedule_.size(); ++i) {
+  for (unsigned i = 0; i < schedule_.size(); ++i) {
+    if (castCache_.serve(i))
+      continue;
     args.node = schedule_[i];
     args.inputs = inputArgs_[i];
     args.outputs = outputArgs_[i];
+    stateUnchanged_[i] = false;
+    args.stateUnchanged = &stateUnchanged_[i];
     kernels_[i](args);
   }
-  for (const StateUpdate &u : graph_.stateUpdates())
-    std::memcpy(data(u.state), data(u.newValue), u.state->type().sizeInBytes());
+  llvm::ArrayRef<StateUpdate> updates = graph_.stateUpdates();
+  for (size_t i = 0; i < updates.size(); ++i) {
+    if (skippableBy_[i] >= 0 && stateUnchanged_[skippableBy_[i]])
+      continue;
+    std::memcpy(storage(updates[i].state), storage(updates[i].newValue),
+                updates[i].state->type().sizeInBytes());
+    castCache_.bump(updates[i].state);
+  }
 }
 
 MeasuredMemory Program::measure() const {

@@ -11,6 +11,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 #include "runtime/Backend.h"
+#include "runtime/CastCache.h"
 #include "runtime/MemoryPlan.h"
 
 #include <memory>
@@ -25,6 +26,10 @@ struct CompileOptions {
   uint64_t runSeed = 0;
   /// Directory that relative InitSpec file paths are resolved against.
   std::string baseDir = ".";
+  /// Serve cacheable casts of state tensors from the cast cache. Off, every
+  /// cast runs every step (same results, bit for bit; for tests and
+  /// benchmarks).
+  bool castCache = true;
 };
 
 /// Bytes the executor actually holds and touched, to set against the plan.
@@ -50,10 +55,27 @@ public:
 
   /// Storage of a graph input, state tensor or (after run, for outputs and
   /// update sources) a result. Host pointers on host-accessible backends.
-  void *data(const Value *v) const;
+  /// Through a non-const Program, access to a state tensor counts as a
+  /// write: its version moves on, so cached casts of it are recomputed.
+  /// Through a const Program it does not, so write state only through a
+  /// non-const one (and read it through a const one where that is easy, to
+  /// spare the cache a recomputation).
+  void *data(const Value *v);
+  void *data(const Value *v) const { return storage(v); }
 
-  /// Runs one step: every node in schedule order, then the state updates.
+  /// Runs one step: every node in schedule order (cacheable casts of state
+  /// whose cached result is current are skipped), then the state updates -
+  /// except those fed by a node that reported its state results equal its
+  /// state operands (KernelArgs::stateUnchanged), which keep their value
+  /// and version.
   void run(uint64_t step);
+
+  /// Hits, misses and bytes saved by the cast cache so far; print with
+  /// castCacheStats().print(os).
+  const CastCacheStats &castCacheStats() const { return castCache_.stats(); }
+  /// How many times state tensor `state` was written since compile (state
+  /// updates that changed it, writable host access).
+  uint64_t stateVersion(const Value *state) const { return castCache_.version(state); }
 
   /// What the arenas hold; scans the step arena for the touched high-water mark.
   MeasuredMemory measure() const;
@@ -61,6 +83,7 @@ public:
 private:
   Program(const Graph &g, Backend &backend) : graph_(g), backend_(backend) {}
   bool initializeState(const CompileOptions &opts, DiagnosticEngine &diag);
+  void *storage(const Value *v) const;
 
   const Graph &graph_;
   Backend &backend_;
@@ -74,6 +97,13 @@ private:
   uint64_t runSeed_ = 0;
   // Per node, argument arrays prepared at compile time.
   std::vector<std::vector<kernels::TensorArg>> inputArgs_, outputArgs_;
+  /// Per node, set by its kernel when this step left its state results
+  /// equal to its state operands (KernelArgs::stateUnchanged).
+  std::unique_ptr<bool[]> stateUnchanged_;
+  /// Per state update (graph order), the schedule position of the node whose
+  /// "unchanged" report lets the update be skipped, or -1.
+  std::vector<int> skippableBy_;
+  CastCache castCache_;
 };
 
 } // namespace ampc

@@ -24,8 +24,8 @@ namespace ampc {
 namespace {
 using namespace yamlfe;
 
-constexpr llvm::StringRef kTopLevelKeys[] = {"model",  "batch", "inputs",    "init", "blocks",
-                                             "layers", "loss",  "optimizer", "train"};
+constexpr llvm::StringRef kTopLevelKeys[] = {"model",  "batch", "inputs",    "init",  "blocks",
+                                             "layers", "loss",  "optimizer", "train", "amp"};
 constexpr llvm::StringRef kLossKinds[] = {"mse_loss", "cross_entropy", "binary_cross_entropy"};
 
 /// "[2,3]" for messages.
@@ -120,6 +120,9 @@ private:
         return false;
     if (const MapEntry *train = find("train"))
       if (!readTrain(r_, train->value, g, g.meta()))
+        return false;
+    if (const MapEntry *amp = find("amp"))
+      if (!readAmp(r_, amp->value, g.meta()))
         return false;
     return true;
   }

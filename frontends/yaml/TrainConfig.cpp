@@ -316,4 +316,146 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   return true;
 }
 
+namespace {
+
+/// A name or a list of op names into a comma-separated string, each checked
+/// against the op registry.
+bool readOpNames(Reader &r, const MapEntry &e, std::vector<std::string> &names) {
+  std::vector<Bound> items;
+  if (!r.readStringList(e.value, "'" + e.key + "'", items))
+    return false;
+  std::vector<llvm::StringRef> known;
+  for (const OpInfo *op : OpRegistry::builtin().all())
+    known.push_back(op->name);
+  for (const Bound &item : items) {
+    std::string name = item.node.Scalar();
+    if (!OpRegistry::builtin().lookup(name)) {
+      std::string hint = Reader::closest(name, known);
+      return r.error(item, "unknown op '" + name + "' in '" + e.key + "'" +
+                               (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+    }
+    names.push_back(name);
+  }
+  return true;
+}
+
+/// `loss_scale:` is "dynamic", a number (a static scale), or a map of
+/// dynamic-scaling settings (which implies dynamic).
+bool readLossScale(Reader &r, const MapEntry &e, AttrMap &meta) {
+  if (e.value.node.IsMap()) {
+    MapEntries args;
+    const Setting settings[] = {
+        {"init", AttrType::Float, 65536.0, 0, true},
+        {"growth_factor", AttrType::Float, 2.0, 1},
+        {"backoff_factor", AttrType::Float, 0.5, 0, true, 1.0},
+        {"growth_interval", AttrType::Int, int64_t(2000), 1},
+        {"min", AttrType::Float, 1.0, 0, true},
+        {"max", AttrType::Float, 16777216.0, 0, true},
+    };
+    if (!r.readMap(e.value, "'loss_scale'", args) ||
+        !r.checkKnownKeys(args, settingNames(settings), "setting", " in 'loss_scale'"))
+      return false;
+    // Only what the file gives goes into meta: the rest stays the preset's.
+    AttrMap given;
+    for (const Setting &s : settings)
+      if (findEntry(args, s.name) &&
+          !readSettings(r, args, llvm::ArrayRef<Setting>(s), "amp.loss_scale", r.loc(e.keyNode),
+                        "'loss_scale'", given))
+        return false;
+    auto number = [&](const char *key, double preset) {
+      auto it = given.find(key);
+      return it == given.end() ? preset : it->second.getNumber();
+    };
+    double init = number("amp.loss_scale.init", 65536.0);
+    double lo = number("amp.loss_scale.min", 1.0), hi = number("amp.loss_scale.max", 16777216.0);
+    if (lo > hi)
+      return r.error(e.value, "'min' (" + formatDouble(lo) + ") must not exceed 'max' (" +
+                                  formatDouble(hi) + ") in 'loss_scale'");
+    if (init < lo || init > hi)
+      return r.error(e.value, "'init' (" + formatDouble(init) + ") must be within [" +
+                                  formatDouble(lo) + ", " + formatDouble(hi) + "] in 'loss_scale'");
+    meta["amp.loss_scale"] = Attribute("dynamic");
+    for (auto &[key, value] : given)
+      meta[key] = value;
+    return true;
+  }
+  std::string text;
+  if (!r.readString(e.value, "'loss_scale'", text))
+    return false;
+  if (text == "dynamic") {
+    meta["amp.loss_scale"] = Attribute("dynamic");
+    return true;
+  }
+  char *end = nullptr;
+  double scale = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(scale > 0) || !std::isfinite(scale))
+    return r.error(e.value, "'loss_scale' must be dynamic, a positive number (a static scale) "
+                            "or a map of dynamic settings, got " +
+                                Reader::describe(e.value.node));
+  meta["amp.loss_scale"] = Attribute("static");
+  meta["amp.loss_scale.value"] = Attribute(scale);
+  return true;
+}
+
+} // namespace
+
+bool readAmp(Reader &r, const Bound &node, AttrMap &meta) {
+  MapEntries args;
+  const llvm::StringRef known[] = {
+      "opt_level",      "half_type",  "cast_model_type", "per_op_casting", "keep_batchnorm_fp32",
+      "master_weights", "loss_scale", "fp32_ops",        "half_ops",       "allow_banned"};
+  if (!r.readMap(node, "'amp'", args) || !r.checkKnownKeys(args, known, "key", " in 'amp'"))
+    return false;
+  std::vector<std::string> fp32Ops, halfOps;
+  for (const MapEntry &e : args) {
+    std::string key = "amp." + e.key;
+    if (e.key == "per_op_casting" || e.key == "keep_batchnorm_fp32" || e.key == "master_weights" ||
+        e.key == "allow_banned") {
+      bool b = false;
+      if (!r.readBool(e.value, "'" + e.key + "'", b))
+        return false;
+      meta[key] = Attribute(b);
+      continue;
+    }
+    if (e.key == "loss_scale") {
+      if (!readLossScale(r, e, meta))
+        return false;
+      continue;
+    }
+    if (e.key == "fp32_ops" || e.key == "half_ops") {
+      std::vector<std::string> &names = e.key == "fp32_ops" ? fp32Ops : halfOps;
+      if (!readOpNames(r, e, names))
+        return false;
+      std::string joined;
+      for (const std::string &n : names)
+        joined += (joined.empty() ? "" : ",") + n;
+      meta[key] = Attribute(joined);
+      continue;
+    }
+    std::string text;
+    if (!r.readString(e.value, "'" + e.key + "'", text))
+      return false;
+    llvm::SmallVector<llvm::StringRef, 4> allowed;
+    if (e.key == "opt_level")
+      allowed = {"O0", "O1", "O2", "O3"};
+    else if (e.key == "half_type")
+      allowed = {"bf16", "f16"};
+    else
+      allowed = {"none", "half"};
+    if (!llvm::is_contained(allowed, text)) {
+      std::string list;
+      for (llvm::StringRef a : allowed)
+        list += (list.empty() ? "" : ", ") + a.str();
+      return r.error(e.value, "'" + e.key + "' must be one of " + list + ", got " +
+                                  Reader::describe(e.value.node));
+    }
+    meta[key] = Attribute(text);
+  }
+  for (const std::string &op : fp32Ops)
+    if (llvm::is_contained(halfOps, op))
+      return r.error(findEntry(args, "half_ops")->value,
+                     "op '" + op + "' is in both 'fp32_ops' and 'half_ops'");
+  return true;
+}
+
 } // namespace ampc::yamlfe

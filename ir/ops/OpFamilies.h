@@ -14,6 +14,7 @@ void registerShapeOps(OpRegistry &r);         // ops/Shape.cpp
 void registerLossOps(OpRegistry &r);          // ops/Loss.cpp
 void registerReductionOps(OpRegistry &r);     // ops/Reduction.cpp
 void registerOptimizerOps(OpRegistry &r);     // ops/Optimizer.cpp
+void registerLossScaleOps(OpRegistry &r);     // ops/LossScale.cpp
 
 inline void registerAllOpFamilies(OpRegistry &r) {
   registerLinearAlgebraOps(r);
@@ -25,6 +26,7 @@ inline void registerAllOpFamilies(OpRegistry &r) {
   registerLossOps(r);
   registerReductionOps(r);
   registerOptimizerOps(r);
+  registerLossScaleOps(r);
 }
 
 } // namespace ampc

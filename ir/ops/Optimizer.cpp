@@ -5,8 +5,9 @@
 //
 // Every parameter update op has one operand layout:
 //
-//   (param, grad, <state tensors...>, [step_count], lr, grad_scale?, skip?)
-//     -> (new param, <new state tensors...>)
+//   (param, grad, <state tensors...>, [step_count], lr, grad_scale?, skip?,
+//    model_param?)
+//     -> (new param, <new state tensors...>, [new model_param])
 //
 // - state tensors have the parameter's shape (momentum buffer, Adam moments);
 // - step_count (f32[]) is the optimizer's step count *after* this step's
@@ -17,7 +18,14 @@
 //   else: the clip coefficient, later times 1/loss_scale;
 // - skip (rank 0, optional; nonzero = skip) leaves everything unchanged, for
 //   non-finite gradients under loss scaling. skip needs grad_scale before it
-//   (pass 1.0 when there is nothing to scale).
+//   (pass 1.0 when there is nothing to scale);
+// - model_param (optional; needs grad_scale and skip before it, 0 when
+//   nothing skips) is the half model weight of a parameter trained through
+//   an f32 master copy (O2's master weights, passes/MasterWeights.cpp): then
+//   `param` is the master, and the op also returns the new master rounded to
+//   model_param's dtype -- the model weight refreshed in the same pass over
+//   the elements, not in a separate one. A step that does not apply returns
+//   model_param itself.
 //
 // With gradient accumulation (attr `accumulate` = k > 1) an update applies
 // only on the last micro-step of each group of k (KernelArgs::step % k ==
@@ -57,7 +65,7 @@ bool isScalarOperand(llvm::StringRef name) {
 
 /// The shared layout of the update ops (see the file comment), read from the
 /// operand names of the row: results are the parameter's type, then one per
-/// state tensor.
+/// state tensor, then model_param's type when it is there.
 bool inferUpdateLayout(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
   if (!requireAccumulate(ctx) || !requireFloat(ctx, 0) || !requireFloat(ctx, 1) ||
       !requireSameShape(ctx, 0, 1))
@@ -217,6 +225,7 @@ void registerOptimizerOps(OpRegistry &r) {
       .fp32Operand("lr")
       .optionalOperand("grad_scale")
       .optionalOperand("skip")
+      .optionalOperand("model_param")
       .attr("weight_decay", AttrType::Float, 0.0)
       .attr("accumulate", AttrType::Int, 1)
       .infer(inferSgdUpdate);
@@ -228,6 +237,7 @@ void registerOptimizerOps(OpRegistry &r) {
       .fp32Operand("lr")
       .optionalOperand("grad_scale")
       .optionalOperand("skip")
+      .optionalOperand("model_param")
       .attr("momentum", AttrType::Float)
       .attr("dampening", AttrType::Float, 0.0)
       .attr("nesterov", AttrType::Bool, false)
@@ -243,6 +253,7 @@ void registerOptimizerOps(OpRegistry &r) {
       .fp32Operand("lr")
       .optionalOperand("grad_scale")
       .optionalOperand("skip")
+      .optionalOperand("model_param")
       .attr("beta1", AttrType::Float, 0.9)
       .attr("beta2", AttrType::Float, 0.999)
       .attr("eps", AttrType::Float, 1e-8)

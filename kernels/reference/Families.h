@@ -90,6 +90,10 @@ void sgdUpdate(const KernelArgs &a);
 void sgdMomentumUpdate(const KernelArgs &a);
 void adamUpdate(const KernelArgs &a);
 
+// LossScale.cpp
+void unscaleCheck(const KernelArgs &a);
+void updateLossScale(const KernelArgs &a);
+
 } // namespace ampc::kernels::ref
 
 #endif

@@ -35,8 +35,7 @@ struct MatrixView {
 /// ComputeT<D>, each contiguous: the dot products below then walk memory in
 /// order. Widening first changes no result: every product reads the same
 /// widened values in the same order.
-template <DType D>
-std::vector<ComputeT<D>> widenedLines(const MatrixView &m, bool byColumns) {
+template <DType D> std::vector<ComputeT<D>> widenedLines(const MatrixView &m, bool byColumns) {
   int64_t lines = byColumns ? m.cols : m.rows, length = byColumns ? m.rows : m.cols;
   std::vector<ComputeT<D>> out(static_cast<size_t>(lines * length));
   for (int64_t l = 0; l < lines; ++l)
@@ -305,22 +304,23 @@ template <DType D> void conv2dGradInputImpl(const KernelArgs &args) {
   for (int64_t n = 0; n < g.batch; ++n) {
     std::fill(image.begin(), image.end(), T(0));
     for (int64_t group = 0; group < g.groups; ++group)
-      gemmWidened<D>(
-          groupWeights<D>(g, w.data, group, true), groupOutputs<D>(g, dy.data, n, group), taps,
-          groupOut, positions, [&](int64_t tap, const T *row) {
-            int64_t ci = tap / (g.kh * g.kw), r = tap / g.kw % g.kh, s = tap % g.kw;
-            T *channel = image.data() + (group * g.groupInChannels + ci) * plane;
-            for (int64_t oh = 0; oh < g.outH; ++oh) {
-              int64_t ih = convInputCoord(oh, r, g.stride[0], g.padding[0], g.dilation[0]);
-              if (ih < 0 || ih >= g.inH)
-                continue;
-              for (int64_t ow = 0; ow < g.outW; ++ow) {
-                int64_t iw = convInputCoord(ow, s, g.stride[1], g.padding[1], g.dilation[1]);
-                if (iw >= 0 && iw < g.inW)
-                  channel[ih * g.inW + iw] += row[oh * g.outW + ow];
-              }
-            }
-          });
+      gemmWidened<D>(groupWeights<D>(g, w.data, group, true), groupOutputs<D>(g, dy.data, n, group),
+                     taps, groupOut, positions, [&](int64_t tap, const T *row) {
+                       int64_t ci = tap / (g.kh * g.kw), r = tap / g.kw % g.kh, s = tap % g.kw;
+                       T *channel = image.data() + (group * g.groupInChannels + ci) * plane;
+                       for (int64_t oh = 0; oh < g.outH; ++oh) {
+                         int64_t ih =
+                             convInputCoord(oh, r, g.stride[0], g.padding[0], g.dilation[0]);
+                         if (ih < 0 || ih >= g.inH)
+                           continue;
+                         for (int64_t ow = 0; ow < g.outW; ++ow) {
+                           int64_t iw =
+                               convInputCoord(ow, s, g.stride[1], g.padding[1], g.dilation[1]);
+                           if (iw >= 0 && iw < g.inW)
+                             channel[ih * g.inW + iw] += row[oh * g.outW + ow];
+                         }
+                       }
+                     });
     for (int64_t i = 0; i < g.inChannels * plane; ++i)
       store<D>(dx.data, g.xIndex(n, 0, 0, 0) + i, image[i]);
   }

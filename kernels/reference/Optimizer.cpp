@@ -7,6 +7,9 @@
 // in the parameter's compute type (double for f64, float otherwise); each
 // operand is read in its own storage dtype, since parameters, gradients and
 // optimizer state may differ (half parameters with f32 moments).
+// Under master weights the parameter operand is the f32 master and the
+// model_param operand the half model weight: the new master is also stored,
+// rounded, as the new model weight in the same loop.
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/common/OptimizerMath.h"
@@ -40,9 +43,14 @@ struct UpdateControl {
   double lr = 0;
   bool hasGradScale = false;
   double gradScale = 1;
+  /// Master weights: the half model weight (operand) and its refreshed copy
+  /// (the last result); null otherwise.
+  const TensorArg *modelParam = nullptr;
+  const TensorArg *modelCopy = nullptr;
 };
 
-/// `lrIndex`: the position of lr; grad_scale and skip follow it when present.
+/// `lrIndex`: the position of lr; grad_scale, skip and model_param follow it
+/// when present.
 UpdateControl readControl(const KernelArgs &a, unsigned lrIndex) {
   UpdateControl c;
   c.apply = endsAccumulation(a.step, a.attr("accumulate").getInt());
@@ -54,15 +62,33 @@ UpdateControl readControl(const KernelArgs &a, unsigned lrIndex) {
     c.hasGradScale = true;
     c.gradScale = loadAsDouble(a.in(lrIndex + 1).dtype(), a.in(lrIndex + 1).data, 0);
   }
+  if (n > lrIndex + 3) {
+    c.modelParam = &a.in(lrIndex + 3);
+    c.modelCopy = &a.out(a.outputs.size() - 1);
+  }
   return c;
 }
 
 /// Leaves the parameter and its state unchanged: results 0..numState are
-/// copies of operands 0 and 2..numState+1.
-void passThrough(const KernelArgs &a, unsigned numState) {
+/// copies of operands 0 and 2..numState+1 (and the model copy one of
+/// model_param), and the runtime is told so (it then keeps the state as it
+/// is, and casts of it cached).
+void passThrough(const KernelArgs &a, unsigned numState, const UpdateControl &c) {
   copyTensor(a.in(0), a.out(0));
   for (unsigned s = 0; s < numState; ++s)
     copyTensor(a.in(2 + s), a.out(1 + s));
+  if (c.modelParam)
+    copyTensor(*c.modelParam, *c.modelCopy);
+  a.reportStateUnchanged();
+}
+
+/// Stores one new parameter element, and its rounding to the model weight's
+/// half type under master weights (the epilogue that refreshes the model).
+template <class T>
+void storeParam(const KernelArgs &a, const UpdateControl &c, int64_t i, T param) {
+  storeAs<T>(a.out(0), i, param);
+  if (c.modelCopy)
+    storeAs<T>(*c.modelCopy, i, param);
 }
 
 template <class T> T scaledGrad(const KernelArgs &a, const UpdateControl &c, int64_t i) {
@@ -103,6 +129,8 @@ void stepCounter(const KernelArgs &a) {
   if (a.inputs.size() > 1 && readScalar(a.in(1)) != 0)
     apply = false;
   storeFromDouble(a.out().dtype(), a.out().data, 0, readScalar(a.in(0)) + (apply ? 1 : 0));
+  if (!apply)
+    a.reportStateUnchanged();
 }
 
 void accumulateGrad(const KernelArgs &a) {
@@ -138,19 +166,19 @@ void clipCoefficient(const KernelArgs &a) {
 void sgdUpdate(const KernelArgs &a) {
   UpdateControl c = readControl(a, /*lrIndex=*/2);
   if (!c.apply)
-    return passThrough(a, 0);
+    return passThrough(a, 0, c);
   withComputeType(a.in(0).dtype(), [&](auto zero) {
     using T = decltype(zero);
     SgdScalars<T> s = makeSgdScalars<T>(c.lr, a.attr("weight_decay").getFloat(), 0, 0, false);
     for (int64_t i = 0, n = a.out().numElements(); i < n; ++i)
-      storeAs<T>(a.out(0), i, sgdStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), s));
+      storeParam<T>(a, c, i, sgdStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), s));
   });
 }
 
 void sgdMomentumUpdate(const KernelArgs &a) {
   UpdateControl c = readControl(a, /*lrIndex=*/4);
   if (!c.apply)
-    return passThrough(a, 1);
+    return passThrough(a, 1, c);
   // PyTorch creates the buffer (as a copy of d_p) on the first step taken.
   bool firstStep = readScalar(a.in(3)) <= 1;
   withComputeType(a.in(0).dtype(), [&](auto zero) {
@@ -162,7 +190,7 @@ void sgdMomentumUpdate(const KernelArgs &a) {
       T buf = loadAs<T>(a.in(2), i);
       T param =
           sgdMomentumStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), buf, firstStep, s);
-      storeAs<T>(a.out(0), i, param);
+      storeParam<T>(a, c, i, param);
       storeAs<T>(a.out(1), i, buf);
     }
   });
@@ -171,7 +199,7 @@ void sgdMomentumUpdate(const KernelArgs &a) {
 void adamUpdate(const KernelArgs &a) {
   UpdateControl c = readControl(a, /*lrIndex=*/5);
   if (!c.apply)
-    return passThrough(a, 2);
+    return passThrough(a, 2, c);
   double stepCount = readScalar(a.in(4));
   withComputeType(a.in(0).dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -181,7 +209,7 @@ void adamUpdate(const KernelArgs &a) {
     for (int64_t i = 0, n = a.out().numElements(); i < n; ++i) {
       T expAvg = loadAs<T>(a.in(2), i), expAvgSq = loadAs<T>(a.in(3), i);
       T param = adamStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), expAvg, expAvgSq, s);
-      storeAs<T>(a.out(0), i, param);
+      storeParam<T>(a, c, i, param);
       storeAs<T>(a.out(1), i, expAvg);
       storeAs<T>(a.out(2), i, expAvgSq);
     }

@@ -138,6 +138,11 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::sgdMomentumUpdate;
   case OpKind::AdamUpdate:
     return ref::adamUpdate;
+  // Loss-scaling ops.
+  case OpKind::UnscaleCheck:
+    return ref::unscaleCheck;
+  case OpKind::UpdateLossScale:
+    return ref::updateLossScale;
   case OpKind::Custom:
     return nullptr;
   }

@@ -63,8 +63,7 @@ bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string 
 /// checkpoint, is truncated or corrupt, was written for another model, or
 /// lacks a state tensor the program has or stores it with another dtype or
 /// shape.
-bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info,
-                    std::string &err);
+bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info, std::string &err);
 
 } // namespace ampc
 

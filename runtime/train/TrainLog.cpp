@@ -46,7 +46,7 @@ TrainLog::TrainLog(llvm::raw_ostream &out, ProgressStyle style, int64_t logEvery
     : out_(out), style_(style), logEvery_(logEvery), totalSteps_(totalSteps) {
   if (style_ == ProgressStyle::Auto)
     style_ = (&out == &llvm::outs() && ::isatty(STDOUT_FILENO)) ? ProgressStyle::Bar
-                                                                 : ProgressStyle::Lines;
+                                                                : ProgressStyle::Lines;
 }
 
 TrainLog::~TrainLog() {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace ampc {
 
@@ -81,7 +82,7 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
       err = "evaluation graph state '" + v->name().str() + "' has no match in the training graph";
       return false;
     }
-    std::memcpy(ev.data(v), train_.data(src), v->type().sizeInBytes());
+    std::memcpy(ev.data(v), std::as_const(train_).data(src), v->type().sizeInBytes());
   }
   const Node *loss = lossNode(eg);
   if (!loss) {
@@ -185,8 +186,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       lossSum += readScalar(train_, lossValue);
     }
     double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     StepRecord rec;
     rec.step = step;
     rec.loss = lossSum / k;
@@ -264,8 +264,8 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
         << "\n";
   out << "mean step time " << llvm::format("%.2f", result.meanStepMs)
       << " ms (first step excluded)\n";
-  out << "peak memory: planned " << result.plannedBytes << " B, allocated "
-      << result.allocatedBytes << " B\n";
+  out << "peak memory: planned " << result.plannedBytes << " B, allocated " << result.allocatedBytes
+      << " B\n";
 }
 
 } // namespace ampc

@@ -39,8 +39,8 @@ struct TrainOptions {
   int64_t evalEvery = 0;  ///< evaluate every N steps (and at the end); 0: never
   int64_t logEvery = 10;  ///< log every N steps (and the first and last); 0: never
   ProgressStyle progress = ProgressStyle::Auto;
-  std::string metricsPath;    ///< JSON lines, one per step ("" = none)
-  std::string checkpointPath; ///< written at the end ("" = none)
+  std::string metricsPath;     ///< JSON lines, one per step ("" = none)
+  std::string checkpointPath;  ///< written at the end ("" = none)
   int64_t checkpointEvery = 0; ///< also every N steps (needs checkpointPath)
   std::string resumePath;      ///< checkpoint to continue from ("" = none)
   std::string optLevel = "O0"; ///< recorded in checkpoints
@@ -77,8 +77,8 @@ class Trainer {
 public:
   Trainer(Program &train, DataSource &data, BatchOptions batching, TrainOptions options,
           Evaluator eval = {})
-      : train_(train), data_(data), batching_(batching), options_(std::move(options)),
-        eval_(eval) {}
+      : train_(train), data_(data), batching_(batching), options_(std::move(options)), eval_(eval) {
+  }
 
   /// Trains; progress goes to `out`. False + `err` on a failure (bad data,
   /// a non-finite loss, an unwritable file, a refused checkpoint).

@@ -197,6 +197,11 @@ std::vector<ValidCase> validCases() {
        {"f16[8]", "f16[8]", "f32[8]", "f32[8]", "f32[]", "f32[]", "f32[]", "f32[]"},
        {},
        "f16[8], f32[8], f32[8]"},
+
+      // Loss scaling (ir/ops/LossScale.cpp): found_inf, the scale used, then
+      // one unscaled f32 gradient per operand.
+      {"unscale_check", {"f32[]", "bf16[8,4]", "f32[4]"}, {}, "f32[], f32[], f32[8,4], f32[4]"},
+      {"update_loss_scale", {"f32[]", "f32[]", "f32[]"}, {}, "f32[], f32[]"},
   };
 }
 

@@ -42,6 +42,7 @@ std::unique_ptr<Program> compileProgram(const Graph &g, Backend &backend, const 
   copts.initSeed = metaSeed(g, "init.seed");
   copts.runSeed = metaSeed(g, "train.seed");
   copts.baseDir = modelDirOf(opts.model);
+  copts.castCache = opts.castCache;
   return Program::compile(g, backend, diag, copts);
 }
 
@@ -50,14 +51,14 @@ int runPlan(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
   std::unique_ptr<Backend> backend = selectBackend(opts);
   if (!backend)
     return kRuntimeFailure;
+  showPolicy(g);
   std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
   if (!program) {
     diag.print(llvm::errs());
     return kBadInput;
   }
-  llvm::outs() << "model " << g.name() << ", opt level " << opts.optLevel << ", "
-               << program->schedule().size() << " scheduled ops on " << backend->name()
-               << "\n";
+  llvm::outs() << "model " << g.name() << ", opt level " << optLevelOf(g) << ", "
+               << program->schedule().size() << " scheduled ops on " << backend->name() << "\n";
   program->plan().print(llvm::outs());
   return kSuccess;
 }
@@ -67,6 +68,7 @@ int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
   std::unique_ptr<Backend> backend = selectBackend(opts);
   if (!backend)
     return kRuntimeFailure;
+  showPolicy(g);
   std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
   std::unique_ptr<DataSource> source =
       program ? createDataSource(g, modelDirOf(opts.model), diag) : nullptr;
@@ -86,14 +88,13 @@ int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
     std::memcpy(program->data(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
   program->run(0);
   MeasuredMemory measured = program->measure();
-  llvm::outs() << "ran forward on one batch of " << rows << " samples from "
-               << source->kind() << " data\n";
+  llvm::outs() << "ran forward on one batch of " << rows << " samples from " << source->kind()
+               << " data\n";
   for (const Value *out : g.outputs()) {
     const void *data = program->data(out);
     if (out->type().rank() == 0) {
       llvm::outs() << out->name() << " = "
-                   << llvm::format("%.6f", kernels::loadAsDouble(out->dtype(), data, 0))
-                   << "\n";
+                   << llvm::format("%.6f", kernels::loadAsDouble(out->dtype(), data, 0)) << "\n";
       continue;
     }
     double sum = 0;
@@ -103,8 +104,9 @@ int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
                  << llvm::format("%.6f", sum / out->type().numElements()) << "\n";
   }
   llvm::outs() << "memory: planned " << program->plan().peakBytes() << " B, allocated "
-               << measured.allocatedBytes << " B, step arena touched "
-               << measured.touchedStepBytes << " of " << program->plan().stepBytes << " B\n";
+               << measured.allocatedBytes << " B, step arena touched " << measured.touchedStepBytes
+               << " of " << program->plan().stepBytes << " B\n";
+  printPrecisionFooter(g, program.get(), llvm::outs());
   if (!measured.guardsIntact) {
     llvm::errs() << "error: a kernel wrote past the end of an arena\n";
     return kRuntimeFailure;
@@ -124,12 +126,14 @@ void printSummary(const Graph &g, const Options &opts, llvm::raw_ostream &os) {
       buffers += v->type().numElements();
     }
   }
-  os << "model " << g.name() << ": " << g.inputs().size() << " inputs, " << g.numNodes()
-     << " ops, " << paramCount << " parameters (" << paramBytes << " bytes";
+  os << "model " << g.name() << ": " << g.inputs().size() << " inputs, " << g.numNodes() << " ops, "
+     << paramCount << " parameters (" << paramBytes << " bytes";
   if (frozen)
     os << ", " << frozen << " frozen";
   os << "), " << buffers << " buffer elements\n";
   os << "verified: ok\n";
+  showPolicy(g);
+  printPrecisionFooter(g, nullptr, os);
   if (!g.meta().count("optimizer"))
     os << "the model has no 'optimizer' section: nothing to train\n";
   os << "use --emit ir or --emit yaml to print the graph, ampc plan for its memory\n";

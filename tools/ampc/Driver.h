@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ampc::cli {
 
@@ -24,7 +26,7 @@ enum class GraphStage {
 
 struct Options {
   std::string model;
-  std::string optLevel = "O0";
+  std::string optLevel; ///< "" = the model file's amp.opt_level, else O0
   std::string emit;
   std::string output;
   std::string graph; ///< "", "forward" or "train"
@@ -42,7 +44,26 @@ struct Options {
   std::string metricsOut, checkpoint, resume;
   int64_t checkpointEvery = 0;
   std::string progress = "auto"; ///< auto, bar, lines, none
+  // Mixed-precision property overrides, (property, value) in command-line
+  // order (docs/opt-levels.md).
+  std::vector<std::pair<std::string, std::string>> ampOverrides;
+  bool explain = false;  ///< print each node's precision and why
+  bool castCache = true; ///< --no-cast-cache turns the runtime cache off
 };
+
+/// The opt level the graph's meta resolves to ("O0" when none is set).
+std::string optLevelOf(const Graph &g);
+
+/// Resolves the policy in `g`'s meta; prints it (one property a line, on
+/// stdout) and its warnings (stderr) when `print`. False after reporting an
+/// error. The commands print it once they have a device, at the start of
+/// the run.
+bool resolveAndShowPolicy(const Graph &g, bool print, DiagnosticEngine &diag);
+/// Prints the policy and its warnings (the graph's policy is known valid).
+void showPolicy(const Graph &g);
+
+/// The precision summary line and the cast cache's counts after a run.
+void printPrecisionFooter(const Graph &g, const Program *program, llvm::raw_ostream &os);
 
 /// Picks the backend; "auto" says which one it chose. Null after printing why.
 std::unique_ptr<Backend> selectBackend(const Options &opts);

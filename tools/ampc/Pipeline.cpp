@@ -2,6 +2,9 @@
 #include "tools/ampc/Driver.h"
 
 #include "passes/PassManager.h"
+#include "passes/PrecisionPolicy.h"
+#include "passes/PrecisionReport.h"
+#include "passes/StandardPipeline.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -13,10 +16,41 @@ bool runPipeline(Graph &g, const Options &opts, GraphStage stage, DiagnosticEngi
   pm.setTimePasses(opts.timePasses);
   if (!opts.printAfter.empty())
     pm.setPrintAfter({opts.printAfter});
-  // The precision passes (O1-O3) go first, when they land.
-  if (stage == GraphStage::Train && !pm.addByNames("autodiff,optimizer", diag))
+  if (!addStandardPipeline(
+          pm, stage == GraphStage::Train ? PipelineStage::Train : PipelineStage::Forward, diag))
     return false;
   return pm.run(g, diag);
+}
+
+std::string optLevelOf(const Graph &g) {
+  auto it = g.meta().find("amp.opt_level");
+  return it != g.meta().end() && it->second.is(AttrType::String) ? it->second.getString()
+                                                                 : std::string("O0");
+}
+
+bool resolveAndShowPolicy(const Graph &g, bool print, DiagnosticEngine &diag) {
+  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), diag);
+  if (!policy)
+    return false;
+  if (print) {
+    warnPolicy(*policy, diag);
+    llvm::outs() << "precision policy:\n";
+    printPolicy(*policy, llvm::outs());
+  }
+  return true;
+}
+
+void showPolicy(const Graph &g) {
+  DiagnosticEngine diag;
+  resolveAndShowPolicy(g, /*print=*/true, diag);
+  diag.print(llvm::errs());
+}
+
+void printPrecisionFooter(const Graph &g, const Program *program, llvm::raw_ostream &os) {
+  printPrecisionSummary(summarizePrecision(g), os);
+  // Nothing to report when no cast of state ran (O0, O2/O3 without casts of state).
+  if (program && program->castCacheStats().hits + program->castCacheStats().misses > 0)
+    program->castCacheStats().print(os);
 }
 
 } // namespace ampc::cli

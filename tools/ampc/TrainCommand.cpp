@@ -5,6 +5,7 @@
 #include "ir/Verifier.h"
 #include "passes/EvalMode.h"
 #include "passes/PassManager.h"
+#include "passes/StandardPipeline.h"
 #include "runtime/data/DataSource.h"
 #include "runtime/train/Trainer.h"
 
@@ -31,7 +32,7 @@ ProgressStyle progressStyleOf(llvm::StringRef s) {
 
 /// The evaluation graph: the same model imported again with the evaluation
 /// batch size, switched to inference, its logits kept as an output.
-std::unique_ptr<Graph> buildEvalGraph(const Options &opts, int64_t batch,
+std::unique_ptr<Graph> buildEvalGraph(const Graph &train, const Options &opts, int64_t batch,
                                       DiagnosticEngine &diag) {
   LoadOptions load;
   load.maxElements = opts.maxElements;
@@ -39,9 +40,15 @@ std::unique_ptr<Graph> buildEvalGraph(const Options &opts, int64_t batch,
   std::unique_ptr<Graph> g = loadModelFile(opts.model, diag, load);
   if (!g)
     return nullptr;
+  // The same precision policy as training, so the parameters it shares
+  // with the training program by name have the same dtypes.
+  for (const auto &[key, value] : train.meta())
+    if (llvm::StringRef(key).startswith("amp."))
+      g->meta()[key] = value;
   PassManager pm;
   pm.add(std::make_unique<EvalModePass>());
-  if (!pm.run(*g, diag) || !verifyGraph(*g, diag))
+  if (!addStandardPipeline(pm, PipelineStage::Forward, diag) || !pm.run(*g, diag) ||
+      !verifyGraph(*g, diag))
     return nullptr;
   for (Node &n : g->nodes())
     if (n.role() == NodeRole::Loss && n.numOperands() > 0)
@@ -59,6 +66,7 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
   std::unique_ptr<Backend> backend = selectBackend(opts);
   if (!backend)
     return kRuntimeFailure;
+  showPolicy(g);
   std::unique_ptr<DataSource> all = createDataSource(g, modelDirOf(opts.model), diag);
   if (!all) {
     diag.print(llvm::errs());
@@ -73,7 +81,7 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
   t.checkpointPath = opts.checkpoint;
   t.checkpointEvery = opts.checkpointEvery;
   t.resumePath = opts.resume;
-  t.optLevel = opts.optLevel;
+  t.optLevel = optLevelOf(g);
   t.progress = progressStyleOf(opts.progress);
 
   // Hold out the last tenth of the samples for evaluation (when asked for).
@@ -92,7 +100,7 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
     trainPart = makeSubset(*all, 0, n - heldOut);
     evalPart = makeSubset(*all, n - heldOut, heldOut);
     trainData = trainPart.get();
-    evalGraph = buildEvalGraph(opts, std::min(batching.batchSize, heldOut), diag);
+    evalGraph = buildEvalGraph(g, opts, std::min(batching.batchSize, heldOut), diag);
     evalProgram = evalGraph ? compileProgram(*evalGraph, *backend, opts, diag) : nullptr;
     if (!evalProgram) {
       diag.print(llvm::errs());
@@ -105,8 +113,7 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
   int64_t perEpoch = probe.batchesPerEpoch();
   if (perEpoch == 0)
     return fail("the data has " + std::to_string(trainData->numSamples()) +
-                " training samples, fewer than one batch of " +
-                std::to_string(batching.batchSize));
+                " training samples, fewer than one batch of " + std::to_string(batching.batchSize));
   if (g.meta().count("train.steps"))
     t.steps = metaInt(g, "train.steps", 1);
   else if (g.meta().count("train.epochs"))
@@ -123,9 +130,8 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
     diag.print(llvm::errs());
     return kBadInput;
   }
-  llvm::outs() << "training " << g.name() << " at " << opts.optLevel << " on "
-               << backend->name() << ": " << t.steps << " steps of " << batching.batchSize
-               << " samples";
+  llvm::outs() << "training " << g.name() << " at " << optLevelOf(g) << " on " << backend->name()
+               << ": " << t.steps << " steps of " << batching.batchSize << " samples";
   if (t.accumulate > 1)
     llvm::outs() << " x " << t.accumulate << " micro-batches";
   llvm::outs() << " (" << trainData->kind() << " data, " << trainData->numSamples()
@@ -140,6 +146,7 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
   if (!trainer.run(llvm::outs(), result, err))
     return fail(err);
   printTrainSummary(result, llvm::outs());
+  printPrecisionFooter(g, program.get(), llvm::outs());
   if (!opts.checkpoint.empty())
     llvm::outs() << "checkpoint: " << opts.checkpoint << " (step " << result.steps << ")\n";
   if (!opts.metricsOut.empty())

@@ -17,6 +17,8 @@
 #include "ir/Verifier.h"
 #include "ir/support/AtomicFile.h"
 #include "passes/PassManager.h"
+#include "passes/PrecisionPolicy.h"
+#include "passes/PrecisionReport.h"
 
 #include "CLI/CLI.hpp"
 #include "llvm/Support/raw_ostream.h"
@@ -40,8 +42,7 @@ void addOptions(CLI::App &app, Options &opts) {
       ->check(CLI::IsMember({"forward", "train"}));
   app.add_option("--batch", opts.batch, "override the model's batch size")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-elements", opts.maxElements,
-                 "largest element count allowed for one tensor")
+  app.add_option("--max-elements", opts.maxElements, "largest element count allowed for one tensor")
       ->check(CLI::PositiveNumber);
   app.add_flag("--verify-each", opts.verifyEach, "verify the graph after every pass");
   app.add_option("--print-after", opts.printAfter, "print the IR after these passes (or all)");
@@ -83,12 +84,45 @@ void addOptions(CLI::App &app, Options &opts) {
       ->group(train);
   app.add_option("--resume", opts.resume, "continue the run saved in checkpoint FILE")
       ->group(train);
+
+  auto *amp = "Mixed precision (override the opt level's properties; docs/opt-levels.md)";
+  auto property = [&](const char *flag, const char *name, const char *help) {
+    app.add_option_function<std::string>(
+           flag, [&opts, name](const std::string &v) { opts.ampOverrides.emplace_back(name, v); },
+           help)
+        ->group(amp);
+  };
+  property("--half-type", "half_type", "the half type: bf16 (CPU default) or f16");
+  property("--cast-model-type", "cast_model_type", "store parameters in: none (f32) or half");
+  property("--per-op-casting", "per_op_casting", "cast per op by precision category: true|false");
+  property("--keep-batchnorm-fp32", "keep_batchnorm_fp32",
+           "batchnorm in f32 when the model is half: true|false");
+  property("--master-weights", "master_weights",
+           "f32 master copies of half parameters: true|false");
+  property("--loss-scale", "loss_scale", "dynamic, or a static scale VALUE");
+  property("--fp32-ops", "fp32_ops", "op kinds to run in fp32 (comma-separated)");
+  property("--half-ops", "half_ops", "op kinds to run in half (comma-separated)");
+  app.add_flag_callback(
+         "--allow-banned", [&opts] { opts.ampOverrides.emplace_back("allow_banned", "true"); },
+         "run banned ops (binary cross-entropy) in fp32 instead of failing")
+      ->group(amp);
+  app.add_flag("--explain", opts.explain,
+               "print each node's precision and the rule that chose it, then stop")
+      ->group(amp);
+  app.add_flag("!--no-cast-cache", opts.castCache,
+               "recast state tensors at every use (the runtime's cast cache off)")
+      ->group(amp);
 }
 
-/// Writes the command line's training overrides into the model's meta, where
-/// the passes and the loop read them.
-void applyOverrides(Graph &g, const Options &opts) {
+/// Writes the command line's overrides into the model's meta, where the
+/// passes and the loop read them. False after reporting a bad value.
+bool applyOverrides(Graph &g, const Options &opts, DiagnosticEngine &diag) {
   AttrMap &meta = g.meta();
+  if (!opts.optLevel.empty() && !setPolicyOverride(meta, "opt_level", opts.optLevel, diag))
+    return false;
+  for (const auto &[property, value] : opts.ampOverrides)
+    if (!setPolicyOverride(meta, property, value, diag))
+      return false;
   if (opts.steps) {
     meta["train.steps"] = Attribute(*opts.steps);
     meta.erase("train.epochs");
@@ -107,6 +141,7 @@ void applyOverrides(Graph &g, const Options &opts) {
     meta["train.eval_every"] = Attribute(*opts.evalEvery);
   if (opts.logEvery)
     meta["train.log_every"] = Attribute(*opts.logEvery);
+  return true;
 }
 
 int emitGraph(const Graph &g, const Options &opts) {
@@ -153,6 +188,11 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: -o needs --emit ir or --emit yaml\n";
     return kBadInput;
   }
+  if (opts.explain && (!opts.emit.empty() || !opts.run.empty() || opts.planOnly)) {
+    llvm::errs() << "error: --explain prints the precision decisions; it cannot be combined with "
+                    "--emit, --run or plan\n";
+    return kBadInput;
+  }
   if (!opts.resume.empty() && !opts.emit.empty()) {
     llvm::errs() << "error: --resume continues training; it cannot be combined with --emit\n";
     return kBadInput;
@@ -168,19 +208,25 @@ int main(int argc, char **argv) {
     diag.print(llvm::errs());
     return kBadInput;
   }
-  applyOverrides(*graph, opts);
+  if (!applyOverrides(*graph, opts, diag) || !resolveAndShowPolicy(*graph, /*print=*/false, diag)) {
+    diag.print(llvm::errs());
+    return kBadInput;
+  }
+  diag.print(llvm::errs()); // the policy's warnings
+  diag.clear();
 
   bool trainable = graph->meta().count("optimizer") && graph->meta().count("loss");
   if (opts.graph == "train" && !trainable) {
     llvm::errs() << "error: --graph train needs a model with a loss and an 'optimizer' section\n";
     return kBadInput;
   }
-  GraphStage stage = opts.graph == "forward" || opts.run == "forward" || !trainable
+  GraphStage stage = opts.graph == "forward" || opts.run == "forward" || !trainable ||
+                             (opts.explain && opts.graph.empty())
                          ? GraphStage::Forward
                          : GraphStage::Train;
 
   // Training resolves its step count (epochs need the data) before lowering.
-  if (stage == GraphStage::Train && opts.emit.empty() && !opts.planOnly)
+  if (stage == GraphStage::Train && opts.emit.empty() && !opts.planOnly && !opts.explain)
     return runTraining(*graph, opts, diag);
 
   if (!runPipeline(*graph, opts, stage, diag)) {
@@ -196,6 +242,11 @@ int main(int argc, char **argv) {
     return runForward(*graph, opts, diag);
   if (!opts.emit.empty())
     return emitGraph(*graph, opts);
+  if (opts.explain) {
+    printExplain(*graph, llvm::outs());
+    printPrecisionSummary(summarizePrecision(*graph), llvm::outs());
+    return kSuccess;
+  }
   printSummary(*graph, opts, llvm::outs());
   return kSuccess;
 }

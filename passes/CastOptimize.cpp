@@ -1,0 +1,124 @@
+//===- CastOptimize.cpp -----------------------------------------------------===//
+#include "passes/CastOptimize.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <map>
+
+namespace ampc {
+
+bool isLosslessCast(DType from, DType to) {
+  if (from == to)
+    return true;
+  switch (from) {
+  case DType::F16:
+  case DType::BF16:
+    return to == DType::F32 || to == DType::F64;
+  case DType::F32:
+    return to == DType::F64;
+  case DType::I32:
+    return to == DType::I64;
+  case DType::F64:
+  case DType::I64:
+  case DType::Bool:
+    return false;
+  }
+  return false;
+}
+
+namespace {
+
+Node *castProducing(const Value *v) {
+  Node *n = v->isResult() ? v->definingNode() : nullptr;
+  return n && n->kind() == OpKind::Cast ? n : nullptr;
+}
+
+class CastOptimizer {
+public:
+  explicit CastOptimizer(Graph &g) : g_(g) {}
+
+  bool run() {
+    llvm::SmallVector<Node *, 32> casts;
+    for (Node &n : g_.nodes())
+      if (n.kind() == OpKind::Cast)
+        casts.push_back(&n);
+    // In execution order, so a cast's input cast is already in final form.
+    std::map<std::pair<const Value *, DType>, Value *> firstCast;
+    for (Node *cast : casts) {
+      Value *in = cast->operand(0);
+      DType to = cast->attr("to").getDType();
+      if (Node *inner = castProducing(in)) {
+        Value *source = inner->operand(0);
+        if (isLosslessCast(source->dtype(), in->dtype())) {
+          // `in` holds exactly the values of `source`: read that instead.
+          cast->setOperand(0, source);
+          in = source;
+          changed_ = true;
+        }
+      }
+      if (in->dtype() == to) {
+        replace(cast, in);
+        continue;
+      }
+      auto [it, inserted] = firstCast.try_emplace({in, to}, cast->result());
+      if (!inserted) {
+        replace(cast, it->second);
+        continue;
+      }
+      bool cacheable = in->isState();
+      if (cast->attr("cacheable").getBool() != cacheable) {
+        cast->setAttr("cacheable", Attribute(cacheable));
+        changed_ = true;
+      }
+    }
+    eraseDeadCasts();
+    return changed_;
+  }
+
+private:
+  /// Points everything that reads cast's result at `with`.
+  void replace(Node *cast, Value *with) {
+    Value *old = cast->result();
+    old->replaceAllUsesWith(with);
+    std::vector<Value *> outputs = g_.outputs();
+    for (Value *&o : outputs)
+      if (o == old)
+        o = with;
+    g_.setOutputs(std::move(outputs));
+    std::vector<StateUpdate> updates = g_.stateUpdates();
+    for (StateUpdate &u : updates)
+      if (u.newValue == old)
+        u.newValue = with;
+    g_.setStateUpdates(std::move(updates));
+    changed_ = true;
+  }
+
+  /// Casts nothing reads any more (replaced ones, and inner casts of folded
+  /// round trips), users before producers.
+  void eraseDeadCasts() {
+    llvm::DenseSet<const Value *> roots;
+    for (const Value *v : g_.outputs())
+      roots.insert(v);
+    for (const StateUpdate &u : g_.stateUpdates())
+      roots.insert(u.newValue);
+    for (auto it = g_.nodes().rbegin(); it != g_.nodes().rend();) {
+      Node &n = *it++;
+      if (n.kind() != OpKind::Cast || n.result()->hasUses() || roots.count(n.result()))
+        continue;
+      g_.eraseNode(&n);
+      changed_ = true;
+    }
+  }
+
+  Graph &g_;
+  bool changed_ = false;
+};
+
+} // namespace
+
+PassResult CastOptimizePass::run(Graph &g, PassContext &) {
+  return CastOptimizer(g).run() ? PassResult::Changed : PassResult::Unchanged;
+}
+
+} // namespace ampc

@@ -1,0 +1,272 @@
+//===- LossScale.cpp --------------------------------------------------------===//
+#include "passes/LossScale.h"
+
+#include "passes/Autodiff.h"
+#include "passes/MasterWeights.h"
+#include "passes/PrecisionPolicy.h"
+
+#include "ir/Builder.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cassert>
+#include <iterator>
+
+namespace ampc {
+
+namespace {
+
+std::optional<unsigned> operandIndex(const OpInfo &op, llvm::StringRef name) {
+  for (unsigned i = 0; i < op.operands.size(); ++i)
+    if (op.operands[i].name == name)
+      return i;
+  return std::nullopt;
+}
+
+/// The optimizer nodes the pass conditions on "all finite": parameter
+/// updates (a `grad` and a `skip` operand) and step counters (a `skip` only).
+struct SkippableNodes {
+  std::vector<Node *> updates;
+  std::vector<Node *> counters;
+};
+
+SkippableNodes findSkippable(Graph &g) {
+  SkippableNodes s;
+  for (Node &n : g.nodes()) {
+    if (n.role() != NodeRole::Optimizer || !operandIndex(n.op(), "skip"))
+      continue;
+    (operandIndex(n.op(), "grad") ? s.updates : s.counters).push_back(&n);
+  }
+  return s;
+}
+
+/// The loss: the first result of the last node with role loss.
+Value *findLoss(Graph &g) {
+  Value *loss = nullptr;
+  for (Node &n : g.nodes())
+    if (n.role() == NodeRole::Loss && n.numResults() > 0)
+      loss = n.result(0);
+  return loss;
+}
+
+/// The node after `n` in the graph's order, or null at the end.
+Node *nextNode(Graph &g, Node *n) {
+  auto it = std::next(n->getIterator());
+  return it == g.nodes().end() ? nullptr : &*it;
+}
+
+class LossScaleSplicer {
+public:
+  LossScaleSplicer(Graph &g, const PrecisionPolicy &policy, DiagnosticEngine &diag)
+      : g_(g), policy_(policy), diag_(diag) {}
+
+  bool run();
+
+private:
+  bool error(const Location &loc, const llvm::Twine &msg) {
+    diag_.error(loc, "loss-scale: " + msg);
+    return false;
+  }
+  bool requireFreeName(llvm::StringRef name) {
+    return g_.isNameFree(name) || error(Location(), "the name '" + name + "' is taken");
+  }
+  Node *build(OpKind kind, llvm::ArrayRef<Value *> operands, AttrMap attrs,
+              llvm::ArrayRef<std::string> names, Node *before) {
+    Node *n = buildNode(g_, OpRegistry::builtin().get(kind), operands, std::move(attrs), loc_,
+                        diag_, names, before);
+    if (n)
+      n->setRole(NodeRole::LossScale);
+    return n;
+  }
+  bool scaleSeed(Value *scale);
+  Node *insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *> grads, int64_t accumulate);
+  bool conditionOnFinite(const SkippableNodes &nodes, Node *check);
+
+  Graph &g_;
+  const PrecisionPolicy &policy_;
+  DiagnosticEngine &diag_;
+  Location loc_;
+  Value *loss_ = nullptr;
+};
+
+/// The seed d(loss)/d(loss) = 1 (autodiff's fill) becomes the scale.
+bool LossScaleSplicer::scaleSeed(Value *scale) {
+  std::string seedName = gradientName(loss_->name());
+  Value *seed = g_.lookup(seedName);
+  Node *fill = seed ? seed->definingNode() : nullptr;
+  if (!fill || fill->kind() != OpKind::Fill || fill->attr("value").getNumber() != 1.0)
+    return error(loss_->loc(), "the backward seed %" + seedName +
+                                   " is not a fill with 1 (run autodiff before loss-scale)");
+  Value *scaled = scale;
+  if (seed->dtype() != scale->dtype()) {
+    Node *cast = build(OpKind::Cast, {scale}, {{"to", Attribute(seed->dtype())}}, {""}, fill);
+    if (!cast)
+      return false;
+    scaled = cast->result();
+  }
+  seed->replaceAllUsesWith(scaled);
+  g_.eraseNode(fill);
+  if (scaled != scale)
+    g_.renameValue(scaled, seedName);
+  return true;
+}
+
+Node *LossScaleSplicer::insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *> grads,
+                                           int64_t accumulate) {
+  // Right after the last gradient is computed: before anything reads them.
+  llvm::DenseSet<const Node *> producers;
+  for (Value *grad : grads)
+    if (grad->isResult())
+      producers.insert(grad->definingNode());
+  Node *before = nullptr;
+  for (auto it = g_.nodes().rbegin(); it != g_.nodes().rend(); ++it) {
+    if (producers.count(&*it))
+      break;
+    before = &*it;
+  }
+  std::vector<std::string> names = {"skipped", "loss_scale"};
+  for (Value *grad : grads)
+    names.push_back(g_.uniqueName((grad->name() + ".unscaled").str()));
+  llvm::SmallVector<Value *, 8> operands = {scale};
+  operands.append(grads.begin(), grads.end());
+  Node *check =
+      build(OpKind::UnscaleCheck, operands, {{"accumulate", Attribute(accumulate)}}, names, before);
+  if (!check)
+    return nullptr;
+
+  // Every later reader of a gradient reads it unscaled.
+  llvm::DenseSet<const Node *> later;
+  for (Node *n = nextNode(g_, check); n; n = nextNode(g_, n))
+    later.insert(n);
+  for (unsigned i = 0; i < grads.size(); ++i) {
+    std::vector<Use> uses(grads[i]->uses().begin(), grads[i]->uses().end());
+    for (const Use &u : uses)
+      if (later.count(u.user))
+        u.user->setOperand(u.operandIndex, check->result(2 + i));
+  }
+  return check;
+}
+
+/// Gives every update and step counter skip = %skipped, moving the counters
+/// after the check (the optimizer pass puts them first).
+bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Node *check) {
+  Value *skipped = check->result(0);
+  // The updates read the unscaled gradients, so they follow the check.
+  Node *afterCheck = nextNode(g_, check);
+  assert(afterCheck && "the updates come after the unscale check");
+  for (Node *counter : nodes.counters) {
+    unsigned skipIndex = *operandIndex(counter->op(), "skip");
+    llvm::SmallVector<Value *, 2> operands(counter->operands().begin(),
+                                           counter->operands().begin() + skipIndex);
+    operands.push_back(skipped);
+    if (!rebuildNode(g_, counter, operands, {}, diag_, afterCheck))
+      return false;
+  }
+  for (Node *update : nodes.updates) {
+    unsigned gradScaleIndex = *operandIndex(update->op(), "grad_scale");
+    unsigned skipIndex = *operandIndex(update->op(), "skip");
+    if (update->numOperands() > skipIndex) {
+      // The master-weights pass's placeholder (or an earlier skip).
+      update->setOperand(skipIndex, skipped);
+      continue;
+    }
+    llvm::SmallVector<Value *, 10> operands(update->operands().begin(), update->operands().end());
+    if (operands.size() == gradScaleIndex) {
+      Value *one = optimizerConstant(g_, kUnitGradScaleName, 1.0, diag_);
+      if (!one)
+        return false;
+      operands.push_back(one);
+    }
+    operands.push_back(skipped);
+    if (!rebuildNode(g_, update, operands, {}, diag_))
+      return false;
+  }
+  if (Value *never = g_.lookup(kNoSkipName))
+    if (!never->hasUses() && never->isResult())
+      g_.eraseNode(never->definingNode());
+  return true;
+}
+
+bool LossScaleSplicer::run() {
+  for (Node &n : g_.nodes())
+    if (n.role() == NodeRole::LossScale)
+      return error(n.loc(), "the graph already has loss scaling");
+  loss_ = findLoss(g_);
+  if (!loss_)
+    return error(Location(), "the graph has no loss (a node with role loss)");
+  loc_ = loss_->loc();
+  SkippableNodes nodes = findSkippable(g_);
+  if (nodes.updates.empty())
+    return error(Location(), "the graph has no optimizer updates (run the optimizer pass "
+                             "before loss-scale)");
+  bool dynamic = policy_.dynamicLossScale;
+  const char *scaleName = "loss_scale.scale", *trackerName = "loss_scale.growth_tracker";
+  for (const char *name : {scaleName, "loss_scale", "skipped"})
+    if (!requireFreeName(name))
+      return false;
+  if (dynamic && !requireFreeName(trackerName))
+    return false;
+
+  InitSpec init;
+  init.kind = InitSpec::Kind::Constant;
+  init.a = dynamic ? policy_.dynamic.init : policy_.staticLossScale;
+  Value *scale =
+      g_.addState(scaleName, TensorType(DType::F32, {}), StateKind::ScalerState, init, loc_);
+  if (!scaleSeed(scale))
+    return false;
+
+  // The gradients the updates apply, in update order.
+  std::vector<Value *> grads;
+  unsigned gradIndex = *operandIndex(nodes.updates.front()->op(), "grad");
+  int64_t accumulate = nodes.updates.front()->attr("accumulate").getInt();
+  for (Node *update : nodes.updates) {
+    if (update->attr("accumulate").getInt() != accumulate)
+      return error(update->loc(), "the updates disagree on the accumulation count");
+    Value *grad = update->operand(gradIndex);
+    if (!llvm::is_contained(grads, grad))
+      grads.push_back(grad);
+  }
+  Node *check = insertUnscaleCheck(scale, grads, accumulate);
+  if (!check || !conditionOnFinite(nodes, check))
+    return false;
+
+  if (dynamic) {
+    InitSpec zeros;
+    zeros.kind = InitSpec::Kind::Zeros;
+    Value *tracker =
+        g_.addState(trackerName, TensorType(DType::F32, {}), StateKind::ScalerState, zeros, loc_);
+    const DynamicLossScale &d = policy_.dynamic;
+    Node *update = build(OpKind::UpdateLossScale, {scale, tracker, check->result(0)},
+                         {{"growth_factor", Attribute(d.growthFactor)},
+                          {"backoff_factor", Attribute(d.backoffFactor)},
+                          {"growth_interval", Attribute(d.growthInterval)},
+                          {"min_scale", Attribute(d.minScale)},
+                          {"max_scale", Attribute(d.maxScale)},
+                          {"accumulate", Attribute(accumulate)}},
+                         {g_.uniqueName(std::string(scaleName) + ".next"),
+                          g_.uniqueName(std::string(trackerName) + ".next")},
+                         nullptr);
+    if (!update)
+      return false;
+    g_.addStateUpdate(scale, update->result(0));
+    g_.addStateUpdate(tracker, update->result(1));
+  }
+  g_.addOutput(check->result(1));
+  g_.addOutput(check->result(0));
+  return true;
+}
+
+} // namespace
+
+PassResult LossScalePass::run(Graph &g, PassContext &ctx) {
+  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), ctx.diag);
+  if (!policy)
+    return PassResult::Failed;
+  if (!policy->scalesLoss())
+    return PassResult::Unchanged;
+  LossScaleSplicer splicer(g, *policy, ctx.diag);
+  return splicer.run() ? PassResult::Changed : PassResult::Failed;
+}
+
+} // namespace ampc

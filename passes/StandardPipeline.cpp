@@ -1,0 +1,22 @@
+//===- StandardPipeline.cpp -------------------------------------------------===//
+#include "passes/StandardPipeline.h"
+
+namespace ampc {
+
+llvm::StringRef standardPipeline(PipelineStage stage) {
+  switch (stage) {
+  case PipelineStage::Forward:
+    return "assign-precision,cast-optimize";
+  case PipelineStage::Train:
+    // Precision first (autodiff then derives the casts' backward), the loss
+    // scaling after the optimizer it conditions, the cast clean-up last.
+    return "assign-precision,autodiff,optimizer,master-weights,loss-scale,cast-optimize,dce";
+  }
+  return "";
+}
+
+bool addStandardPipeline(PassManager &pm, PipelineStage stage, DiagnosticEngine &diag) {
+  return pm.addByNames(standardPipeline(stage), diag);
+}
+
+} // namespace ampc

@@ -241,7 +241,7 @@ TEST(CastCache, SkippedUpdateKeepsTheVersionAndTheCachedCast) {
   auto backend = createCpuRefBackend();
   auto p = compile(*g, *backend, true);
   ASSERT_TRUE(p);
-  const Value *w = g->lookup("w"), *v = g->lookup("v"), *y = g->lookup("y");
+  const Value *w = g->lookup("w"), *v = g->lookup("v");
   write(*p, g->lookup("x"), values(6, 4));
   write(*p, g->lookup("g"), values(9, 5));
   write(*p, g->lookup("lr"), {0.5});

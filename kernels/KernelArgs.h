@@ -57,6 +57,26 @@ struct KernelArgs {
 
 using KernelFn = void (*)(const KernelArgs &args);
 
+/// A node's kernel as a backend prepared it at compile time: what it could
+/// set up once for this node's shapes, dtypes and attributes (oneDNN
+/// primitives and memory descriptors, cuDNN plans, scratch sizes) lives in
+/// the object, so run() does only the step's work. Stateless kernels are a
+/// KernelFn wrapped by FunctionKernel.
+class NodeKernel {
+public:
+  virtual ~NodeKernel() = default;
+  virtual void run(const KernelArgs &args) = 0;
+};
+
+class FunctionKernel final : public NodeKernel {
+public:
+  explicit FunctionKernel(KernelFn fn) : fn_(fn) {}
+  void run(const KernelArgs &args) override { fn_(args); }
+
+private:
+  KernelFn fn_;
+};
+
 } // namespace ampc::kernels
 
 #endif

@@ -19,6 +19,14 @@ class Backend : public BackendCapabilities {
 public:
   /// The kernel that runs node `n`, or nullptr (compile reports it).
   virtual kernels::KernelFn kernelFor(const Node &n) const = 0;
+  /// Prepares node `n`'s kernel once, at compile time (Program::compile
+  /// calls it for every scheduled node). The default wraps kernelFor; a
+  /// backend with per-node setup (oneDNN primitives) overrides it. Null
+  /// when the backend has no kernel for `n`.
+  virtual std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) {
+    kernels::KernelFn fn = kernelFor(n);
+    return fn ? std::make_unique<kernels::FunctionKernel>(fn) : nullptr;
+  }
   /// One allocation per arena, aligned to at least 64 bytes.
   virtual void *allocate(size_t bytes) = 0;
   virtual void deallocate(void *p) = 0;
@@ -31,6 +39,9 @@ public:
 
 /// The naive oracle (kernels/reference): every op, f64/f32/f16/bf16.
 std::unique_ptr<Backend> createCpuRefBackend();
+/// The fast CPU backend (kernels/cpu: oneDNN and OpenMP), falling back to
+/// the reference kernels per node.
+std::unique_ptr<Backend> createCpuBackend();
 
 /// "cpu-ref" (and, as they land, "cpu", "cuda", "auto"); nullptr with a
 /// message in `err` for an unknown or unavailable device.

@@ -50,10 +50,11 @@ private:
 std::unique_ptr<Backend> createCpuRefBackend() { return std::make_unique<CpuRefBackend>(); }
 
 std::unique_ptr<Backend> createBackend(llvm::StringRef device, std::string &err) {
-  // Until the fast CPU and CUDA backends land, every CPU device is the
-  // reference backend; "auto" picks it and says so at the call site.
-  if (device == "cpu-ref" || device == "cpu" || device == "auto")
+  // "auto" is the CPU until the CUDA backend lands; the call site says so.
+  if (device == "cpu-ref")
     return createCpuRefBackend();
+  if (device == "cpu" || device == "auto")
+    return createCpuBackend();
   if (device == "cuda") {
     err = "device 'cuda' is not available: the CUDA backend is not built yet";
     return nullptr;

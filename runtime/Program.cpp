@@ -32,8 +32,8 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
   std::unique_ptr<Program> p(new Program(g, backend));
   unsigned errors = diag.numErrors();
   for (const Node &n : g.nodes()) {
-    kernels::KernelFn fn = backend.kernelFor(n);
-    if (!fn) {
+    std::unique_ptr<kernels::NodeKernel> kernel = backend.prepare(n);
+    if (!kernel) {
       diag.error(n.loc(), n.opName() + ": no kernel on backend '" + backend.name() + "'");
       continue;
     }
@@ -44,7 +44,7 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
         break;
       }
     p->schedule_.push_back(&n);
-    p->kernels_.push_back(fn);
+    p->kernels_.push_back(std::move(kernel));
   }
   if (diag.numErrors() != errors)
     return nullptr;
@@ -201,7 +201,7 @@ void Program::run(uint64_t step) {
     args.outputs = outputArgs_[i];
     stateUnchanged_[i] = false;
     args.stateUnchanged = &stateUnchanged_[i];
-    kernels_[i](args);
+    kernels_[i]->run(args);
   }
   llvm::ArrayRef<StateUpdate> updates = graph_.stateUpdates();
   for (size_t i = 0; i < updates.size(); ++i) {

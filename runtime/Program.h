@@ -88,7 +88,7 @@ private:
   const Graph &graph_;
   Backend &backend_;
   std::vector<const Node *> schedule_;
-  std::vector<kernels::KernelFn> kernels_;
+  std::vector<std::unique_ptr<kernels::NodeKernel>> kernels_;
   MemoryPlan plan_;
   char *persistent_ = nullptr;
   char *step_ = nullptr;

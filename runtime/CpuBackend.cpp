@@ -1,0 +1,64 @@
+//===- CpuBackend.cpp - The fast CPU backend ("cpu") ----------------------===//
+//
+// Host memory like the reference backend; per node, the fast kernel from
+// kernels/cpu when there is one for its op and dtypes, else the reference
+// kernel. So every model runs on `cpu`, and results differ from `cpu-ref`
+// only by the summation order of the fast kernels (tested per op).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Backend.h"
+
+#include "kernels/cpu/CpuKernels.h"
+#include "kernels/reference/ReferenceKernels.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cstdlib>
+
+namespace ampc {
+namespace {
+
+class CpuBackend final : public Backend {
+public:
+  llvm::StringRef name() const override { return "cpu"; }
+  bool supports(const OpInfo &op, DType dtype) const override {
+    return kernels::referenceSupports(op, dtype);
+  }
+  kernels::KernelFn kernelFor(const Node &n) const override {
+    return kernels::referenceKernel(n.kind());
+  }
+  std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override {
+    if (std::unique_ptr<kernels::NodeKernel> fast = kernels::cpu::prepareCpuKernel(n))
+      return fast;
+    return Backend::prepare(n);
+  }
+  void *allocate(size_t bytes) override {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, rounded ? rounded : 64);
+    if (p) {
+      sizes_[p] = bytes;
+      inUse_ += bytes;
+    }
+    return p;
+  }
+  void deallocate(void *p) override {
+    auto it = sizes_.find(p);
+    if (it != sizes_.end()) {
+      inUse_ -= it->second;
+      sizes_.erase(it);
+    }
+    std::free(p);
+  }
+  uint64_t bytesInUse() const override { return inUse_; }
+  bool hostAccessible() const override { return true; }
+
+private:
+  llvm::DenseMap<void *, uint64_t> sizes_;
+  uint64_t inUse_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCpuBackend() { return std::make_unique<CpuBackend>(); }
+
+} // namespace ampc

@@ -15,8 +15,7 @@ bool checkOperandCount(const OpInfo &op, unsigned n, std::string &err) {
   else
     expected = std::to_string(lo) + " to " + std::to_string(hi);
   bool singular = lo == 1 && (hi == 1 || hi == ~0u);
-  err = "expected " + expected + " operand" + (singular ? "" : "s") + ", got " +
-        std::to_string(n);
+  err = "expected " + expected + " operand" + (singular ? "" : "s") + ", got " + std::to_string(n);
   return false;
 }
 

@@ -43,8 +43,8 @@ bool inferResultTypes(const OpInfo &op, llvm::ArrayRef<TensorType> operandTypes,
 /// `loc` and returns nullptr, leaving the graph unchanged. Result names may be
 /// empty (fresh names) and must otherwise be free in the graph.
 Node *buildNode(Graph &g, const OpInfo &op, llvm::ArrayRef<Value *> operands, AttrMap attrs,
-                const Location &loc, DiagnosticEngine &diag,
-                llvm::ArrayRef<std::string> names = {}, Node *before = nullptr);
+                const Location &loc, DiagnosticEngine &diag, llvm::ArrayRef<std::string> names = {},
+                Node *before = nullptr);
 
 } // namespace ampc
 

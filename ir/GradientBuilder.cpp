@@ -5,8 +5,7 @@
 
 namespace ampc {
 
-llvm::SmallVector<Value *, 3> GradientBuilder::build(OpKind kind,
-                                                     llvm::ArrayRef<Value *> operands,
+llvm::SmallVector<Value *, 3> GradientBuilder::build(OpKind kind, llvm::ArrayRef<Value *> operands,
                                                      AttrMap attrs) {
   const OpInfo &op = OpRegistry::builtin().get(kind);
   Location loc = forward_ ? forward_->loc() : Location();

@@ -174,7 +174,8 @@ Value *Graph::registerValue(std::unique_ptr<Value> v) {
 }
 
 Value *Graph::addInput(llvm::StringRef name, TensorType type, Location loc) {
-  auto v = std::unique_ptr<Value>(new Value(ValueKind::Input, std::move(type), name.str(), nextId_++));
+  auto v =
+      std::unique_ptr<Value>(new Value(ValueKind::Input, std::move(type), name.str(), nextId_++));
   v->loc_ = std::move(loc);
   Value *raw = registerValue(std::move(v));
   inputs_.push_back(raw);
@@ -183,7 +184,8 @@ Value *Graph::addInput(llvm::StringRef name, TensorType type, Location loc) {
 
 Value *Graph::addState(llvm::StringRef name, TensorType type, StateKind kind, InitSpec init,
                        Location loc) {
-  auto v = std::unique_ptr<Value>(new Value(ValueKind::State, std::move(type), name.str(), nextId_++));
+  auto v =
+      std::unique_ptr<Value>(new Value(ValueKind::State, std::move(type), name.str(), nextId_++));
   v->stateKind_ = kind;
   v->init_ = std::move(init);
   v->loc_ = std::move(loc);
@@ -232,8 +234,8 @@ void Graph::renameValue(Value *v, llvm::StringRef newName) {
 }
 
 Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, AttrMap attrs,
-                        llvm::ArrayRef<TensorType> resultTypes,
-                        llvm::ArrayRef<std::string> names, Location loc, Node *before) {
+                        llvm::ArrayRef<TensorType> resultTypes, llvm::ArrayRef<std::string> names,
+                        Location loc, Node *before) {
   assert((names.empty() || names.size() == resultTypes.size()) && "one name per result");
   Node *n = new Node(this, &op, nextId_++);
   n->operands_.resize(operands.size(), nullptr);

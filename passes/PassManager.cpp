@@ -22,8 +22,8 @@
 namespace ampc {
 
 std::unique_ptr<Pass> createPass(llvm::StringRef name) {
-#define AMPC_PASS(Class, Name)                                                               \
-  if (name == Name)                                                                          \
+#define AMPC_PASS(Class, Name)                                                                     \
+  if (name == Name)                                                                                \
     return std::make_unique<Class>();
 #include "passes/Passes.def"
   return nullptr;
@@ -65,8 +65,7 @@ bool PassManager::run(Graph &g, DiagnosticEngine &diag) {
     auto start = std::chrono::steady_clock::now();
     PassResult result = pass->run(g, ctx);
     double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (timePasses_)
       *debugOS_ << llvm::format("pass %-28s %10.3f ms  %s\n", pass->name().str().c_str(), ms,
                                 result == PassResult::Changed ? "changed" : "unchanged");

@@ -134,8 +134,8 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
   const int end = static_cast<int>(schedule.size());
   auto add = [&](const Value *v, BufferClass cls, ArenaKind arena, int first) {
     plan.indexOf[v] = plan.buffers.size();
-    plan.buffers.push_back({v, cls, arena, 0, static_cast<uint64_t>(v->type().sizeInBytes()),
-                            first, first});
+    plan.buffers.push_back(
+        {v, cls, arena, 0, static_cast<uint64_t>(v->type().sizeInBytes()), first, first});
   };
 
   // Persistent arena: every state tensor, laid out in declaration order.

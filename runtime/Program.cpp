@@ -27,8 +27,8 @@ Program::~Program() {
     backend_.deallocate(step_);
 }
 
-std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
-                                          DiagnosticEngine &diag, const CompileOptions &opts) {
+std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, DiagnosticEngine &diag,
+                                          const CompileOptions &opts) {
   std::unique_ptr<Program> p(new Program(g, backend));
   unsigned errors = diag.numErrors();
   for (const Node &n : g.nodes()) {
@@ -54,8 +54,7 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend,
   p->plan_ = planMemory(g, p->schedule_, planOpts);
   // Guard bytes after each arena catch kernels that write past the plan.
   uint64_t heldBefore = backend.bytesInUse();
-  p->persistent_ =
-      static_cast<char *>(backend.allocate(p->plan_.persistentBytes + kArenaGuard));
+  p->persistent_ = static_cast<char *>(backend.allocate(p->plan_.persistentBytes + kArenaGuard));
   p->step_ = static_cast<char *>(backend.allocate(p->plan_.stepBytes + kArenaGuard));
   p->allocatedBytes_ = backend.bytesInUse() - heldBefore - 2 * kArenaGuard;
   if (!p->persistent_ || !p->step_) {
@@ -149,9 +148,9 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
       break;
     case InitSpec::Kind::Uniform:
       for (int64_t i = 0; i < n; ++i)
-        kernels::storeFromDouble(
-            t, dst, i,
-            init.a + (init.b - init.a) * kernels::uniform01Double(opts.initSeed, stream, i));
+        kernels::storeFromDouble(t, dst, i,
+                                 init.a + (init.b - init.a) *
+                                              kernels::uniform01Double(opts.initSeed, stream, i));
       break;
     case InitSpec::Kind::Normal:
       for (int64_t i = 0; i < n; ++i)
@@ -177,9 +176,8 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
         return false;
       }
       for (int64_t i = 0; i < n; ++i) {
-        double x = array.isUint8
-                       ? static_cast<unsigned char>(array.data[i])
-                       : kernels::loadAsDouble(array.dtype, array.data.data(), i);
+        double x = array.isUint8 ? static_cast<unsigned char>(array.data[i])
+                                 : kernels::loadAsDouble(array.dtype, array.data.data(), i);
         kernels::storeFromDouble(t, dst, i, x);
       }
       break;

@@ -34,7 +34,7 @@ struct CompileOptions {
 
 /// Bytes the executor actually holds and touched, to set against the plan.
 struct MeasuredMemory {
-  uint64_t allocatedBytes = 0; ///< arena bytes as the backend's allocator counts them
+  uint64_t allocatedBytes = 0;   ///< arena bytes as the backend's allocator counts them
   uint64_t touchedStepBytes = 0; ///< highest step-arena byte written + 1
   bool guardsIntact = true;      ///< nothing wrote past an arena's end
 };
@@ -44,8 +44,7 @@ public:
   /// Verifies the graph is runnable on `backend` (a kernel for every node, a
   /// supported dtype), plans memory, allocates arenas and initialises state.
   /// Returns nullptr after reporting diagnostics.
-  static std::unique_ptr<Program> compile(const Graph &g, Backend &backend,
-                                          DiagnosticEngine &diag,
+  static std::unique_ptr<Program> compile(const Graph &g, Backend &backend, DiagnosticEngine &diag,
                                           const CompileOptions &opts = {});
   ~Program();
 

@@ -1,0 +1,27 @@
+//===- OneDnn.h - What the rest of the project may ask about oneDNN kernels -*- C++ -*-===//
+//
+// The oneDNN kernels themselves are internal to kernels/cpu (see
+// OneDnnContext.h); this header does not include oneDNN, so tests and tools
+// can ask which prepared kernels are oneDNN primitives without linking it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_KERNELS_CPU_ONEDNN_H
+#define AMPC_KERNELS_CPU_ONEDNN_H
+
+#include "kernels/KernelArgs.h"
+
+#include <string>
+
+namespace ampc::kernels::cpu {
+
+/// True when `k` is a oneDNN primitive (prepareOneDnnKernel made it), so a
+/// test can tell a fast kernel from a reference fallback.
+bool isOneDnnKernel(const NodeKernel &k);
+
+/// oneDNN's name for the implementation behind `k` (e.g. "brg:avx512_core_bf16"),
+/// or "" when `k` is not a oneDNN kernel. For diagnostics, not for dispatch.
+std::string oneDnnImplementation(const NodeKernel &k);
+
+} // namespace ampc::kernels::cpu
+
+#endif

@@ -1,0 +1,86 @@
+//===- OneDnnMatMul.cpp - linear, matmul, batch_matmul as oneDNN matmul ---===//
+//
+// All three are one dnnl::matmul over our row-major buffers: a transposed
+// operand is the same buffer described with swapped strides, so no copy is
+// made, and linear's weight [out, in] is read as the [in, out] matrix W^T.
+// bf16 operands accumulate in f32 and the result is rounded once, with the
+// bias added before that rounding (as the reference kernel does).
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/cpu/OneDnnContext.h"
+
+namespace ampc::kernels::cpu {
+
+namespace {
+
+using dnnl::memory;
+
+/// A stack of matrices stored in C order as [batch..., r, c] (r x c each),
+/// described as the logical [batch..., rows, cols] matrices a GEMM reads:
+/// the stored ones, or their transposes when `transposed` (rows = c,
+/// cols = r) through swapped strides. `rank` pads the batch dims with
+/// leading 1s, as numpy broadcasting aligns them.
+memory::desc matrixDesc(llvm::ArrayRef<int64_t> storedDims, bool transposed, unsigned rank,
+                        memory::data_type type) {
+  memory::dims stored(rank - storedDims.size(), 1);
+  stored.insert(stored.end(), storedDims.begin(), storedDims.end());
+  memory::dims strides = denseStrides(stored);
+  memory::dims dims = stored;
+  if (transposed) {
+    std::swap(dims[rank - 2], dims[rank - 1]);
+    std::swap(strides[rank - 2], strides[rank - 1]);
+  }
+  return memory::desc(dims, type, strides);
+}
+
+std::unique_ptr<NodeKernel> matMulKernel(const memory::desc &a, const memory::desc &b,
+                                         const memory::desc *bias, const memory::desc &y) {
+  dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(a, b, *bias, y) : dnnl::matmul::desc(a, b, y);
+  dnnl::matmul::primitive_desc pd(desc, userScratchpadAttr(), oneDnnEngine());
+  llvm::SmallVector<OneDnnBinding, 4> bindings{
+      {DNNL_ARG_SRC, false, 0, a}, {DNNL_ARG_WEIGHTS, false, 1, b}, {DNNL_ARG_DST, true, 0, y}};
+  if (bias)
+    bindings.push_back({DNNL_ARG_BIAS, false, 2, *bias});
+  return std::make_unique<OneDnnPrimitiveKernel>(pd, dnnl::matmul(pd), bindings);
+}
+
+} // namespace
+
+// y[rows, out] = x[rows, in] W^T (+ b), x's leading dims flattened to rows.
+std::unique_ptr<NodeKernel> prepareOneDnnLinear(const Node &n) {
+  const TensorType &x = n.operand(0)->type(), &w = n.operand(1)->type();
+  memory::data_type type = *oneDnnType(x.dtype());
+  int64_t outFeatures = w.dim(0), inFeatures = w.dim(1);
+  int64_t rows = x.numElements() / inFeatures;
+  memory::desc src = plainDesc({rows, inFeatures}, type);
+  memory::desc weights = matrixDesc(w.dims(), /*transposed=*/true, 2, type);
+  memory::desc dst = plainDesc({rows, outFeatures}, type);
+  if (n.numOperands() < 3)
+    return matMulKernel(src, weights, nullptr, dst);
+  // oneDNN's matmul bias has the rank of dst and broadcasts over its rows.
+  memory::desc bias = plainDesc({1, outFeatures}, type);
+  return matMulKernel(src, weights, &bias, dst);
+}
+
+std::unique_ptr<NodeKernel> prepareOneDnnMatMul(const Node &n) {
+  const TensorType &a = n.operand(0)->type(), &b = n.operand(1)->type(), &y = n.result()->type();
+  memory::data_type type = *oneDnnType(a.dtype());
+  return matMulKernel(matrixDesc(a.dims(), n.attr("transpose_a").getBool(), 2, type),
+                      matrixDesc(b.dims(), n.attr("transpose_b").getBool(), 2, type), nullptr,
+                      plainDesc(y.dims(), type));
+}
+
+// Batch dims of size 1 broadcast (oneDNN matmul's own semantics, the same
+// as numpy's once both operands have the result's rank).
+std::unique_ptr<NodeKernel> prepareOneDnnBatchMatMul(const Node &n) {
+  const TensorType &a = n.operand(0)->type(), &b = n.operand(1)->type(), &y = n.result()->type();
+  memory::data_type type = *oneDnnType(a.dtype());
+  unsigned rank = y.rank();
+  if (rank > DNNL_MAX_NDIMS)
+    return nullptr;
+  return matMulKernel(matrixDesc(a.dims(), n.attr("transpose_a").getBool(), rank, type),
+                      matrixDesc(b.dims(), n.attr("transpose_b").getBool(), rank, type), nullptr,
+                      plainDesc(y.dims(), type));
+}
+
+} // namespace ampc::kernels::cpu

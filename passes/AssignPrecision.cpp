@@ -52,6 +52,8 @@ llvm::StringRef precisionReasonKeyword(PrecisionReason r) {
     return "integer";
   case PrecisionReason::Cast:
     return "cast";
+  case PrecisionReason::Backend:
+    return "backend";
   }
   return "?";
 }
@@ -60,7 +62,7 @@ std::optional<PrecisionReason> parsePrecisionReason(llvm::StringRef keyword) {
   for (PrecisionReason r :
        {PrecisionReason::Category, PrecisionReason::OpOverride, PrecisionReason::NodeOverride,
         PrecisionReason::Neighbour, PrecisionReason::Promote, PrecisionReason::Policy,
-        PrecisionReason::Integer, PrecisionReason::Cast})
+        PrecisionReason::Integer, PrecisionReason::Cast, PrecisionReason::Backend})
     if (precisionReasonKeyword(r) == keyword)
       return r;
   return std::nullopt;
@@ -201,8 +203,9 @@ struct NodePlan {
 
 class PrecisionAssigner {
 public:
-  PrecisionAssigner(Graph &g, const PrecisionPolicy &policy, DiagnosticEngine &diag)
-      : g_(g), policy_(policy), diag_(diag) {}
+  PrecisionAssigner(Graph &g, const PrecisionPolicy &policy, DiagnosticEngine &diag,
+                    const BackendCapabilities *target)
+      : g_(g), policy_(policy), diag_(diag), target_(target) {}
 
   PassResult run() {
     for (Node &n : g_.nodes())
@@ -297,6 +300,20 @@ private:
     if (!hasFloat) {
       plan.kind = NodePlan::Kind::Integer;
       plan.reason = PrecisionReason::Integer;
+      return true;
+    }
+
+    // What the target cannot run in half runs in fp32, whatever else would
+    // ask for half; only an explicit per-node request is an error.
+    if (target_ && !target_->supports(n.op(), policy_.halfType)) {
+      if (n.precisionOverride() == PrecisionOverride::Half) {
+        diag_.error(n.loc(), "precision: half asks for " + n.opName() + " in " +
+                                 dtypeName(policy_.halfType) + ", which backend '" +
+                                 target_->name() + "' cannot run");
+        return false;
+      }
+      fix(plan, Label::Fp32, PrecisionReason::Backend,
+          (target_->name() + " has no " + dtypeName(policy_.halfType) + " kernel").str());
       return true;
     }
 
@@ -628,6 +645,7 @@ private:
   Graph &g_;
   const PrecisionPolicy &policy_;
   DiagnosticEngine &diag_;
+  const BackendCapabilities *target_;
   std::vector<Node *> nodes_;
   std::vector<DType> outputDTypes_;
   std::vector<Value *> halfParams_, keptFp32Params_;
@@ -655,7 +673,7 @@ PassResult AssignPrecisionPass::run(Graph &g, PassContext &ctx) {
   for (const Node &n : g.nodes())
     if (n.findAttr(kPrecisionAttr))
       return PassResult::Unchanged;
-  return PrecisionAssigner(g, *policy, ctx.diag).run();
+  return PrecisionAssigner(g, *policy, ctx.diag, ctx.target).run();
 }
 
 } // namespace ampc

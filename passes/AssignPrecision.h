@@ -19,6 +19,7 @@ enum class PrecisionReason : uint8_t {
   Policy,       ///< the policy: whole model in half (cast_model_type), losses in fp32
   Integer,      ///< no floating-point data: nothing to decide, never cast
   Cast,         ///< a cast written in the model: its `to` decides
+  Backend,      ///< the target backend cannot run the op in the half type
 };
 llvm::StringRef precisionReasonKeyword(PrecisionReason r);
 std::optional<PrecisionReason> parsePrecisionReason(llvm::StringRef keyword);

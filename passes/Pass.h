@@ -2,6 +2,7 @@
 #ifndef AMPC_PASSES_PASS_H
 #define AMPC_PASSES_PASS_H
 
+#include "ir/BackendCapabilities.h"
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 
@@ -13,6 +14,9 @@ namespace ampc {
 /// precision policy, the target backend's capabilities).
 struct PassContext {
   DiagnosticEngine &diag;
+  /// The backend the graph is compiled for, when known: the precision passes
+  /// ask it which ops it runs in half (null: assume every op can).
+  const BackendCapabilities *target = nullptr;
 };
 
 /// A pass either changed the graph, left it alone, or failed on user input

@@ -56,7 +56,7 @@ bool PassManager::addByNames(llvm::StringRef commaList, DiagnosticEngine &diag) 
 }
 
 bool PassManager::run(Graph &g, DiagnosticEngine &diag) {
-  PassContext ctx{diag};
+  PassContext ctx{diag, target_};
   int count = 0;
   for (auto &pass : passes_) {
     if (stopAfter_ >= 0 && count >= stopAfter_)

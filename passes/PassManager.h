@@ -32,6 +32,8 @@ public:
   void setPrintAfter(std::set<std::string> names) { printAfter_ = std::move(names); }
   /// Stop after this many passes (for bisecting a pipeline); -1 = run all.
   void setStopAfter(int n) { stopAfter_ = n; }
+  /// The backend the graph is for (PassContext::target); null: unknown.
+  void setTarget(const BackendCapabilities *target) { target_ = target; }
   /// Record and print each pass's wall time.
   void setTimePasses(bool t) { timePasses_ = t; }
   /// Where --print-after and --time-passes write (stderr by default).
@@ -50,6 +52,7 @@ private:
   bool verifyEach_ = false;
   std::set<std::string> printAfter_;
   int stopAfter_ = -1;
+  const BackendCapabilities *target_ = nullptr;
   bool timePasses_ = false;
   llvm::raw_ostream *debugOS_ = &llvm::errs();
   std::function<void(llvm::StringRef, const Graph &)> afterPass_;

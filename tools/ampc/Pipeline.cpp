@@ -16,6 +16,10 @@ bool runPipeline(Graph &g, const Options &opts, GraphStage stage, DiagnosticEngi
   pm.setTimePasses(opts.timePasses);
   if (!opts.printAfter.empty())
     pm.setPrintAfter({opts.printAfter});
+  // The precision passes ask the target which ops it runs in half.
+  std::string unavailable;
+  std::unique_ptr<Backend> target = createBackend(opts.device, unavailable);
+  pm.setTarget(target.get());
   if (!addStandardPipeline(
           pm, stage == GraphStage::Train ? PipelineStage::Train : PipelineStage::Forward, diag))
     return false;

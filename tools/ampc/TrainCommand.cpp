@@ -46,6 +46,9 @@ std::unique_ptr<Graph> buildEvalGraph(const Graph &train, const Options &opts, i
     if (llvm::StringRef(key).startswith("amp."))
       g->meta()[key] = value;
   PassManager pm;
+  std::string unavailable;
+  std::unique_ptr<Backend> target = createBackend(opts.device, unavailable);
+  pm.setTarget(target.get());
   pm.add(std::make_unique<EvalModePass>());
   if (!addStandardPipeline(pm, PipelineStage::Forward, diag) || !pm.run(*g, diag) ||
       !verifyGraph(*g, diag))

@@ -51,7 +51,7 @@ int runPlan(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
   std::unique_ptr<Backend> backend = selectBackend(opts);
   if (!backend)
     return kRuntimeFailure;
-  showPolicy(g);
+  showPolicy(g, backend.get());
   std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
   if (!program) {
     diag.print(llvm::errs());
@@ -68,7 +68,7 @@ int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
   std::unique_ptr<Backend> backend = selectBackend(opts);
   if (!backend)
     return kRuntimeFailure;
-  showPolicy(g);
+  showPolicy(g, backend.get());
   std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
   std::unique_ptr<DataSource> source =
       program ? createDataSource(g, modelDirOf(opts.model), diag) : nullptr;

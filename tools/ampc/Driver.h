@@ -60,7 +60,8 @@ std::string optLevelOf(const Graph &g);
 /// the run.
 bool resolveAndShowPolicy(const Graph &g, bool print, DiagnosticEngine &diag);
 /// Prints the policy and its warnings (the graph's policy is known valid).
-void showPolicy(const Graph &g);
+/// With `backend`, also a note when the policy's half type is slow there.
+void showPolicy(const Graph &g, const Backend *backend = nullptr);
 
 /// The precision summary line and the cast cache's counts after a run.
 void printPrecisionFooter(const Graph &g, const Program *program, llvm::raw_ostream &os);

@@ -44,10 +44,17 @@ bool resolveAndShowPolicy(const Graph &g, bool print, DiagnosticEngine &diag) {
   return true;
 }
 
-void showPolicy(const Graph &g) {
+void showPolicy(const Graph &g, const Backend *backend) {
   DiagnosticEngine diag;
   resolveAndShowPolicy(g, /*print=*/true, diag);
   diag.print(llvm::errs());
+  // CPUs have no f16 arithmetic: it runs exactly, through f32, but slower
+  // than bf16. Say so once, where the policy is shown.
+  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), diag);
+  if (policy && backend && policy->mixed() && policy->halfType == DType::F16 &&
+      backend->name().startswith("cpu"))
+    llvm::outs() << "note: f16 on the CPU runs by conversion to f32 (exact, but slower than "
+                    "bf16; --half-type bf16 is the CPU's fast half type)\n";
 }
 
 void printPrecisionFooter(const Graph &g, const Program *program, llvm::raw_ostream &os) {

@@ -69,7 +69,7 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
   std::unique_ptr<Backend> backend = selectBackend(opts);
   if (!backend)
     return kRuntimeFailure;
-  showPolicy(g);
+  showPolicy(g, backend.get());
   std::unique_ptr<DataSource> all = createDataSource(g, modelDirOf(opts.model), diag);
   if (!all) {
     diag.print(llvm::errs());

@@ -1,0 +1,365 @@
+//===- LoopElementwise.cpp - Elementwise loop kernels of the cpu backend ---===//
+//
+// cast, relu, gelu, sigmoid, tanh and their gradients, scale, add/sub/mul/div
+// (same shapes, or one operand broadcast over a contiguous block of the
+// result's dims: a bias row, a per-channel [C, 1, 1] or a scalar),
+// mse_loss_grad and global_avgpool_grad, in f32, bf16 and f16. Each element
+// runs the reference's element function from kernels/common, so the results
+// are the reference's bits. (f16 loads do not vectorize -- halfBitsToFloat
+// loops over subnormals -- so f16 gains only the threads.)
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/common/ActivationMath.h"
+#include "kernels/common/CastMath.h"
+#include "kernels/common/ElementwiseMath.h"
+#include "kernels/common/LossMath.h"
+#include "kernels/cpu/LoopFamilies.h"
+#include "kernels/cpu/LoopSupport.h"
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+namespace ampc::kernels::cpu {
+namespace {
+
+/// True when every operand and result of `n` has dtype `t`.
+bool allOfDType(const Node &n, DType t) {
+  for (const Value *v : n.operands())
+    if (v->dtype() != t)
+      return false;
+  for (unsigned r = 0; r < n.numResults(); ++r)
+    if (n.result(r)->dtype() != t)
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Unary maps: out[i] = f(in[i])
+//===----------------------------------------------------------------------===//
+
+struct ReluFn {
+  explicit ReluFn(const KernelArgs &) {}
+  float operator()(float x) const { return reluOp(x); }
+};
+
+struct ScaleFn {
+  double factor;
+  explicit ScaleFn(const KernelArgs &a) : factor(a.attr("factor").getFloat()) {}
+  float operator()(float x) const { return scaleOp(x, factor); }
+};
+
+struct GeluErfFn {
+  explicit GeluErfFn(const KernelArgs &) {}
+  float operator()(float x) const { return geluErfOp(x); }
+};
+
+struct GeluTanhFn {
+  explicit GeluTanhFn(const KernelArgs &) {}
+  float operator()(float x) const { return geluTanhOp(x); }
+};
+
+struct SigmoidFn {
+  explicit SigmoidFn(const KernelArgs &) {}
+  float operator()(float x) const { return sigmoidOp(x); }
+};
+
+struct TanhFn {
+  explicit TanhFn(const KernelArgs &) {}
+  float operator()(float x) const { return tanhOp(x); }
+};
+
+template <DType To> struct CastFn {
+  explicit CastFn(const KernelArgs &) {}
+  float operator()(float x) const { return castValue<To>(x); }
+};
+
+template <DType In, DType Out, class Fn> void unaryMap(const KernelArgs &a, const LoopPlan &) {
+  const void *x = a.in(0).data;
+  void *y = a.out().data;
+  Fn f(a);
+  parallelForElements(a.out().numElements(), kElementwiseGrain,
+                      [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+#pragma omp simd
+                        for (int64_t i = begin; i < end; ++i)
+                          store<Out>(y, i, f(load<In>(x, i)));
+                      });
+}
+
+void copyBytes(const KernelArgs &a, const LoopPlan &) {
+  copyInParallel(a.in(0).data, a.out().data, a.out().type->sizeInBytes());
+}
+
+template <class Fn> std::unique_ptr<NodeKernel> prepareSameDTypeUnary(const Node &n) {
+  DType t = n.operand(0)->dtype();
+  if (!allOfDType(n, t))
+    return nullptr;
+  return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    return makeLoopKernel(&unaryMap<D, D, Fn>);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Binary maps: out[i] = f(lhs[i'], rhs[i''])
+//===----------------------------------------------------------------------===//
+
+struct AddFn {
+  float operator()(float x, float y) const { return addOp(x, y); }
+};
+struct SubFn {
+  float operator()(float x, float y) const { return subOp(x, y); }
+};
+struct MulFn {
+  float operator()(float x, float y) const { return mulOp(x, y); }
+};
+struct DivFn {
+  float operator()(float x, float y) const { return divOp(x, y); }
+};
+struct ReluGradFn {
+  float operator()(float dy, float x) const { return reluGradOp(dy, x); }
+};
+struct GeluErfGradFn {
+  float operator()(float dy, float x) const { return geluErfGradOp(dy, x); }
+};
+struct GeluTanhGradFn {
+  float operator()(float dy, float x) const { return geluTanhGradOp(dy, x); }
+};
+struct SigmoidGradFn {
+  float operator()(float dy, float y) const { return sigmoidGradOp(dy, y); }
+};
+struct TanhGradFn {
+  float operator()(float dy, float y) const { return tanhGradOp(dy, y); }
+};
+
+/// plan.variant of a binary map: both operands have the result's shape, or
+/// one of them (the other has the result's shape) is broadcast.
+enum BinaryVariant : int { kSameShape = 0, kRhsBroadcast = 1, kLhsBroadcast = 2 };
+
+/// out = f(lhs, rhs). A broadcast operand holds plan.middle elements: block b
+/// of plan.inner consecutive result elements reads its element b % middle.
+template <DType D, class Fn> void binaryMap(const KernelArgs &a, const LoopPlan &plan) {
+  const void *lhs = a.in(0).data, *rhs = a.in(1).data;
+  void *out = a.out().data;
+  int64_t n = a.out().numElements();
+  Fn f;
+  if (plan.variant == kSameShape)
+    return parallelForElements(n, kElementwiseGrain,
+                               [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+#pragma omp simd
+                                 for (int64_t i = begin; i < end; ++i)
+                                   store<D>(out, i, f(load<D>(lhs, i), load<D>(rhs, i)));
+                               });
+  bool rhsBroadcast = plan.variant == kRhsBroadcast;
+  const void *full = rhsBroadcast ? lhs : rhs, *broadcast = rhsBroadcast ? rhs : lhs;
+  // The operands in f's order, from the full operand's element and the
+  // broadcast operand's.
+  auto apply = [=](float fullValue, float broadcastValue) AMPC_LOOP_BODY {
+    return rhsBroadcast ? f(fullValue, broadcastValue) : f(broadcastValue, fullValue);
+  };
+  int64_t middle = plan.middle, inner = plan.inner;
+  if (inner == 1) {
+    // A row of `middle` elements (a bias) repeated: vectorize along the row.
+    int64_t rows = n / middle;
+    return parallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / middle),
+                       [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+                         for (int64_t r = begin; r < end; ++r) {
+#pragma omp simd
+                           for (int64_t m = 0; m < middle; ++m)
+                             store<D>(out, r * middle + m,
+                                      apply(load<D>(full, r * middle + m), load<D>(broadcast, m)));
+                         }
+                       });
+  }
+  // One broadcast value per block of `inner` elements (a per-channel value
+  // over a plane): vectorize along the block.
+  int64_t blocks = n / inner;
+  parallelFor(blocks, std::max<int64_t>(1, kElementwiseGrain / inner),
+              [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+                for (int64_t b = begin; b < end; ++b) {
+                  float value = load<D>(broadcast, b % middle);
+#pragma omp simd
+                  for (int64_t j = 0; j < inner; ++j)
+                    store<D>(out, b * inner + j, apply(load<D>(full, b * inner + j), value));
+                }
+              });
+}
+
+/// How `dims` broadcast to `outDims` (numpy rules, aligned at the right), as
+/// (middle, inner): the operand's element for result element i is
+/// (i / inner) % middle. That form exists when the dims the operand does not
+/// broadcast are one contiguous run of the result's dims; none otherwise.
+std::optional<std::pair<int64_t, int64_t>> broadcastPattern(llvm::ArrayRef<int64_t> dims,
+                                                            llvm::ArrayRef<int64_t> outDims) {
+  size_t rank = outDims.size(), offset = rank - dims.size();
+  int64_t middle = 1, inner = 1;
+  bool seenKept = false, endedKept = false;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t own = d >= offset ? dims[d - offset] : 1;
+    if (outDims[d] == 1) // neither kept nor broadcast
+      continue;
+    bool kept = own == outDims[d];
+    if (kept) {
+      if (endedKept)
+        return std::nullopt;
+      seenKept = true;
+      middle *= outDims[d];
+      continue;
+    }
+    if (seenKept) {
+      endedKept = true;
+      inner *= outDims[d];
+    }
+  }
+  if (!seenKept) // a scalar: every element reads element 0
+    inner = 1;
+  return std::make_pair(middle, inner);
+}
+
+template <class Fn> std::unique_ptr<NodeKernel> prepareBinary(const Node &n) {
+  DType t = n.result()->dtype();
+  if (!allOfDType(n, t) || !isLoopFloat(t))
+    return nullptr;
+  const TensorType &out = n.result()->type();
+  LoopPlan plan;
+  auto lhs = broadcastPattern(n.operand(0)->type().dims(), out.dims());
+  auto rhs = broadcastPattern(n.operand(1)->type().dims(), out.dims());
+  if (!lhs || !rhs)
+    return nullptr;
+  int64_t size = out.numElements();
+  bool lhsFull = lhs->first == size, rhsFull = rhs->first == size;
+  if (lhsFull && rhsFull) {
+    plan.variant = kSameShape;
+  } else if (lhsFull || rhsFull) {
+    plan.variant = lhsFull ? kRhsBroadcast : kLhsBroadcast;
+    std::tie(plan.middle, plan.inner) = lhsFull ? *rhs : *lhs;
+    if (plan.middle == 1) // a scalar: blocks of the whole tensor
+      plan.inner = std::max<int64_t>(size, 1);
+  } else {
+    return nullptr; // both broadcast ([N, 1] + [1, C]): the reference does it
+  }
+  return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    return makeLoopKernel(&binaryMap<D, Fn>, plan);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Others
+//===----------------------------------------------------------------------===//
+
+/// (dy, input, target) -> d input = squaredErrorGradTerm(input, target, dy / n).
+template <DType D> void mseLossGradLoop(const KernelArgs &a, const LoopPlan &) {
+  const void *input = a.in(1).data, *target = a.in(2).data;
+  void *out = a.out().data;
+  int64_t n = a.out().numElements();
+  float scale = load<D>(a.in(0).data, 0) / float(n);
+  parallelForElements(n, kElementwiseGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i)
+      store<D>(out, i, squaredErrorGradTerm(load<D>(input, i), load<D>(target, i), scale));
+  });
+}
+
+/// dy [N, C, 1, 1] -> dx [N, C, H, W]: each plane gets dy / (H W).
+template <DType D> void globalAvgPoolGradLoop(const KernelArgs &a, const LoopPlan &) {
+  const void *dy = a.in(0).data;
+  void *dx = a.out().data;
+  llvm::ArrayRef<int64_t> dims = a.out().dims();
+  int64_t planes = dims[0] * dims[1], planeSize = dims[2] * dims[3];
+  parallelFor(planes, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(planeSize, 1)),
+              [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+                for (int64_t p = begin; p < end; ++p) {
+                  float share = load<D>(dy, p) / static_cast<float>(planeSize);
+#pragma omp simd
+                  for (int64_t e = 0; e < planeSize; ++e)
+                    store<D>(dx, p * planeSize + e, share);
+                }
+              });
+}
+
+} // namespace
+
+std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n) {
+  DType from = n.operand(0)->dtype(), to = n.result()->dtype();
+  if (from == to) // every bit kept (NaN payloads too), any dtype
+    return makeLoopKernel(&copyBytes);
+  return dispatchLoopFloat(from, std::unique_ptr<NodeKernel>(), [&](auto fromTag) {
+    return dispatchLoopFloat(to, std::unique_ptr<NodeKernel>(), [&](auto toTag) {
+      constexpr DType From = decltype(fromTag)::value, To = decltype(toTag)::value;
+      return makeLoopKernel(&unaryMap<From, To, CastFn<To>>);
+    });
+  });
+}
+
+std::unique_ptr<NodeKernel> prepareLoopRelu(const Node &n) {
+  return prepareSameDTypeUnary<ReluFn>(n);
+}
+
+// gelu, sigmoid and tanh call libm's erf, tanh and exp per element, as the
+// reference does (the same scalar functions, so the same bits): the threads
+// speed them up, vectors do not.
+
+std::unique_ptr<NodeKernel> prepareLoopGelu(const Node &n) {
+  if (n.attr("approximate").getString() == "tanh")
+    return prepareSameDTypeUnary<GeluTanhFn>(n);
+  return prepareSameDTypeUnary<GeluErfFn>(n);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopGeluGrad(const Node &n) {
+  if (n.attr("approximate").getString() == "tanh")
+    return prepareBinary<GeluTanhGradFn>(n);
+  return prepareBinary<GeluErfGradFn>(n);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopSigmoid(const Node &n) {
+  return prepareSameDTypeUnary<SigmoidFn>(n);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopSigmoidGrad(const Node &n) {
+  return prepareBinary<SigmoidGradFn>(n);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopTanh(const Node &n) {
+  return prepareSameDTypeUnary<TanhFn>(n);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopTanhGrad(const Node &n) {
+  return prepareBinary<TanhGradFn>(n);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopScale(const Node &n) {
+  return prepareSameDTypeUnary<ScaleFn>(n);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopReluGrad(const Node &n) {
+  // relu_grad's operands have the result's shape; prepareBinary sees that.
+  return prepareBinary<ReluGradFn>(n);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopAdd(const Node &n) { return prepareBinary<AddFn>(n); }
+std::unique_ptr<NodeKernel> prepareLoopSub(const Node &n) { return prepareBinary<SubFn>(n); }
+std::unique_ptr<NodeKernel> prepareLoopMul(const Node &n) { return prepareBinary<MulFn>(n); }
+std::unique_ptr<NodeKernel> prepareLoopDiv(const Node &n) { return prepareBinary<DivFn>(n); }
+
+std::unique_ptr<NodeKernel> prepareLoopMseLossGrad(const Node &n) {
+  // The reference reads all three operands in the result's dtype.
+  DType t = n.result()->dtype();
+  if (!allOfDType(n, t))
+    return nullptr;
+  return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [](auto tag) {
+    return makeLoopKernel(&mseLossGradLoop<decltype(tag)::value>);
+  });
+}
+
+std::unique_ptr<NodeKernel> prepareLoopGlobalAvgPoolGrad(const Node &n) {
+  DType t = n.result()->dtype();
+  if (!allOfDType(n, t) || n.result()->type().rank() != 4)
+    return nullptr;
+  return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [](auto tag) {
+    return makeLoopKernel(&globalAvgPoolGradLoop<decltype(tag)::value>);
+  });
+}
+
+} // namespace ampc::kernels::cpu

@@ -1,0 +1,29 @@
+//===- LoopKernels.h - What the rest of the project may ask about the loop kernels -*- C++ -*-===//
+//
+// The loop kernels themselves are internal to kernels/cpu (LoopSupport.h);
+// this header lets tests tell a prepared loop kernel from a reference
+// fallback and run the loops without their AVX-512 copies.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_KERNELS_CPU_LOOPKERNELS_H
+#define AMPC_KERNELS_CPU_LOOPKERNELS_H
+
+#include "kernels/KernelArgs.h"
+
+namespace ampc::kernels::cpu {
+
+/// True when `k` is one of our own loop kernels (prepareLoopKernel made it).
+bool isLoopKernel(const NodeKernel &k);
+
+/// Whether the CPU running this has the AVX-512 subset the loops' wide copies
+/// use.
+bool cpuHasAvx512();
+
+/// For tests: false makes every loop run its baseline (non-AVX-512) copy, so
+/// both copies can be checked against the reference on one machine. Default
+/// true (the wide copy wherever cpuHasAvx512()).
+void setLoopWideVectorsAllowed(bool allowed);
+
+} // namespace ampc::kernels::cpu
+
+#endif

@@ -1,0 +1,271 @@
+//===- LoopSupport.h - Threads and vector code for the cpu backend's own loops -*- C++ -*-===//
+//
+// What the loop kernels (kernels/cpu/Loop*.cpp) share:
+//
+// - Vector code without a -march flag. A loop body is a lambda marked
+//   AMPC_LOOP_BODY (always inlined) whose inner loop carries `#pragma omp
+//   simd`; runVectorized() inlines it into one of two copies, one compiled
+//   for AVX-512 (target attribute) and one for the baseline ISA, and picks the
+//   AVX-512 copy when the CPU has it. So the binary runs anywhere and uses
+//   512-bit vectors where they exist.
+//
+// - Bit-exact element math. The loops call the same kernels/common functions
+//   as the reference kernels, per element, and kernels/CMakeLists.txt builds
+//   both with -ffp-contract=off (no fused multiply-add the reference would
+//   not do) and the loops with options that help them vectorize without
+//   changing a result. Vector sqrt and division are correctly rounded like
+//   the scalar ones; erf, exp and tanh stay calls to the same libm functions.
+//   So an elementwise loop gives the reference's bits, in either copy.
+//
+// - Threads. parallelFor() splits a range into chunks run by OpenMP (the
+//   libgomp oneDNN uses too), in the calling thread when there is only one.
+//   Sums are split by the shapes alone (fixed pieces, kLanes lanes) and
+//   combined in a fixed order, so their results do not depend on the number
+//   of threads or on the vector copy.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_KERNELS_CPU_LOOPSUPPORT_H
+#define AMPC_KERNELS_CPU_LOOPSUPPORT_H
+
+#include "kernels/KernelArgs.h"
+#include "kernels/common/Storage.h"
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+namespace ampc::kernels::cpu {
+
+//===----------------------------------------------------------------------===//
+// Kernel objects
+//===----------------------------------------------------------------------===//
+
+/// Base of every loop kernel, so tests can tell one from a reference
+/// fallback (see isLoopKernel in LoopKernels.h).
+class LoopKernel : public NodeKernel {};
+
+/// What a loop kernel worked out from its node's shapes and attributes when
+/// the program was compiled, so run() does not redo it every step.
+struct LoopPlan {
+  int64_t outer = 1;
+  int64_t middle = 1;
+  int64_t inner = 1;
+  /// Which operand a binary op broadcasts, or which strategy a reduction
+  /// uses (an enum of the kernel's file).
+  int variant = 0;
+};
+
+using LoopFn = void (*)(const KernelArgs &args, const LoopPlan &plan);
+
+/// A loop kernel that is one function (chosen at compile time for the node's
+/// dtypes) and its plan.
+class FunctionLoopKernel final : public LoopKernel {
+public:
+  FunctionLoopKernel(LoopFn fn, const LoopPlan &plan) : fn_(fn), plan_(plan) {}
+  void run(const KernelArgs &args) override { fn_(args, plan_); }
+
+private:
+  LoopFn fn_;
+  LoopPlan plan_;
+};
+
+inline std::unique_ptr<NodeKernel> makeLoopKernel(LoopFn fn, const LoopPlan &plan = {}) {
+  return std::make_unique<FunctionLoopKernel>(fn, plan);
+}
+
+//===----------------------------------------------------------------------===//
+// Dtypes
+//===----------------------------------------------------------------------===//
+
+/// The dtypes the loops run: f32 and the half types (f32 compute). f64 and
+/// integers stay with the reference kernels.
+inline bool isLoopFloat(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+
+/// Calls f(DTypeTag<D>{}) for a dtype isLoopFloat accepts and returns what f
+/// returns; returns `otherwise` for the rest.
+template <class R, class F> R dispatchLoopFloat(DType t, R otherwise, F &&f) {
+  switch (t) {
+  case DType::F32:
+    return f(DTypeTag<DType::F32>{});
+  case DType::BF16:
+    return f(DTypeTag<DType::BF16>{});
+  case DType::F16:
+    return f(DTypeTag<DType::F16>{});
+  case DType::F64:
+  case DType::I64:
+  case DType::I32:
+  case DType::Bool:
+    return otherwise;
+  }
+  return otherwise;
+}
+
+//===----------------------------------------------------------------------===//
+// Vector code
+//===----------------------------------------------------------------------===//
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define AMPC_LOOP_HAVE_WIDE 1
+#define AMPC_LOOP_WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#else
+#define AMPC_LOOP_HAVE_WIDE 0
+#define AMPC_LOOP_WIDE_TARGET
+#endif
+
+#if defined(__GNUC__)
+/// Marks a loop body lambda: it must be inlined into the vectorized copies.
+#define AMPC_LOOP_BODY __attribute__((always_inline))
+#define AMPC_LOOP_NOINLINE __attribute__((noinline))
+#else
+#define AMPC_LOOP_BODY
+#define AMPC_LOOP_NOINLINE
+#endif
+
+/// Whether the loops use their AVX-512 copies: the CPU has AVX-512 (F, BW,
+/// VL, DQ) and no test turned them off (LoopKernels.h).
+bool loopsUseWideVectors();
+
+// The body is taken by value: a local copy of the closure is split into
+// scalars, so a loop does not reload its captures from memory (which can
+// keep it from vectorizing). Bodies capture by value for the same reason.
+
+template <class Body>
+AMPC_LOOP_WIDE_TARGET AMPC_LOOP_NOINLINE void runWide(Body body, int64_t begin, int64_t end) {
+  body(begin, end);
+}
+
+template <class Body> AMPC_LOOP_NOINLINE void runNarrow(Body body, int64_t begin, int64_t end) {
+  body(begin, end);
+}
+
+/// body(begin, end) in the best vector code this CPU runs.
+template <class Body> inline void runVectorized(const Body &body, int64_t begin, int64_t end) {
+#if AMPC_LOOP_HAVE_WIDE
+  if (loopsUseWideVectors())
+    return runWide(body, begin, end);
+#endif
+  runNarrow(body, begin, end);
+}
+
+//===----------------------------------------------------------------------===//
+// Threads
+//===----------------------------------------------------------------------===//
+
+/// OpenMP's thread count for the loops.
+int loopThreads();
+
+/// Runs body(begin, end) (vectorized, see runVectorized) over [0, n) in
+/// chunks of `chunk` items, in parallel when there is more than one chunk.
+/// Chunks are fixed by `chunk` alone, so a body that writes per-chunk
+/// results gets the same ones on any number of threads.
+template <class Body> void parallelChunks(int64_t n, int64_t chunk, const Body &body) {
+  if (n <= 0)
+    return;
+  int64_t chunks = (n + chunk - 1) / chunk;
+  if (chunks == 1)
+    return runVectorized(body, 0, n);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t begin = c * chunk;
+    int64_t end = begin + chunk < n ? begin + chunk : n;
+    runVectorized(body, begin, end);
+  }
+}
+
+/// For loops whose items (elements, rows, channels) are independent: [0, n)
+/// split evenly over the threads, but into no pieces smaller than `grain`
+/// items, so a small tensor does not pay for waking threads. Pieces are
+/// multiples of `alignment` items.
+template <class Body>
+void parallelFor(int64_t n, int64_t grain, const Body &body, int64_t alignment = 1) {
+  int64_t threads = loopThreads();
+  int64_t perThread = (n + threads - 1) / threads;
+  perThread = (perThread + alignment - 1) / alignment * alignment;
+  parallelChunks(n, perThread > grain ? perThread : grain, body);
+}
+
+/// parallelFor over the elements of tensors: pieces of whole cache lines (64
+/// elements of any dtype), so threads never write to the same line.
+template <class Body> void parallelForElements(int64_t n, int64_t grain, const Body &body) {
+  parallelFor(n, grain, body, /*alignment=*/64);
+}
+
+/// Copies `bytes` bytes (memcpy in pieces of whole pages, split over the
+/// threads when large); nothing when `from` is `to`.
+void copyInParallel(const void *from, void *to, int64_t bytes);
+
+/// Items per thread below which an elementwise loop stays on one thread. A
+/// parallel region costs a few microseconds on an idle machine (about what
+/// 20-30k elements of a simple map take) and much more when another process
+/// holds a core (every region waits for all threads), so only tensors of a
+/// few hundred thousand elements are split.
+constexpr int64_t kElementwiseGrain = 65536;
+
+//===----------------------------------------------------------------------===//
+// Sums
+//===----------------------------------------------------------------------===//
+
+/// Elements per piece of a long sum: pieces are summed in parallel and their
+/// partial sums added in order.
+constexpr int64_t kSumPiece = 16384;
+
+/// Partial sums in kLanes interleaved f32 lanes: run element j of a range
+/// goes to lane j % kLanes, so a vector register holds the lanes, and the
+/// order of additions depends only on the ranges added, never on the ISA or
+/// the threads.
+constexpr int kLanes = 16;
+
+/// Adds lanes pairwise (8 + 8, 4 + 4, ...) into lane 0.
+AMPC_LOOP_BODY inline float combineLanes(float (&lanes)[kLanes]) {
+  for (int width = kLanes / 2; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l)
+      lanes[l] += lanes[l + width];
+  return lanes[0];
+}
+
+/// One lane-wise sum of term(i).
+struct LaneSum {
+  float lanes[kLanes] = {};
+
+  /// Adds term(i) for i in [begin, end), starting at lane 0.
+  template <class Term> AMPC_LOOP_BODY void add(int64_t begin, int64_t end, const Term &term) {
+    int64_t i = begin;
+    for (; i + kLanes <= end; i += kLanes) {
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l)
+        lanes[l] += term(i + l);
+    }
+    for (int l = 0; i < end; ++i, ++l)
+      lanes[l] += term(i);
+  }
+  AMPC_LOOP_BODY float total() { return combineLanes(lanes); }
+};
+
+/// Two lane-wise sums in one pass: term(i) returns both terms.
+struct LaneSum2 {
+  float first[kLanes] = {}, second[kLanes] = {};
+
+  template <class Term> AMPC_LOOP_BODY void add(int64_t begin, int64_t end, const Term &term) {
+    int64_t i = begin;
+    for (; i + kLanes <= end; i += kLanes) {
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l) {
+        std::pair<float, float> v = term(i + l);
+        first[l] += v.first;
+        second[l] += v.second;
+      }
+    }
+    for (int l = 0; i < end; ++i, ++l) {
+      std::pair<float, float> v = term(i);
+      first[l] += v.first;
+      second[l] += v.second;
+    }
+  }
+  AMPC_LOOP_BODY std::pair<float, float> totals() {
+    return {combineLanes(first), combineLanes(second)};
+  }
+};
+
+} // namespace ampc::kernels::cpu
+
+#endif

@@ -199,6 +199,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       result.skippedSteps += *rec.skipped;
     }
     rec.stepMs = ms;
+    result.stepMs.push_back(ms);
     rec.samplesPerSecond = ms > 0 ? 1000.0 * k * batching_.batchSize / ms : 0;
     if (step > result.firstStep + 1 || options_.steps == result.firstStep + 1) {
       timedMs += ms;

@@ -6,6 +6,8 @@
 #include "ir/Graph.h"
 #include "runtime/Backend.h"
 #include "runtime/Program.h"
+#include "runtime/data/DataSource.h"
+#include "runtime/train/Trainer.h"
 
 #include <memory>
 #include <optional>
@@ -35,9 +37,11 @@ struct Options {
   bool verifyEach = false;
   std::string printAfter;
   bool timePasses = false;
-  std::string run;             ///< "" or "forward"
-  std::string device = "auto"; ///< auto, cpu, cpu-ref, cuda
-  bool planOnly = false;       ///< `ampc plan`
+  std::string run;                    ///< "" or "forward"
+  std::string device = "auto";        ///< auto, cpu, cpu-ref, cuda
+  bool planOnly = false;              ///< `ampc plan`
+  bool bench = false;                 ///< `ampc bench`
+  std::string levels = "O0,O1,O2,O3"; ///< the levels `ampc bench` compares
   // Training overrides of the model's `train`/`optimizer` sections.
   std::optional<int64_t> steps, epochs, evalEvery, logEvery, seed;
   std::optional<double> lr;
@@ -76,6 +80,11 @@ std::unique_ptr<Program> compileProgram(const Graph &g, Backend &backend, const 
 /// The model file's folder ("." for a bare file name).
 std::string modelDirOf(llvm::StringRef modelPath);
 
+/// Imports `opts.model` (with --batch and --max-elements), verifies it and
+/// writes the command line's overrides into its meta; null after printing
+/// the diagnostics. The policy is resolved (so known valid) but not shown.
+std::unique_ptr<Graph> loadModel(const Options &opts, DiagnosticEngine &diag);
+
 int runPlan(const Graph &g, const Options &opts, DiagnosticEngine &diag);
 int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag);
 void printSummary(const Graph &g, const Options &opts, llvm::raw_ostream &os);
@@ -88,6 +97,29 @@ bool runPipeline(Graph &g, const Options &opts, GraphStage stage, DiagnosticEngi
 /// the step count, runs the Train pipeline, holds out an evaluation split,
 /// runs the loop and prints the summary.
 int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag);
+
+/// A training run made ready by prepareTraining: the data (with the
+/// held-out split when evaluating), the loop's options and the compiled
+/// training step (and evaluation program).
+struct PreparedTraining {
+  std::unique_ptr<DataSource> all, trainPart, evalPart;
+  DataSource *trainData = nullptr; ///< `all` or `trainPart`
+  BatchOptions batching;
+  TrainOptions options;
+  std::unique_ptr<Graph> evalGraph;
+  std::unique_ptr<Program> evalProgram, program;
+};
+
+/// What runTraining does before the loop: opens the data, resolves the step
+/// count, runs the Train pipeline on `g` and compiles it for `backend`.
+/// Returns kSuccess, or the exit code after printing why not.
+int prepareTraining(Graph &g, Backend &backend, const Options &opts, PreparedTraining &run,
+                    DiagnosticEngine &diag);
+
+/// `ampc bench`: trains the model for opts.steps (default 20) at each of
+/// opts.levels in turn, importing it afresh for each, and prints a table of
+/// step time, speedup over the first level, peak memory and final loss.
+int runBench(const Options &opts, DiagnosticEngine &diag);
 
 } // namespace ampc::cli
 

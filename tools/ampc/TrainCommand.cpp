@@ -61,22 +61,19 @@ std::unique_ptr<Graph> buildEvalGraph(const Graph &train, const Options &opts, i
 
 } // namespace
 
-int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
+int prepareTraining(Graph &g, Backend &backend, const Options &opts, PreparedTraining &run,
+                    DiagnosticEngine &diag) {
   auto fail = [&](const std::string &err) {
     llvm::errs() << "error: " << err << "\n";
     return kRuntimeFailure;
   };
-  std::unique_ptr<Backend> backend = selectBackend(opts);
-  if (!backend)
-    return kRuntimeFailure;
-  showPolicy(g, backend.get());
-  std::unique_ptr<DataSource> all = createDataSource(g, modelDirOf(opts.model), diag);
-  if (!all) {
+  run.all = createDataSource(g, modelDirOf(opts.model), diag);
+  if (!run.all) {
     diag.print(llvm::errs());
     return kBadInput;
   }
-  BatchOptions batching = batchOptionsFromMeta(g);
-  TrainOptions t;
+  run.batching = batchOptionsFromMeta(g);
+  TrainOptions &t = run.options;
   t.accumulate = std::max<int64_t>(1, metaInt(g, "train.accumulate", 1));
   t.evalEvery = metaInt(g, "train.eval_every", 0);
   t.logEvery = metaInt(g, "train.log_every", 10);
@@ -88,35 +85,33 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
   t.progress = progressStyleOf(opts.progress);
 
   // Hold out the last tenth of the samples for evaluation (when asked for).
-  std::unique_ptr<DataSource> trainPart, evalPart;
-  DataSource *trainData = all.get();
-  std::unique_ptr<Graph> evalGraph;
-  std::unique_ptr<Program> evalProgram;
+  run.trainData = run.all.get();
   if (t.evalEvery > 0) {
-    int64_t n = all->numSamples();
+    int64_t n = run.all->numSamples();
     int64_t heldOut = std::max<int64_t>(1, n / 10);
-    if (n - heldOut < batching.batchSize)
+    if (n - heldOut < run.batching.batchSize)
       return fail("the data has " + std::to_string(n) +
                   " samples: too few to hold out a tenth for evaluation and still fill a "
                   "training batch of " +
-                  std::to_string(batching.batchSize));
-    trainPart = makeSubset(*all, 0, n - heldOut);
-    evalPart = makeSubset(*all, n - heldOut, heldOut);
-    trainData = trainPart.get();
-    evalGraph = buildEvalGraph(g, opts, std::min(batching.batchSize, heldOut), diag);
-    evalProgram = evalGraph ? compileProgram(*evalGraph, *backend, opts, diag) : nullptr;
-    if (!evalProgram) {
+                  std::to_string(run.batching.batchSize));
+    run.trainPart = makeSubset(*run.all, 0, n - heldOut);
+    run.evalPart = makeSubset(*run.all, n - heldOut, heldOut);
+    run.trainData = run.trainPart.get();
+    run.evalGraph = buildEvalGraph(g, opts, std::min(run.batching.batchSize, heldOut), diag);
+    run.evalProgram = run.evalGraph ? compileProgram(*run.evalGraph, backend, opts, diag) : nullptr;
+    if (!run.evalProgram) {
       diag.print(llvm::errs());
       return kBadInput;
     }
   }
 
   // Steps: the model's (or --steps), or epochs over the training samples.
-  Batcher probe(*trainData, batching);
+  Batcher probe(*run.trainData, run.batching);
   int64_t perEpoch = probe.batchesPerEpoch();
   if (perEpoch == 0)
-    return fail("the data has " + std::to_string(trainData->numSamples()) +
-                " training samples, fewer than one batch of " + std::to_string(batching.batchSize));
+    return fail("the data has " + std::to_string(run.trainData->numSamples()) +
+                " training samples, fewer than one batch of " +
+                std::to_string(run.batching.batchSize));
   if (g.meta().count("train.steps"))
     t.steps = metaInt(g, "train.steps", 1);
   else if (g.meta().count("train.epochs"))
@@ -128,28 +123,45 @@ int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
     return kBadInput;
   }
 
-  std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
-  if (!program) {
+  run.program = compileProgram(g, backend, opts, diag);
+  if (!run.program) {
     diag.print(llvm::errs());
     return kBadInput;
   }
+  return kSuccess;
+}
+
+int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag) {
+  auto fail = [&](const std::string &err) {
+    llvm::errs() << "error: " << err << "\n";
+    return kRuntimeFailure;
+  };
+  std::unique_ptr<Backend> backend = selectBackend(opts);
+  if (!backend)
+    return kRuntimeFailure;
+  showPolicy(g, backend.get());
+  PreparedTraining run;
+  if (int code = prepareTraining(g, *backend, opts, run, diag); code != kSuccess)
+    return code;
+  const TrainOptions &t = run.options;
   llvm::outs() << "training " << g.name() << " at " << optLevelOf(g) << " on " << backend->name()
-               << ": " << t.steps << " steps of " << batching.batchSize << " samples";
+               << ": " << t.steps << " steps of " << run.batching.batchSize << " samples";
   if (t.accumulate > 1)
     llvm::outs() << " x " << t.accumulate << " micro-batches";
-  llvm::outs() << " (" << trainData->kind() << " data, " << trainData->numSamples()
+  llvm::outs() << " (" << run.trainData->kind() << " data, " << run.trainData->numSamples()
                << " training samples";
-  if (evalPart)
-    llvm::outs() << ", " << evalPart->numSamples() << " held out";
+  if (run.evalPart)
+    llvm::outs() << ", " << run.evalPart->numSamples() << " held out";
   llvm::outs() << ")\n";
 
-  Trainer trainer(*program, *trainData, batching, t, {evalProgram.get(), evalPart.get()});
+  Trainer trainer(*run.program, *run.trainData, run.batching, t,
+                  {run.evalProgram.get(), run.evalPart.get()});
   TrainResult result;
   std::string err;
   if (!trainer.run(llvm::outs(), result, err))
     return fail(err);
   printTrainSummary(result, llvm::outs());
-  printPrecisionFooter(g, program.get(), llvm::outs());
+  printPrecisionFooter(g, run.program.get(), llvm::outs());
   if (!opts.checkpoint.empty())
     llvm::outs() << "checkpoint: " << opts.checkpoint << " (step " << result.steps << ")\n";
   if (!opts.metricsOut.empty())

@@ -2,6 +2,7 @@
 //
 // ampc [options] model.yaml      train per the model's train/optimizer sections
 // ampc plan [options] model.yaml the memory plan of the training step
+// ampc bench [options] model.yaml train a few steps at each opt level, compare
 //
 // Imports a model file, verifies it, runs the pipeline for the opt level and
 // then trains, or prints the graph (--emit), its summary, or one forward
@@ -53,6 +54,8 @@ void addOptions(CLI::App &app, Options &opts) {
       ->check(CLI::IsMember({"auto", "cpu", "cpu-ref", "cuda"}));
 
   auto *train = "Training (override the model's train and optimizer sections)";
+  app.add_option("--levels", opts.levels,
+                 "ampc bench: the opt levels to compare, comma-separated (default O0,O1,O2,O3)");
   app.add_option("--steps", opts.steps, "optimizer steps to train")
       ->check(CLI::PositiveNumber)
       ->group(train);
@@ -160,18 +163,41 @@ int emitGraph(const Graph &g, const Options &opts) {
 
 } // namespace
 
+std::unique_ptr<Graph> ampc::cli::loadModel(const Options &opts, DiagnosticEngine &diag) {
+  LoadOptions load;
+  load.maxElements = opts.maxElements;
+  if (opts.batch > 0)
+    load.batchOverride = opts.batch;
+  std::unique_ptr<Graph> graph = loadModelFile(opts.model, diag, load);
+  if (!graph || !verifyGraph(*graph, diag) || !applyOverrides(*graph, opts, diag) ||
+      !resolveAndShowPolicy(*graph, /*print=*/false, diag)) {
+    diag.print(llvm::errs());
+    return nullptr;
+  }
+  diag.print(llvm::errs()); // the policy's warnings
+  diag.clear();
+  return graph;
+}
+
 int main(int argc, char **argv) {
   Options opts;
   CLI::App app{"ampc: mixed-precision model-rewriting compiler"};
   addOptions(app, opts);
 
-  // `ampc plan MODEL` is the plan command; everything else is the main one.
+  // `ampc plan MODEL` and `ampc bench MODEL` are commands of their own;
+  // everything else is the main one.
   std::vector<char *> args(argv, argv + argc);
   if (argc > 1 && std::string(argv[1]) == "plan") {
     opts.planOnly = true;
     args.erase(args.begin() + 1);
     app.name("ampc plan");
     app.description("print the memory plan of a model: peak bytes by what they hold");
+  } else if (argc > 1 && std::string(argv[1]) == "bench") {
+    opts.bench = true;
+    args.erase(args.begin() + 1);
+    app.name("ampc bench");
+    app.description("train a few steps at each opt level and compare step time, peak memory "
+                    "and final loss");
   }
   try {
     app.parse(static_cast<int>(args.size()), args.data());
@@ -182,6 +208,23 @@ int main(int argc, char **argv) {
   if (opts.planOnly && (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty())) {
     llvm::errs() << "error: ampc plan prints the memory plan; --emit, -o and --run belong to the "
                     "main command\n";
+    return kBadInput;
+  }
+  if (opts.bench &&
+      (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty() || !opts.optLevel.empty() ||
+       !opts.graph.empty() || opts.explain || !opts.resume.empty() || !opts.checkpoint.empty() ||
+       !opts.metricsOut.empty())) {
+    llvm::errs() << "error: ampc bench trains at each of --levels; --opt-level, --emit, -o, "
+                    "--graph, --run, --explain, --resume, --checkpoint and --metrics-out belong "
+                    "to the main command\n";
+    return kBadInput;
+  }
+  if (opts.bench) {
+    DiagnosticEngine diag;
+    return runBench(opts, diag);
+  }
+  if (opts.levels != Options().levels) {
+    llvm::errs() << "error: --levels belongs to ampc bench\n";
     return kBadInput;
   }
   if (!opts.output.empty() && opts.emit.empty()) {
@@ -199,21 +242,9 @@ int main(int argc, char **argv) {
   }
 
   DiagnosticEngine diag;
-  LoadOptions load;
-  load.maxElements = opts.maxElements;
-  if (opts.batch > 0)
-    load.batchOverride = opts.batch;
-  std::unique_ptr<Graph> graph = loadModelFile(opts.model, diag, load);
-  if (!graph || !verifyGraph(*graph, diag)) {
-    diag.print(llvm::errs());
+  std::unique_ptr<Graph> graph = loadModel(opts, diag);
+  if (!graph)
     return kBadInput;
-  }
-  if (!applyOverrides(*graph, opts, diag) || !resolveAndShowPolicy(*graph, /*print=*/false, diag)) {
-    diag.print(llvm::errs());
-    return kBadInput;
-  }
-  diag.print(llvm::errs()); // the policy's warnings
-  diag.clear();
 
   bool trainable = graph->meta().count("optimizer") && graph->meta().count("loss");
   if (opts.graph == "train" && !trainable) {

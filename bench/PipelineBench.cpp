@@ -1,0 +1,144 @@
+//===- PipelineBench.cpp - The compiler's own speed -----------------------===//
+//
+// Times the standard training pipeline (passes/StandardPipeline.h: the
+// precision passes, autodiff, the optimizer lowering, master weights, loss
+// scaling, cast optimisation, dce) on generated models of about 1k, 10k and
+// 100k forward nodes, at O1 and O2.
+//
+// The model is a chain of residual blocks, x + relu(linear(x)), three nodes
+// each, closed by an MSE loss and SGD: the shape of graph whose size grows
+// with depth, which is where a pass that walks use lists or rescans the
+// graph per node shows up. Each iteration imports the model afresh with the
+// timer paused (the passes rewrite the graph in place), so only the passes
+// are timed.
+//
+// Counters, per iteration:
+//   nodes        forward nodes the import produced (the size argument)
+//   train_nodes  nodes of the training graph the pipeline produced
+//   ns_per_node  pipeline time / forward nodes: constant when the pipeline
+//                grows linearly
+//   <pass>_ms    each pass's share, to name the one that does not
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/yaml/ModelLoader.h"
+#include "passes/PassManager.h"
+#include "passes/PrecisionPolicy.h"
+#include "passes/StandardPipeline.h"
+#include "runtime/Backend.h"
+
+#include "benchmark/benchmark.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+using namespace ampc;
+
+namespace {
+
+constexpr int kNodesPerBlock = 3; // linear, relu, add
+constexpr int kWidth = 8;         // features: small, the passes never look at sizes
+
+/// The model as YAML: `blocks` residual blocks after one input layer.
+std::string chainModel(int64_t blocks) {
+  std::string s = "model: chain\nbatch: 4\n"
+                  "inputs:\n"
+                  "  x: {shape: [B, " +
+                  std::to_string(kWidth) +
+                  "]}\n"
+                  "  y: {shape: [B, " +
+                  std::to_string(kWidth) +
+                  "]}\n"
+                  "blocks:\n"
+                  "  res:\n"
+                  "    layers:\n"
+                  "      - linear: {out_features: " +
+                  std::to_string(kWidth) +
+                  ", name: fc}\n"
+                  "      - relu: {name: act}\n"
+                  "      - add: {inputs: [block_in, act]}\n"
+                  "layers:\n";
+  s.reserve(s.size() + blocks * 32);
+  for (int64_t b = 0; b < blocks; ++b)
+    s += "  - res: {name: r" + std::to_string(b) + "}\n";
+  s += "loss: {mse_loss: {input: r" + std::to_string(blocks - 1) +
+       ", target: y}}\n"
+       "optimizer: {sgd: {lr: 0.01, momentum: 0.9}}\n"
+       "train: {steps: 10}\n";
+  return s;
+}
+
+std::unique_ptr<Graph> importChain(const std::string &text, const char *level) {
+  DiagnosticEngine diag;
+  std::unique_ptr<Graph> g = loadModelString(text, "chain.yaml", diag);
+  if (!g || !setPolicyOverride(g->meta(), "opt_level", level, diag)) {
+    diag.print(llvm::errs());
+    std::abort();
+  }
+  return g;
+}
+
+void BM_TrainPipeline(benchmark::State &state) {
+  int64_t targetNodes = state.range(0);
+  const char *level = state.range(1) == 1 ? "O1" : "O2";
+  std::string text = chainModel(targetNodes / kNodesPerBlock);
+  std::string unavailable;
+  std::unique_ptr<Backend> target = createBackend("cpu", unavailable);
+
+  std::map<std::string, double> passMs;
+  double totalMs = 0;
+  size_t forwardNodes = 0, trainNodes = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<Graph> g = importChain(text, level);
+    forwardNodes = g->numNodes();
+    DiagnosticEngine diag;
+    PassManager pm;
+    pm.setTarget(target.get());
+    if (!addStandardPipeline(pm, PipelineStage::Train, diag))
+      std::abort();
+    // Each pass's time: from the previous pass's end (or the start) to the
+    // hook that runs right after it.
+    auto last = std::chrono::steady_clock::now();
+    pm.setAfterPassHook([&](llvm::StringRef name, const Graph &) {
+      auto now = std::chrono::steady_clock::now();
+      passMs[name.str()] += std::chrono::duration<double, std::milli>(now - last).count();
+      last = now;
+    });
+    state.ResumeTiming();
+
+    auto start = std::chrono::steady_clock::now();
+    last = start;
+    bool ok = pm.run(*g, diag);
+    totalMs +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+    state.PauseTiming();
+    if (!ok) {
+      diag.print(llvm::errs());
+      std::abort();
+    }
+    trainNodes = g->numNodes();
+    g.reset(); // freeing a 100k-node graph is not the pipeline's time
+    state.ResumeTiming();
+  }
+  double iterations = static_cast<double>(state.iterations());
+  state.counters["nodes"] = static_cast<double>(forwardNodes);
+  state.counters["train_nodes"] = static_cast<double>(trainNodes);
+  state.counters["ns_per_node"] = totalMs * 1e6 / iterations / static_cast<double>(forwardNodes);
+  for (const auto &[name, ms] : passMs)
+    state.counters[name + "_ms"] = ms / iterations;
+}
+
+} // namespace
+
+// Size (forward nodes) x level (1 = O1, 2 = O2).
+BENCHMARK(BM_TrainPipeline)
+    ->ArgNames({"nodes", "O"})
+    ->ArgsProduct({{1000, 10000, 100000}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,609 @@
+#!/usr/bin/python3
+"""ampc's training step against PyTorch's on this CPU, in one invocation.
+
+For each workload (a model file under bench/models/) it runs
+
+  ampc    at O0, O1, O2 and O3 (build/bin/ampc --device cpu, one process per
+          level; the per-step times come from --metrics-out, the peak memory
+          from the "peak memory" line), and
+  PyTorch in fp32, with torch.autocast("cpu", dtype=torch.bfloat16), and in
+          pure bf16 (model.to(torch.bfloat16)), each in a process of its own,
+          the network built from the same model file,
+
+and prints one line per configuration: the median step time after warm-up,
+the speedup over its own fp32 (ampc O0 / PyTorch fp32), the ratio to
+PyTorch's matching mode, the achieved GFLOP/s and its share of the GEMM
+ceiling measured in the same run, and the peak memory.
+
+Both sides run with 2 threads: OMP_NUM_THREADS=2, GOMP_SPINCOUNT=0 (idle
+OpenMP threads sleep instead of spinning, so neither side's pool steals the
+other's cores between steps) and torch.set_num_threads(2).
+
+Run with Debian's /usr/bin/python3 (it sees python3-torch):
+
+  /usr/bin/python3 bench/compare_pytorch.py [--build-dir build] [--quick]
+      [--workloads mlp-1024,mlp-2048,convnet] [--skip-torch] [--steps N]
+
+Without PyTorch (or PyYAML, which builds the PyTorch models from the model
+files) it prints the ampc lines only and says why. docs/benchmarks.md
+explains every column. Exit code 1 when a configuration failed.
+"""
+
+import os
+
+# OpenMP reads these when its runtime starts: before torch is imported, and
+# inherited by every process this script starts.
+THREADS = 2
+os.environ["OMP_NUM_THREADS"] = str(THREADS)
+os.environ["GOMP_SPINCOUNT"] = "0"
+
+import argparse
+import json
+import math
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MODELS = Path(__file__).resolve().parent / "models"
+
+# Workload name -> (model file, steps, warm-up steps). The steps keep the
+# whole run near 10 minutes on 2 cores while leaving enough timed steps for
+# a stable median.
+WORKLOADS = {
+    "mlp-1024": ("mlp-1024.yaml", 30, 3),
+    "mlp-2048": ("mlp-2048.yaml", 20, 3),
+    "convnet": ("convnet.yaml", 12, 2),
+}
+QUICK_STEPS, QUICK_WARMUP = 3, 1
+DEFAULT_REPEATS = 3
+
+AMPC_LEVELS = ["O0", "O1", "O2", "O3"]
+TORCH_MODES = ["fp32", "autocast-bf16", "bf16"]
+# The PyTorch mode each ampc level is compared with: the same arithmetic.
+# O0 is fp32; O1 casts per op like autocast; O2 (bf16 model, fp32 master
+# weights, fp32 batchnorm) and O3 (all bf16) are nearest to a model cast to
+# bf16, the only other whole-model mode PyTorch has.
+PAIRING = {"O0": "fp32", "O1": "autocast-bf16", "O2": "bf16", "O3": "bf16"}
+# Which ceiling a mode's GEMMs run against.
+HALF_MODES = {"O1", "O2", "O3", "autocast-bf16", "bf16"}
+
+
+# --- Model files ---------------------------------------------------------------------------
+
+
+def load_yaml(path):
+    import yaml  # python3-yaml; only needed for the PyTorch side and FLOPs
+
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def substitute(value, args):
+    """A block body's $name replaced by the instance's argument."""
+    if isinstance(value, str) and value.startswith("$"):
+        return args[value[1:]]
+    if isinstance(value, list):
+        return [substitute(v, args) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, args) for k, v in value.items()}
+    return value
+
+
+def flat_layers(spec):
+    """The layers as (kind, args) with blocks expanded (one level deep, as the
+    bench models use them)."""
+    blocks = spec.get("blocks") or {}
+    out = []
+    for item in spec["layers"]:
+        ((kind, args),) = item.items()
+        args = args or {}
+        if kind in blocks:
+            params = {k: v for k, v in args.items() if k != "name"}
+            for inner in blocks[kind]["layers"]:
+                ((ikind, iargs),) = inner.items()
+                out.append((ikind, substitute(iargs or {}, params)))
+        else:
+            out.append((kind, args))
+    return out
+
+
+def pair(v):
+    return list(v) if isinstance(v, list) else [v, v]
+
+
+class ModelInfo:
+    """Shapes and GEMM/conv FLOPs of a model file's network; with torch, the
+    equivalent nn.Sequential."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.batch = spec["batch"]
+        inputs = list(spec["inputs"].items())
+        self.input_name, first = inputs[0]
+        self.input_shape = [self.batch if d == "B" else d for d in first["shape"]]
+        self.target_name, target = inputs[1]
+        self.target_shape = [self.batch if d == "B" else d for d in target["shape"]]
+        self.target_integral = target.get("dtype", "f32") in ("i64", "i32")
+        self.layers = flat_layers(spec)
+        self.forward_flops = 0
+        self.train_flops = 0
+        shape = list(self.input_shape)
+        first_gemm = True
+        for kind, args in self.layers:
+            shape, flops = self._shape_and_flops(kind, args, shape)
+            if flops:
+                self.forward_flops += flops
+                # Backward: the weight gradient costs what the forward did,
+                # and so does the input gradient -- except for the first
+                # layer, whose input (the data) needs none; neither ampc's
+                # autodiff nor PyTorch's computes it.
+                self.train_flops += flops * (2 if first_gemm else 3)
+                first_gemm = False
+
+    @staticmethod
+    def _shape_and_flops(kind, args, shape):
+        if kind == "linear":
+            rows = math.prod(shape[:-1])
+            out = args["out_features"]
+            return shape[:-1] + [out], 2 * rows * shape[-1] * out
+        if kind == "conv2d":
+            n, c, h, w = shape
+            kh, kw = pair(args["kernel"])
+            sh, sw = pair(args.get("stride", 1))
+            ph, pw = pair(args.get("padding", 0))
+            dh, dw = pair(args.get("dilation", 1))
+            groups = args.get("groups", 1)
+            oc = args["out_channels"]
+            oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+            ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+            return [n, oc, oh, ow], 2 * n * oc * oh * ow * (c // groups) * kh * kw
+        if kind in ("relu", "batchnorm2d"):
+            return shape, 0
+        if kind == "global_avgpool":
+            return shape[:2] + [1, 1], 0
+        if kind == "flatten":
+            start = args.get("start_dim", 1)
+            return shape[:start] + [math.prod(shape[start:])], 0
+        raise ValueError(f"compare_pytorch.py does not know layer kind '{kind}'")
+
+    def torch_model(self):
+        import torch.nn as nn
+
+        mods = []
+        shape = list(self.input_shape)
+        for kind, args in self.layers:
+            if kind == "linear":
+                mods.append(nn.Linear(shape[-1], args["out_features"], bias=args.get("bias", True)))
+            elif kind == "conv2d":
+                mods.append(
+                    nn.Conv2d(
+                        shape[1],
+                        args["out_channels"],
+                        pair(args["kernel"]),
+                        stride=pair(args.get("stride", 1)),
+                        padding=pair(args.get("padding", 0)),
+                        dilation=pair(args.get("dilation", 1)),
+                        groups=args.get("groups", 1),
+                        bias=args.get("bias", True),
+                    )
+                )
+            elif kind == "batchnorm2d":
+                mods.append(
+                    nn.BatchNorm2d(shape[1], eps=args.get("eps", 1e-5), momentum=args.get("momentum", 0.1))
+                )
+            elif kind == "relu":
+                mods.append(nn.ReLU())
+            elif kind == "global_avgpool":
+                mods.append(nn.AdaptiveAvgPool2d(1))
+            elif kind == "flatten":
+                mods.append(nn.Flatten(args.get("start_dim", 1), args.get("end_dim", -1)))
+            shape, _ = self._shape_and_flops(kind, args, shape)
+        return nn.Sequential(*mods)
+
+    def torch_loss(self):
+        import torch.nn as nn
+
+        ((kind, _),) = self.spec["loss"].items()
+        return {"mse_loss": nn.MSELoss, "cross_entropy": nn.CrossEntropyLoss}[kind]()
+
+    def torch_optimizer(self, params):
+        import torch
+
+        ((kind, args),) = self.spec["optimizer"].items()
+        if kind == "sgd":
+            return torch.optim.SGD(params, lr=args["lr"], momentum=args.get("momentum", 0.0))
+        if kind == "adam":
+            return torch.optim.Adam(params, lr=args["lr"])
+        raise ValueError(f"compare_pytorch.py does not know optimizer '{kind}'")
+
+
+# --- PyTorch side (one process per configuration) ------------------------------------------
+
+
+def proc_status_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def torch_worker(model_path, mode, steps, warmup):
+    """Trains the model `steps` steps in `mode`; prints a JSON line with the
+    step times and the growth of the peak resident memory over the process's
+    size before the model existed."""
+    import torch
+
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(0)
+    info = ModelInfo(load_yaml(model_path))
+    base_kib = proc_status_kib("VmRSS")
+    model = info.torch_model()
+    loss_fn = info.torch_loss()
+    x = torch.randn(info.input_shape)
+    if info.target_integral:
+        # Class indices below the last linear's width (the logits).
+        classes = [a["out_features"] for k, a in info.layers if k == "linear"][-1]
+        y = torch.randint(0, classes, info.target_shape)
+    else:
+        y = torch.randn(info.target_shape)
+    if mode == "bf16":
+        model = model.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+        if not info.target_integral:
+            y = y.to(torch.bfloat16)
+    model.train()
+    opt = info.torch_optimizer(model.parameters())
+    # PyTorch 1.13 has no bf16 mse_loss on the CPU: a pure-bf16 model then
+    # computes its loss on the output cast to fp32 (one small cast).
+    note = ""
+    float_loss = False
+    if mode == "bf16":
+        try:
+            with torch.no_grad():
+                loss_fn(model(x), y)
+        except RuntimeError as e:
+            if "not implemented" not in str(e):
+                raise
+            float_loss = True
+            y = y if info.target_integral else y.float()
+            note = f"{type(loss_fn).__name__} has no bf16 CPU kernel: loss on the output cast to fp32"
+
+    def step_loss():
+        out = model(x)
+        return loss_fn(out.float() if float_loss else out, y)
+
+    times = []
+    loss_value = float("nan")
+    for _ in range(steps):
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        if mode == "autocast-bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = step_loss()
+        else:
+            loss = step_loss()
+        loss.backward()
+        opt.step()
+        loss_value = loss.item()  # waits for nothing on the CPU, but reads the result
+        times.append((time.perf_counter() - start) * 1000)
+    peak_kib = proc_status_kib("VmHWM")
+    print(
+        json.dumps(
+            {
+                "step_ms": times,
+                "warmup": warmup,
+                "peak_bytes": max(0, peak_kib - base_kib) * 1024,
+                "final_loss": loss_value,
+                "note": note,
+            }
+        )
+    )
+
+
+def torch_available():
+    try:
+        import torch  # noqa: F401
+    except Exception as e:  # ImportError, or a broken install
+        return False, f"PyTorch is not importable ({type(e).__name__}: {e})"
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        return False, "PyYAML is not importable: the PyTorch models are built from the model files"
+    return True, ""
+
+
+def run_torch(model_path, mode, steps, warmup):
+    cmd = [sys.executable, __file__, "--torch-worker", str(model_path), mode, str(steps), str(warmup)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]}
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    timed = result["step_ms"][warmup:] or result["step_ms"]
+    return {"ms": statistics.median(timed), "peak_bytes": result["peak_bytes"], "peak_kind": "rss",
+            "note": result.get("note", "")}
+
+
+# --- ampc side ---------------------------------------------------------------------------
+
+
+def run_ampc(ampc, model_path, level, steps, warmup):
+    with tempfile.TemporaryDirectory(prefix="ampc-bench-") as tmp:
+        metrics = Path(tmp) / "metrics.jsonl"
+        cmd = [
+            str(ampc), "--device", "cpu", "--opt-level", level, str(model_path),
+            "--steps", str(steps), "--metrics-out", str(metrics), "--progress", "none",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+            return {"error": lines[-1] if lines else "exit code %d" % proc.returncode}
+        step_ms = [json.loads(line)["step_ms"] for line in metrics.read_text().splitlines() if line]
+    m = re.search(r"peak memory: planned (\d+) B, allocated (\d+) B", proc.stdout)
+    timed = step_ms[warmup:] or step_ms
+    result = {"ms": statistics.median(timed), "peak_kind": "plan"}
+    if m:
+        result["peak_bytes"] = int(m.group(1))
+        result["allocated_bytes"] = int(m.group(2))
+    return result
+
+
+# --- The GEMM ceiling ----------------------------------------------------------------------
+
+
+def ceiling_from_ampc(tool):
+    """GFLOP/s of one 2048^3 linear on ampc's cpu backend (oneDNN), f32 and bf16."""
+    proc = subprocess.run([str(tool)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    found = dict(re.findall(r"^(\w+) gflops=([0-9.e+]+)", proc.stdout, re.M))
+    if "f32" not in found or "bf16" not in found:
+        return None
+    return {"f32": float(found["f32"]), "bf16": float(found["bf16"]),
+            "how": "oneDNN through ampc's cpu backend: one linear, 2048x2048 by 2048x2048, "
+                   "median of 10 (bench/GemmCeiling.cpp)"}
+
+
+def ceiling_from_torch():
+    import torch
+
+    torch.set_num_threads(THREADS)
+    n = 2048
+    result = {}
+    for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+        for _ in range(2):
+            torch.matmul(a, b)
+        times = []
+        for _ in range(10):
+            start = time.perf_counter()
+            torch.matmul(a, b)
+            times.append(time.perf_counter() - start)
+        result[name] = 2 * n**3 / statistics.median(times) / 1e9
+    result["how"] = "torch.matmul, 2048x2048 by 2048x2048, median of 10"
+    return result
+
+
+def combine_runs(results):
+    """One configuration's repeated runs: the median of their medians, the
+    spread of those medians relative to it, the largest peak memory."""
+    for r in results:
+        if "error" in r:
+            return r
+    ms = [r["ms"] for r in results]
+    out = dict(results[-1])
+    out["ms"] = statistics.median(ms)
+    out["spread"] = (max(ms) - min(ms)) / out["ms"] if out["ms"] > 0 else 0.0
+    peaks = [r["peak_bytes"] for r in results if "peak_bytes" in r]
+    if peaks:
+        out["peak_bytes"] = max(peaks)
+    return out
+
+
+# --- Output --------------------------------------------------------------------------------
+
+
+def fmt_bytes(n):
+    if n is None:
+        return "-"
+    return f"{n / 2**20:.1f} MiB"
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
+        _, _, model_path, mode, steps, warmup = sys.argv
+        torch_worker(model_path, mode, int(steps), int(warmup))
+        return 0
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build-dir", default=str(REPO / "build"), help="the ampc build (default: build)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"{QUICK_STEPS} steps per configuration, {QUICK_WARMUP} of warm-up: a smoke test")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS),
+                    help="comma-separated, of: " + ", ".join(WORKLOADS))
+    ap.add_argument("--skip-torch", action="store_true", help="ampc lines only")
+    ap.add_argument("--steps", type=int, help="steps per configuration (overrides the defaults)")
+    ap.add_argument("--repeats", type=int,
+                    help="runs of each configuration, in rounds; ms/step is the median of their "
+                         f"medians (default {DEFAULT_REPEATS}, 1 with --quick)")
+    args = ap.parse_args()
+
+    repeats = args.repeats or (1 if args.quick else DEFAULT_REPEATS)
+    if repeats < 1:
+        ap.error("--repeats must be at least 1")
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    for w in workloads:
+        if w not in WORKLOADS:
+            ap.error(f"unknown workload '{w}' (known: {', '.join(WORKLOADS)})")
+    bin_dir = Path(args.build_dir) / "bin"
+    ampc = bin_dir / "ampc"
+    if not ampc.exists():
+        print(f"error: {ampc} not found; build it first (ninja -C {args.build_dir} ampc)", file=sys.stderr)
+        return 2
+
+    notes = []
+    use_torch, why = (False, "--skip-torch") if args.skip_torch else torch_available()
+    if not use_torch:
+        notes.append(f"PyTorch lines left out: {why}")
+    try:
+        load_yaml(MODELS / "mlp-1024.yaml")
+        have_yaml = True
+    except ImportError:
+        have_yaml = False
+        notes.append("PyYAML is not importable: no FLOP counts, so no GFLOP/s")
+
+    tool = bin_dir / "ampc-gemm-ceiling"
+
+    def measure_ceiling():
+        found = ceiling_from_ampc(tool) if tool.exists() else None
+        if found is None and use_torch:
+            found = ceiling_from_torch()
+        return found
+
+    if use_torch:
+        import torch
+
+        if "BLAS_INFO=generic" in torch.__config__.show():
+            notes.append("this PyTorch was built against the generic BLAS (BLAS_INFO=generic, "
+                         "Debian's reference libblas here): its fp32 Linear runs far below "
+                         "the machine's f32 GEMM speed, so fp32 MLP ratios flatter ampc; "
+                         "bf16 and convolutions go through oneDNN")
+
+    # --- Measure. Progress goes to stderr; the table is printed once the
+    # ceiling is known: it is measured before every workload and after the
+    # last, and the highest figure is the ceiling (on a shared machine a
+    # measurement taken while something else runs comes out low -- so do the
+    # workloads' times then, which `spread` shows).
+    started = time.time()
+    load_at_start = os.getloadavg()[0]
+    ceilings = []
+    measured = []  # (workload, flops, ampc_results, torch_results)
+    for w in workloads:
+        file, steps, warmup = WORKLOADS[w]
+        if args.quick:
+            steps, warmup = QUICK_STEPS, QUICK_WARMUP
+        if args.steps:
+            steps = args.steps
+            warmup = min(warmup, steps - 1)
+        model_path = MODELS / file
+        flops = ModelInfo(load_yaml(model_path)).train_flops if have_yaml else None
+        c = measure_ceiling()
+        if c:
+            ceilings.append(c)
+
+        # Each pair of comparable configurations back to back, and every
+        # configuration `repeats` times in rounds: a burst of load from
+        # elsewhere then spoils one round of a few configurations, and the
+        # median over the rounds leaves it out.
+        configs = []
+        for i, level in enumerate(AMPC_LEVELS):
+            configs.append(("ampc", level))
+            if use_torch and i < len(TORCH_MODES):
+                configs.append(("torch", TORCH_MODES[i]))
+        runs = {c: [] for c in configs}
+        for round_ in range(repeats):
+            for impl, mode in configs:
+                print(f"[{time.time() - started:5.0f} s] {w} {impl} {mode} "
+                      f"(run {round_ + 1} of {repeats}, {steps} steps)", file=sys.stderr, flush=True)
+                if impl == "ampc":
+                    runs[(impl, mode)].append(run_ampc(ampc, model_path, mode, steps, warmup))
+                else:
+                    runs[(impl, mode)].append(run_torch(model_path, mode, steps, warmup))
+        ampc_results = {level: combine_runs(runs[("ampc", level)]) for level in AMPC_LEVELS}
+        torch_results = {m: combine_runs(runs[("torch", m)]) for m in TORCH_MODES if use_torch}
+        measured.append((w, flops, ampc_results, torch_results))
+    c = measure_ceiling()
+    if c:
+        ceilings.append(c)
+    ceiling = None
+    if ceilings:
+        ceiling = {k: max(x[k] for x in ceilings) for k in ("f32", "bf16")}
+    else:
+        notes.append("no GEMM ceiling: build ampc-gemm-ceiling (bench/) or install PyTorch")
+
+    # --- Print.
+    print(f"# ampc vs PyTorch: one training step, CPU, {time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"# host: {cpu_name()}, {os.cpu_count()} CPUs, load average {load_at_start:.2f} "
+          f"at the start; ampc: {ampc}")
+    print(f"# threads: {THREADS} on both sides (OMP_NUM_THREADS={THREADS}, GOMP_SPINCOUNT=0, "
+          f"torch.set_num_threads({THREADS})); each configuration in a process of its own, "
+          f"{repeats} time(s) in rounds")
+    if use_torch:
+        import torch
+
+        print(f"# PyTorch {torch.__version__}")
+    if ceiling:
+        print(f"# GEMM ceiling: f32 {ceiling['f32']:.1f} GFLOP/s, bf16 {ceiling['bf16']:.1f} GFLOP/s: "
+              f"the highest of {len(ceilings)} measurements during the run (lowest: f32 "
+              f"{min(x['f32'] for x in ceilings):.1f}, bf16 {min(x['bf16'] for x in ceilings):.1f}); "
+              f"{ceilings[0]['how']}")
+    print("# ms/step: median over the steps after warm-up (of each run; then the median over "
+          "the runs); spread: (slowest - fastest run) / ms/step; vs fp32: own fp32 time / this time "
+          "(ampc: O0, PyTorch: fp32); vs torch: PyTorch's time / ampc's in the paired mode "
+          "(O0~fp32, O1~autocast-bf16, O2~bf16, O3~bf16; >1 = ampc faster); GFLOP/s: "
+          "GEMM/conv FLOPs of forward + backward per step / step time; % ceil: of the f32 "
+          "ceiling for fp32 modes, the bf16 one otherwise; peak: ampc's memory plan "
+          "(= allocated unless marked *), PyTorch's growth of peak RSS")
+    for note in notes:
+        print(f"# note: {note}")
+    print(f"{'workload':<10} {'impl':<7} {'mode':<14} {'ms/step':>9} {'vs fp32':>8} "
+          f"{'vs torch':>9} {'GFLOP/s':>8} {'% ceil':>7} {'peak':>11} {'spread':>7}")
+
+    failed = []
+    for w, flops, ampc_results, torch_results in measured:
+
+        def line(impl, mode, r, own_fp32, torch_pair):
+            if "error" in r:
+                failed.append(f"{w} {impl} {mode}")
+                print(f"{w:<10} {impl:<7} {mode:<14} failed: {r['error']}")
+                return
+            ms = r["ms"]
+            vs_fp32 = f"{own_fp32['ms'] / ms:.2f}x" if own_fp32 and "ms" in own_fp32 else "-"
+            vs_torch = f"{torch_pair['ms'] / ms:.2f}x" if torch_pair and "ms" in torch_pair else "-"
+            gflops = flops / (ms * 1e6) if flops else None
+            gf = f"{gflops:.1f}" if gflops else "-"
+            ceil = "-"
+            if gflops and ceiling:
+                ceil = f"{100 * gflops / ceiling['bf16' if mode in HALF_MODES else 'f32']:.0f}%"
+            peak = fmt_bytes(r.get("peak_bytes"))
+            if r.get("peak_kind") == "rss":
+                peak = "~" + peak
+            elif "allocated_bytes" in r and r["allocated_bytes"] != r.get("peak_bytes"):
+                peak += "*"
+            spread = f"{100 * r['spread']:.0f}%" if repeats > 1 else "-"
+            print(f"{w:<10} {impl:<7} {mode:<14} {ms:>9.2f} {vs_fp32:>8} {vs_torch:>9} {gf:>8} "
+                  f"{ceil:>7} {peak:>11} {spread:>7}")
+
+        for level in AMPC_LEVELS:
+            line("ampc", level, ampc_results[level], ampc_results["O0"],
+                 torch_results.get(PAIRING[level]))
+        for mode in TORCH_MODES:
+            if mode in torch_results:
+                line("torch", mode, torch_results[mode], torch_results["fp32"], None)
+                if torch_results[mode].get("note"):
+                    print(f"#   {w} torch {mode}: {torch_results[mode]['note']}")
+    print(f"# {len(workloads)} workloads in {time.time() - started:.0f} s")
+    if failed:
+        print(f"# failed: {', '.join(failed)}")
+        return 1
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -52,8 +52,8 @@ llvm::StringRef precisionOverrideName(PrecisionOverride p);
 struct InitSpec {
   enum class Kind : uint8_t { None, Zeros, Ones, Constant, Uniform, Normal, File };
   Kind kind = Kind::None;
-  double a = 0; ///< Constant: value; Uniform: low; Normal: mean
-  double b = 0; ///< Uniform: high; Normal: std
+  double a = 0;     ///< Constant: value; Uniform: low; Normal: mean
+  double b = 0;     ///< Uniform: high; Normal: std
   std::string path; ///< File: an .npy file
   /// "zeros", "uniform(-0.1, 0.1)", "normal(0.0, 1.0)", "file(\"w.npy\")".
   std::string str() const;

@@ -167,9 +167,7 @@ public:
   OpRow &optionalOperand(llvm::StringRef name) { return add({name.str(), true}); }
   OpRow &variadicOperand(llvm::StringRef name) { return add({name.str(), false, true}); }
   OpRow &fp32Operand(llvm::StringRef name) { return add({name.str(), false, false, true}); }
-  OpRow &indexOperand(llvm::StringRef name) {
-    return add({name.str(), false, false, false, true});
-  }
+  OpRow &indexOperand(llvm::StringRef name) { return add({name.str(), false, false, false, true}); }
   OpRow &attr(llvm::StringRef name, AttrType type) {
     info_.attrs.push_back({name.str(), type, std::nullopt});
     return *this;

@@ -150,10 +150,7 @@ void registerActivationOps(OpRegistry &r) {
       .operand("input")
       .attr("approximate", AttrType::String, "none")
       .infer(inferGeluGrad);
-  OpRow(r.define(OpKind::SigmoidGrad))
-      .operand("grad")
-      .operand("output")
-      .infer(inferActivationGrad);
+  OpRow(r.define(OpKind::SigmoidGrad)).operand("grad").operand("output").infer(inferActivationGrad);
   OpRow(r.define(OpKind::TanhGrad)).operand("grad").operand("output").infer(inferActivationGrad);
   OpRow(r.define(OpKind::SoftmaxGrad))
       .operand("grad")

@@ -50,8 +50,7 @@ static bool requireScalarGrad(InferContext &ctx) {
   return true;
 }
 
-static bool inferPairwiseLossGrad(InferContext &ctx,
-                                  llvm::SmallVectorImpl<TensorType> &results) {
+static bool inferPairwiseLossGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
   if (!requireScalarGrad(ctx) || !requireFloat(ctx, 1) || !requireSameDType(ctx, 1, 2) ||
       !requireSameShape(ctx, 1, 2))
     return false;
@@ -59,8 +58,7 @@ static bool inferPairwiseLossGrad(InferContext &ctx,
   return true;
 }
 
-static bool inferCrossEntropyGrad(InferContext &ctx,
-                                  llvm::SmallVectorImpl<TensorType> &results) {
+static bool inferCrossEntropyGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
   if (!requireScalarGrad(ctx) || !requireFloat(ctx, 1) || !requireRank(ctx, 1, 2) ||
       !requireIndex(ctx, 2) || !requireRank(ctx, 2, 1))
     return false;
@@ -82,8 +80,7 @@ static bool inferCrossEntropyGrad(InferContext &ctx,
 // d/d input = 2 (input - target) dy / n; d/d target is its negation.
 static void gradMseLoss(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                         llvm::MutableArrayRef<Value *> dxs) {
-  Value *inputGrad =
-      gb.build1(OpKind::MseLossGrad, {dys[0], fwd.operand(0), fwd.operand(1)});
+  Value *inputGrad = gb.build1(OpKind::MseLossGrad, {dys[0], fwd.operand(0), fwd.operand(1)});
   if (gb.needsGradient(0))
     dxs[0] = inputGrad;
   if (gb.needsGradient(1))
@@ -95,23 +92,26 @@ static void gradCrossEntropy(GradientBuilder &gb, const Node &fwd, llvm::ArrayRe
                              llvm::MutableArrayRef<Value *> dxs) {
   if (!gb.needsGradient(0))
     return;
-  dxs[0] = gb.build1(OpKind::CrossEntropyGrad, {dys[0], fwd.operand(0), fwd.operand(1)},
-                     fwd.attrs());
+  dxs[0] =
+      gb.build1(OpKind::CrossEntropyGrad, {dys[0], fwd.operand(0), fwd.operand(1)}, fwd.attrs());
 }
 
 static void gradBinaryCrossEntropy(GradientBuilder &gb, const Node &fwd,
                                    llvm::ArrayRef<Value *> dys,
                                    llvm::MutableArrayRef<Value *> dxs) {
   if (gb.needsGradient(0))
-    dxs[0] = gb.build1(OpKind::BinaryCrossEntropyGradInput,
-                       {dys[0], fwd.operand(0), fwd.operand(1)});
+    dxs[0] =
+        gb.build1(OpKind::BinaryCrossEntropyGradInput, {dys[0], fwd.operand(0), fwd.operand(1)});
   if (gb.needsGradient(1))
-    dxs[1] = gb.build1(OpKind::BinaryCrossEntropyGradTarget,
-                       {dys[0], fwd.operand(0), fwd.operand(1)});
+    dxs[1] =
+        gb.build1(OpKind::BinaryCrossEntropyGradTarget, {dys[0], fwd.operand(0), fwd.operand(1)});
 }
 
 void registerLossOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::MseLoss)).operand("input").operand("target").infer(inferPairwiseLoss)
+  OpRow(r.define(OpKind::MseLoss))
+      .operand("input")
+      .operand("target")
+      .infer(inferPairwiseLoss)
       .gradient(gradMseLoss);
   OpRow(r.define(OpKind::CrossEntropy))
       .operand("input")

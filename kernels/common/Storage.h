@@ -115,13 +115,10 @@ AMPC_HD inline void storeFromDouble(DType t, void *p, int64_t i, double v) {
 
 /// Integer element (indices, labels) of an i64 or i32 buffer.
 AMPC_HD inline int64_t loadIndex(DType t, const void *p, int64_t i) {
-  return t == DType::I64 ? static_cast<const int64_t *>(p)[i]
-                         : static_cast<const int32_t *>(p)[i];
+  return t == DType::I64 ? static_cast<const int64_t *>(p)[i] : static_cast<const int32_t *>(p)[i];
 }
 
-template <DType D> struct DTypeTag {
-  static constexpr DType value = D;
-};
+template <DType D> struct DTypeTag { static constexpr DType value = D; };
 
 /// Calls f(DTypeTag<D>{}) for the floating dtype t. Returns false (and calls
 /// nothing) for non-floating dtypes.

@@ -40,15 +40,13 @@ void mseLossGrad(const KernelArgs &a) {
 }
 
 void binaryCrossEntropyGradInput(const KernelArgs &a) {
-  pairwiseGrad(a, [](auto x, auto t, auto scale) {
-    return binaryCrossEntropyGradInputTerm(x, t, scale);
-  });
+  pairwiseGrad(
+      a, [](auto x, auto t, auto scale) { return binaryCrossEntropyGradInputTerm(x, t, scale); });
 }
 
 void binaryCrossEntropyGradTarget(const KernelArgs &a) {
-  pairwiseGrad(a, [](auto x, auto, auto scale) {
-    return binaryCrossEntropyGradTargetTerm(x, scale);
-  });
+  pairwiseGrad(a,
+               [](auto x, auto, auto scale) { return binaryCrossEntropyGradTargetTerm(x, scale); });
 }
 
 // Rows whose label is ignore_index get a zero gradient; the others

@@ -107,7 +107,13 @@ AttrMap convAttrs(const ConvCase &c) {
 const ConvCase kConvCases[] = {
     {"plain", {2, 3, 5, 5}, {4, 3, 3, 3}, true, {1, 1}, {0, 0}, {1, 1}, 1},
     {"stride 2 padding 1", {1, 2, 6, 5}, {3, 2, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 1},
-    {"dilation and asymmetric padding", {1, 2, 7, 6}, {2, 2, 3, 2}, false, {1, 1}, {2, 0}, {2, 1},
+    {"dilation and asymmetric padding",
+     {1, 2, 7, 6},
+     {2, 2, 3, 2},
+     false,
+     {1, 1},
+     {2, 0},
+     {2, 1},
      1},
     {"groups 2 with stride", {2, 4, 5, 5}, {6, 2, 3, 3}, true, {1, 2}, {1, 0}, {1, 1}, 2},
     {"depthwise", {1, 3, 4, 4}, {3, 1, 2, 2}, true, {1, 1}, {1, 1}, {1, 1}, 3},
@@ -132,9 +138,9 @@ TEST(GradLinearAlgebra, Conv2dGradInputHandComputed) {
   // dx[i][j] = sum over outputs (oh, ow) of dy[oh][ow] * w[i - oh][j - ow].
   for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtypeName(t).str());
-    KernelRun run = runKernel("conv2d_grad_input",
-                              {TensorType(t, {1, 1, 2, 2}), TensorType(t, {1, 1, 2, 2})},
-                              {{1, 2, 3, 4}, {1, 2, 3, 4}}, {{"input_shape", ints({1, 1, 3, 3})}});
+    KernelRun run =
+        runKernel("conv2d_grad_input", {TensorType(t, {1, 1, 2, 2}), TensorType(t, {1, 1, 2, 2})},
+                  {{1, 2, 3, 4}, {1, 2, 3, 4}}, {{"input_shape", ints({1, 1, 3, 3})}});
     ASSERT_TRUE(run.ok) << run.error;
     EXPECT_TRUE(allClose(run.outputs[0], {1, 4, 4, 6, 20, 16, 9, 24, 16}, 0));
   }
@@ -145,10 +151,9 @@ TEST(GradLinearAlgebra, Conv2dGradWeightHandComputed) {
   // dw[r][s] = sum over outputs of dy[oh][ow] * x[oh + r][ow + s].
   for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtypeName(t).str());
-    KernelRun run = runKernel("conv2d_grad_weight",
-                              {TensorType(t, {1, 1, 2, 2}), TensorType(t, {1, 1, 3, 3})},
-                              {{1, 2, 3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9}},
-                              {{"weight_shape", ints({1, 1, 2, 2})}});
+    KernelRun run = runKernel(
+        "conv2d_grad_weight", {TensorType(t, {1, 1, 2, 2}), TensorType(t, {1, 1, 3, 3})},
+        {{1, 2, 3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}, {{"weight_shape", ints({1, 1, 2, 2})}});
     ASSERT_TRUE(run.ok) << run.error;
     EXPECT_TRUE(allClose(run.outputs[0], {37, 47, 67, 77}, 0));
   }
@@ -158,11 +163,10 @@ TEST(GradLinearAlgebra, Conv2dBackwardKernelsMatchF64) {
   for (const ConvCase &c : kConvCases) {
     SCOPED_TRACE(c.name);
     // The forward's output shape is the backward's grad_output shape.
-    KernelRun forward =
-        runKernel("conv2d", {f64(c.input), f64(c.weight)},
-                  {randomValues(f64(c.input).numElements(), 1),
-                   randomValues(f64(c.weight).numElements(), 2)},
-                  convAttrs(c));
+    KernelRun forward = runKernel(
+        "conv2d", {f64(c.input), f64(c.weight)},
+        {randomValues(f64(c.input).numElements(), 1), randomValues(f64(c.weight).numElements(), 2)},
+        convAttrs(c));
     ASSERT_TRUE(forward.ok) << forward.error;
     TensorType dy = forward.outputTypes[0];
     AttrMap inputAttrs = convAttrs(c), weightAttrs = convAttrs(c);
@@ -182,17 +186,17 @@ TEST(GradLinearAlgebra, Conv2dBackwardKernelsMatchF64) {
 }
 
 TEST(GradLinearAlgebra, Conv2dBackwardRowsRejectMismatchedShapes) {
-  KernelRun wrongInput = runKernel(
-      "conv2d_grad_input", {f64({1, 2, 3, 3}), f64({2, 1, 2, 2})},
-      {randomValues(18, 1), randomValues(8, 2)}, {{"input_shape", ints({1, 1, 5, 5})}});
+  KernelRun wrongInput =
+      runKernel("conv2d_grad_input", {f64({1, 2, 3, 3}), f64({2, 1, 2, 2})},
+                {randomValues(18, 1), randomValues(8, 2)}, {{"input_shape", ints({1, 1, 5, 5})}});
   EXPECT_FALSE(wrongInput.ok);
   EXPECT_NE(wrongInput.error.find("does not match the convolution output [1,2,4,4]"),
             std::string::npos)
       << wrongInput.error;
-  KernelRun wrongGroups = runKernel(
-      "conv2d_grad_weight", {f64({1, 2, 3, 3}), f64({1, 3, 4, 4})},
-      {randomValues(18, 1), randomValues(48, 2)},
-      {{"weight_shape", ints({2, 1, 2, 2})}, {"groups", Attribute(2)}});
+  KernelRun wrongGroups =
+      runKernel("conv2d_grad_weight", {f64({1, 2, 3, 3}), f64({1, 3, 4, 4})},
+                {randomValues(18, 1), randomValues(48, 2)},
+                {{"weight_shape", ints({2, 1, 2, 2})}, {"groups", Attribute(2)}});
   EXPECT_FALSE(wrongGroups.ok);
   EXPECT_NE(wrongGroups.error.find("does not fit input"), std::string::npos) << wrongGroups.error;
 }
@@ -233,11 +237,10 @@ TEST(GradLinearAlgebra, AttentionGradHandComputed) {
   // ds = p (dp - 2) = [-0.5, 0.5]; dq = sum ds k = 0.5; dk = ds q = 0.
   for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtypeName(t).str());
-    KernelRun run =
-        runKernel("scaled_dot_product_attention_grad",
-                  {TensorType(t, {1, 1}), TensorType(t, {1, 1}), TensorType(t, {2, 1}),
-                   TensorType(t, {2, 1})},
-                  {{1}, {0}, {1, 2}, {1, 3}});
+    KernelRun run = runKernel("scaled_dot_product_attention_grad",
+                              {TensorType(t, {1, 1}), TensorType(t, {1, 1}), TensorType(t, {2, 1}),
+                               TensorType(t, {2, 1})},
+                              {{1}, {0}, {1, 2}, {1, 3}});
     ASSERT_TRUE(run.ok) << run.error;
     ASSERT_EQ(run.outputs.size(), 3u);
     EXPECT_TRUE(allClose(run.outputs[0], {0.5}, 1e-6));

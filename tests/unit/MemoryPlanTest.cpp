@@ -1,7 +1,7 @@
 //===- MemoryPlanTest.cpp - Liveness, reuse, classes, plan vs measured ----===//
+#include "runtime/MemoryPlan.h"
 #include "ir/Builder.h"
 #include "kernels/common/Storage.h"
-#include "runtime/MemoryPlan.h"
 #include "runtime/Program.h"
 
 #include <gtest/gtest.h>
@@ -122,8 +122,8 @@ TEST(Program, InitialisesStateDeterministically) {
   Value *x = g.addInput("x", TensorType(DType::F32, {2, 4}));
   Value *w = g.addState("w", TensorType(DType::F32, {3, 4}), StateKind::Parameter,
                         {InitSpec::Kind::Uniform, -0.5, 0.5});
-  Value *b = g.addState("b", TensorType(DType::F32, {3}), StateKind::Parameter,
-                        {InitSpec::Kind::Ones});
+  Value *b =
+      g.addState("b", TensorType(DType::F32, {3}), StateKind::Parameter, {InitSpec::Kind::Ones});
   Node *fc = buildNode(g, op("linear"), {x, w, b}, {}, {}, diag);
   g.addOutput(fc->result());
   auto backend = createCpuRefBackend();

@@ -344,10 +344,16 @@ def run_ampc(ampc, model_path, level, steps, warmup):
         if proc.returncode != 0:
             lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
             return {"error": lines[-1] if lines else "exit code %d" % proc.returncode}
-        step_ms = [json.loads(line)["step_ms"] for line in metrics.read_text().splitlines() if line]
+        records = [json.loads(line) for line in metrics.read_text().splitlines() if line]
+    # The step itself, without loading its batch: PyTorch's loop reuses one
+    # batch made before it, so loading is left out on both sides and shown
+    # in its own column.
+    step_ms = [r["step_ms"] - r.get("data_ms", 0) for r in records]
+    data_ms = [r.get("data_ms", 0) for r in records]
     m = re.search(r"peak memory: planned (\d+) B, allocated (\d+) B", proc.stdout)
     timed = step_ms[warmup:] or step_ms
-    result = {"ms": statistics.median(timed), "peak_kind": "plan"}
+    result = {"ms": statistics.median(timed), "peak_kind": "plan",
+              "data_ms": statistics.median(data_ms[warmup:] or data_ms)}
     if m:
         result["peak_bytes"] = int(m.group(1))
         result["allocated_bytes"] = int(m.group(2))
@@ -560,11 +566,13 @@ def main():
           "(O0~fp32, O1~autocast-bf16, O2~bf16, O3~bf16; >1 = ampc faster); GFLOP/s: "
           "GEMM/conv FLOPs of forward + backward per step / step time; % ceil: of the f32 "
           "ceiling for fp32 modes, the bf16 one otherwise; peak: ampc's memory plan "
-          "(= allocated unless marked *), PyTorch's growth of peak RSS")
+          "(= allocated unless marked *), PyTorch's growth of peak RSS; data: ampc's time to "
+          "generate and bind the step's batch, not in ms/step (PyTorch reuses one batch made "
+          "before its loop)")
     for note in notes:
         print(f"# note: {note}")
     print(f"{'workload':<10} {'impl':<7} {'mode':<14} {'ms/step':>9} {'vs fp32':>8} "
-          f"{'vs torch':>9} {'GFLOP/s':>8} {'% ceil':>7} {'peak':>11} {'spread':>7}")
+          f"{'vs torch':>9} {'GFLOP/s':>8} {'% ceil':>7} {'peak':>11} {'spread':>7} {'data':>7}")
 
     failed = []
     for w, flops, ampc_results, torch_results in measured:
@@ -588,8 +596,9 @@ def main():
             elif "allocated_bytes" in r and r["allocated_bytes"] != r.get("peak_bytes"):
                 peak += "*"
             spread = f"{100 * r['spread']:.0f}%" if repeats > 1 else "-"
+            data = f"{r['data_ms']:.1f}" if "data_ms" in r else "-"
             print(f"{w:<10} {impl:<7} {mode:<14} {ms:>9.2f} {vs_fp32:>8} {vs_torch:>9} {gf:>8} "
-                  f"{ceil:>7} {peak:>11} {spread:>7}")
+                  f"{ceil:>7} {peak:>11} {spread:>7} {data:>7}")
 
         for level in AMPC_LEVELS:
             line("ampc", level, ampc_results[level], ampc_results["O0"],

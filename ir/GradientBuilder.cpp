@@ -7,7 +7,11 @@ namespace ampc {
 
 llvm::SmallVector<Value *, 3> GradientBuilder::build(OpKind kind, llvm::ArrayRef<Value *> operands,
                                                      AttrMap attrs) {
-  const OpInfo &op = OpRegistry::builtin().get(kind);
+  return build(OpRegistry::builtin().get(kind), operands, std::move(attrs));
+}
+
+llvm::SmallVector<Value *, 3>
+GradientBuilder::build(const OpInfo &op, llvm::ArrayRef<Value *> operands, AttrMap attrs) {
   Location loc = forward_ ? forward_->loc() : Location();
   for (Value *v : operands)
     if (!v) {

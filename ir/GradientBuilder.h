@@ -32,6 +32,10 @@ public:
   /// One backward node of op `kind`; returns its results (empty on failure).
   llvm::SmallVector<Value *, 3> build(OpKind kind, llvm::ArrayRef<Value *> operands,
                                       AttrMap attrs = {});
+  /// The same for any registered op, custom ops included (a custom op's
+  /// gradient rule usually builds its own custom backward op).
+  llvm::SmallVector<Value *, 3> build(const OpInfo &op, llvm::ArrayRef<Value *> operands,
+                                      AttrMap attrs = {});
   /// A single-result backward node; nullptr on failure.
   Value *build1(OpKind kind, llvm::ArrayRef<Value *> operands, AttrMap attrs = {});
 
@@ -44,6 +48,10 @@ public:
   Value *add(Value *a, Value *b);
 
   bool failed() const { return failed_; }
+  /// Marks the rule failed after it reported why through diag() (rules that
+  /// fail for reasons other than a node that cannot be built: a host
+  /// program's custom op).
+  void fail() { failed_ = true; }
   Graph &graph() { return g_; }
   DiagnosticEngine &diag() { return diag_; }
 

@@ -92,18 +92,41 @@ std::string InitSpec::str() const {
 
 const Location &Value::loc() const { return def_ ? def_->loc() : loc_; }
 
+void Value::addUse(Node *user, unsigned operandIndex) {
+  user->useSlots_[operandIndex] = static_cast<unsigned>(uses_.size());
+  uses_.push_back({user, operandIndex});
+}
+
 void Value::removeUse(Node *user, unsigned operandIndex) {
-  auto it = std::find_if(uses_.begin(), uses_.end(), [&](const Use &u) {
-    return u.user == user && u.operandIndex == operandIndex;
-  });
-  assert(it != uses_.end() && "use list out of sync with operands");
-  uses_.erase(it);
+  unsigned slot = user->useSlots_[operandIndex];
+  assert(slot < uses_.size() && uses_[slot].user == user &&
+         uses_[slot].operandIndex == operandIndex && "use list out of sync with operands");
+  uses_[slot].user = nullptr;
+  ++deadUses_;
+  if (deadUses_ == uses_.size()) {
+    uses_.clear();
+    deadUses_ = 0;
+  } else if (deadUses_ > 8 && 2 * deadUses_ > uses_.size()) {
+    compactUses(); // amortised: at least as many removals since the last
+  }
+}
+
+void Value::compactUses() const {
+  size_t kept = 0;
+  for (const Use &u : uses_) {
+    if (!u.user)
+      continue;
+    u.user->useSlots_[u.operandIndex] = static_cast<unsigned>(kept);
+    uses_[kept++] = u;
+  }
+  uses_.resize(kept);
+  deadUses_ = 0;
 }
 
 void Value::replaceAllUsesWith(Value *other) {
   assert(other != this && "replacing a value with itself");
   // setOperand edits uses_, so walk a copy.
-  std::vector<Use> uses = uses_;
+  std::vector<Use> uses(this->uses().begin(), this->uses().end());
   for (const Use &u : uses)
     u.user->setOperand(u.operandIndex, other);
 }
@@ -127,7 +150,16 @@ void Node::setOperand(unsigned i, Value *v) {
     operands_[i]->removeUse(this, i);
   operands_[i] = v;
   if (v)
-    v->uses_.push_back({this, i});
+    v->addUse(this, i);
+}
+
+void Node::setOperands(llvm::ArrayRef<Value *> operands) {
+  for (unsigned i = 0; i < operands_.size(); ++i)
+    setOperand(i, nullptr);
+  operands_.assign(operands.size(), nullptr);
+  useSlots_.assign(operands.size(), 0);
+  for (unsigned i = 0; i < operands.size(); ++i)
+    setOperand(i, operands[i]);
 }
 
 llvm::SmallVector<Value *, 2> Node::results() const {
@@ -239,6 +271,7 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
   assert((names.empty() || names.size() == resultTypes.size()) && "one name per result");
   Node *n = new Node(this, &op, nextId_++);
   n->operands_.resize(operands.size(), nullptr);
+  n->useSlots_.resize(operands.size(), 0);
   for (unsigned i = 0; i < operands.size(); ++i)
     n->setOperand(i, operands[i]);
   n->attrs_ = std::move(attrs);
@@ -257,6 +290,29 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
   else
     nodes_.push_back(n);
   return n;
+}
+
+Value *Graph::addResult(Node *n, TensorType type, llvm::StringRef name) {
+  assert(n->graph_ == this && "a node of another graph");
+  std::string resultName = name.empty() ? freshName() : name.str();
+  auto v = std::unique_ptr<Value>(
+      new Value(ValueKind::Result, std::move(type), std::move(resultName), nextId_++));
+  v->def_ = n;
+  v->resultIndex_ = n->results_.size();
+  assert(isNameFree(v->name()) && "value name already used");
+  names_[v->name()] = v.get();
+  n->results_.push_back(std::move(v));
+  return n->results_.back().get();
+}
+
+void Graph::moveNode(Node *n, Node *before) {
+  if (n == before)
+    return;
+  nodes_.remove(n);
+  if (before)
+    nodes_.insert(before->getIterator(), n);
+  else
+    nodes_.push_back(n);
 }
 
 void Graph::eraseNode(Node *n) {

@@ -87,8 +87,14 @@ public:
   Node *definingNode() const { return def_; }
   unsigned resultIndex() const { return resultIndex_; }
 
-  llvm::ArrayRef<Use> uses() const { return uses_; }
-  bool hasUses() const { return !uses_.empty(); }
+  /// In the order the uses were made (a use re-made by setOperand moves to
+  /// the end).
+  llvm::ArrayRef<Use> uses() const {
+    if (deadUses_)
+      compactUses();
+    return uses_;
+  }
+  bool hasUses() const { return uses_.size() != deadUses_; }
   /// Point every use of this value at `other` instead.
   void replaceAllUsesWith(Value *other);
 
@@ -111,13 +117,21 @@ private:
   friend class Node;
   Value(ValueKind k, TensorType t, std::string name, uint64_t id)
       : kind_(k), type_(std::move(t)), name_(std::move(name)), id_(id) {}
+  void addUse(Node *user, unsigned operandIndex);
   void removeUse(Node *user, unsigned operandIndex);
+  void compactUses() const;
 
   ValueKind kind_;
   TensorType type_;
   std::string name_;
   uint64_t id_;
-  std::vector<Use> uses_;
+  // Removing a use leaves a hole (user null) instead of shifting the rest,
+  // so dropping one use of a value with many (the learning rate, the loss
+  // scale) costs O(1), not O(uses): passes that rebuild every optimizer
+  // update would otherwise be quadratic. The holes are squeezed out, order
+  // kept, before anyone reads the list and whenever they are the majority.
+  mutable std::vector<Use> uses_;
+  mutable size_t deadUses_ = 0;
   Node *def_ = nullptr;
   unsigned resultIndex_ = 0;
   StateKind stateKind_ = StateKind::Parameter;
@@ -140,6 +154,9 @@ public:
   Value *operand(unsigned i) const { return operands_[i]; }
   unsigned numOperands() const { return operands_.size(); }
   void setOperand(unsigned i, Value *v);
+  /// Replaces every operand, the use of each re-made in operand order (as a
+  /// node built afresh with these operands would make them).
+  void setOperands(llvm::ArrayRef<Value *> operands);
 
   unsigned numResults() const { return results_.size(); }
   Value *result(unsigned i = 0) const { return results_[i].get(); }
@@ -163,12 +180,15 @@ public:
 
 private:
   friend class Graph;
+  friend class Value;
   Node(Graph *g, const OpInfo *op, uint64_t id) : graph_(g), op_(op), id_(id) {}
 
   Graph *graph_;
   const OpInfo *op_;
   uint64_t id_;
   llvm::SmallVector<Value *, 4> operands_;
+  /// Per operand: where its use sits in the operand's use list.
+  llvm::SmallVector<unsigned, 4> useSlots_;
   llvm::SmallVector<std::unique_ptr<Value>, 1> results_;
   AttrMap attrs_;
   Location loc_;
@@ -209,6 +229,11 @@ public:
                    Location loc, Node *before = nullptr);
   /// Removes a node whose results have no uses.
   void eraseNode(Node *n);
+  /// Appends a result to `n` (empty name: a fresh numeric one, else it must
+  /// be free).
+  Value *addResult(Node *n, TensorType type, llvm::StringRef name);
+  /// Moves `n` to just before `before` (the end when null).
+  void moveNode(Node *n, Node *before);
 
   NodeList &nodes() { return nodes_; }
   const NodeList &nodes() const { return nodes_; }

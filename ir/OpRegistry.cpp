@@ -4,6 +4,7 @@
 #include "ir/ops/OpFamilies.h"
 
 #include <cassert>
+#include <cctype>
 
 namespace ampc {
 
@@ -68,9 +69,7 @@ const Attribute &InferContext::attr(llvm::StringRef n) const {
 int64_t InferContext::getInt(llvm::StringRef n) const { return attr(n).getInt(); }
 double InferContext::getFloat(llvm::StringRef n) const { return attr(n).getNumber(); }
 bool InferContext::getBool(llvm::StringRef n) const { return attr(n).getBool(); }
-const std::string &InferContext::getString(llvm::StringRef n) const {
-  return attr(n).getString();
-}
+const std::string &InferContext::getString(llvm::StringRef n) const { return attr(n).getString(); }
 const std::vector<int64_t> &InferContext::getInts(llvm::StringRef n) const {
   return attr(n).getInts();
 }
@@ -92,13 +91,13 @@ OpRegistry &OpRegistry::builtin() {
 }
 
 OpRegistry::OpRegistry() {
-#define AMPC_OP(Id, Name, Category)                                                          \
-  {                                                                                          \
-    auto info = std::make_unique<OpInfo>();                                                  \
-    info->kind = OpKind::Id;                                                                 \
-    info->name = Name;                                                                       \
-    info->category = PrecisionCategory::Category;                                            \
-    builtins_.push_back(std::move(info));                                                    \
+#define AMPC_OP(Id, Name, Category)                                                                \
+  {                                                                                                \
+    auto info = std::make_unique<OpInfo>();                                                        \
+    info->kind = OpKind::Id;                                                                       \
+    info->name = Name;                                                                             \
+    info->category = PrecisionCategory::Category;                                                  \
+    builtins_.push_back(std::move(info));                                                          \
   }
 #include "ir/Ops.def"
   registerAllOpFamilies(*this);
@@ -132,14 +131,28 @@ std::vector<const OpInfo *> OpRegistry::all() const {
   return out;
 }
 
-std::optional<std::string> OpRegistry::addCustomOp(OpInfo info) {
+std::optional<std::string> OpRegistry::addCustomOp(OpInfo info, PrecisionCategory category) {
   if (info.name.empty())
     return std::string("custom op has no name");
+  // Model files and the textual IR spell op names as plain identifiers.
+  for (char c : info.name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
+      return "custom op name '" + info.name +
+             "' is not an identifier (letters, digits, '_' and '.')";
   if (byName_.count(info.name))
     return "op '" + info.name + "' is already registered";
   if (!info.infer)
     return "custom op '" + info.name + "' has no shape inference rule";
+  for (size_t i = 0; i < info.operands.size(); ++i) {
+    const OperandSpec &o = info.operands[i];
+    if (o.variadic && i + 1 != info.operands.size())
+      return "custom op '" + info.name + "': only the last operand may be variadic";
+    if (o.optional && i + 1 < info.operands.size() && !info.operands[i + 1].optional &&
+        !info.operands[i + 1].variadic)
+      return "custom op '" + info.name + "': only trailing operands may be optional";
+  }
   info.kind = OpKind::Custom;
+  info.category = category;
   customs_.push_back(std::make_unique<OpInfo>(std::move(info)));
   byName_[customs_.back()->name] = customs_.back().get();
   return std::nullopt;

@@ -70,13 +70,16 @@ class Value;
 /// gradient of operand i, or leaves it nullptr when operand i has none
 /// (labels, indices) or when it is not needed (gb.needsGradient(i) is false).
 /// Nodes are created through the builder, which reports failures.
-using GradientFn = void (*)(GradientBuilder &gb, const Node &forward,
-                            llvm::ArrayRef<Value *> resultGrads,
-                            llvm::MutableArrayRef<Value *> operandGrads);
+/// A std::function, not a function pointer, so that a host program's custom
+/// op (OpRegistry::addCustomOp) can register a closure over its own state.
+using GradientFn = std::function<void(GradientBuilder &gb, const Node &forward,
+                                      llvm::ArrayRef<Value *> resultGrads,
+                                      llvm::MutableArrayRef<Value *> operandGrads)>;
 
 /// Computes the result types of a node from its operand types and (defaulted)
 /// attributes. Returns false after reporting an error through the context.
-using InferFn = bool (*)(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results);
+/// A std::function for the same reason as GradientFn.
+using InferFn = std::function<bool(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results)>;
 
 struct OpInfo {
   OpKind kind = OpKind::Custom;
@@ -87,6 +90,12 @@ struct OpInfo {
   InferFn infer = nullptr;
   /// Ops whose results may be dropped only if unused and which change no state.
   bool hasSideEffects = false;
+  /// A result that is the next value of a state operand may share that
+  /// operand's buffer: every kernel of the op computes each element of it from
+  /// the same-index elements of its operands, read before it is written. The
+  /// memory planner then updates the state in place instead of double
+  /// buffering it (runtime/MemoryPlanner.cpp).
+  bool updatesStateInPlace = false;
   /// The gradient rule; nullptr for ops that are not differentiated (backward
   /// and optimizer ops themselves).
   GradientFn gradient = nullptr;
@@ -145,9 +154,13 @@ public:
   /// Every op, built-ins in Ops.def order, then custom ops in registration order.
   std::vector<const OpInfo *> all() const;
 
-  /// Registers a host program's op. Returns an error message on failure
-  /// (duplicate name, no inference rule).
-  std::optional<std::string> addCustomOp(OpInfo info);
+  /// Registers a host program's op with its precision category. The
+  /// category is a parameter of its own, not OpInfo's default, so that no
+  /// custom op silently becomes `follow`: the caller must decide. Returns an
+  /// error message on failure (no name, an invalid or duplicate name, no
+  /// inference rule, an operand list the built-ins would not allow). Not
+  /// safe while other threads look ops up: register at start-up.
+  std::optional<std::string> addCustomOp(OpInfo info, PrecisionCategory category);
 
   /// Used while filling the built-in table (ir/ops/*.cpp).
   OpInfo &define(OpKind kind);
@@ -186,6 +199,10 @@ public:
   }
   OpRow &sideEffects() {
     info_.hasSideEffects = true;
+    return *this;
+  }
+  OpRow &updatesStateInPlace() {
+    info_.updatesStateInPlace = true;
     return *this;
   }
 

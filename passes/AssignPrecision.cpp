@@ -25,11 +25,11 @@
 #include "ir/Builder.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <climits>
-#include <deque>
 #include <map>
 
 namespace ampc {
@@ -92,96 +92,317 @@ namespace {
 /// Source side = half, sink side = fp32.
 enum class Label : uint8_t { Half, Fp32 };
 
-/// Dinic's maximum flow on int64 capacities; small graphs (a node per op).
+/// A minimum s-t cut on int64 capacities. The network is collected as an arc
+/// list; `sinkSide` then finds the minimum cut whose sink side is smallest.
+///
+/// A plain max-flow over the whole network is quadratic on the graphs this
+/// pass sees most: on a chain of residual blocks each promote op is tied to
+/// the previous one by an infinite arc, so every unit of flow would travel
+/// back along the whole chain (and Dinic would need a phase per path
+/// length). So the solve
+///  1. merges into the sink every node that a path of infinite arcs leads
+///     from to the sink, and into the source every node such a path leads
+///     to from the source: every finite cut keeps them on that side, so the
+///     set of minimum cuts is unchanged;
+///  2. splits what remains into the components that only the terminals join:
+///     a cut is then a sum of independent per-component cuts, and each
+///     component is solved alone, with its own copy of the terminals, so a
+///     phase in one never walks another;
+///  3. runs Dinic's algorithm per component, with iterative searches (no
+///     recursion, however deep the graph) and current-arc pointers.
+/// The nodes that can reach the sink in the residual graph form the smallest
+/// sink side of any minimum cut. That set is unique, so neither the merging
+/// and splitting nor any visiting order changes the result.
 class MinCut {
 public:
   static constexpr int64_t kInfinity = INT64_MAX / 4;
   static constexpr unsigned kSource = 0, kSink = 1;
 
-  MinCut() : adj_(2) {}
-  unsigned addNode() {
-    adj_.emplace_back();
-    return adj_.size() - 1;
-  }
+  unsigned addNode() { return numNodes_++; }
   void addArc(unsigned from, unsigned to, int64_t cap) {
-    if (from == to)
-      return;
-    adj_[from].push_back({to, static_cast<unsigned>(adj_[to].size()), cap});
-    adj_[to].push_back({from, static_cast<unsigned>(adj_[from].size() - 1), 0});
+    if (from != to)
+      arcs_.push_back({from, to, cap});
   }
 
-  void maxFlow() {
-    while (buildLevels()) {
-      next_.assign(adj_.size(), 0);
-      while (push(kSource, kInfinity) > 0) {
-      }
-    }
-  }
-
-  /// After maxFlow: the nodes that can still reach the sink in the residual
-  /// graph. They form the smallest sink side of any minimum cut.
-  std::vector<bool> reachesSink() const {
-    std::vector<bool> seen(adj_.size(), false);
-    std::deque<unsigned> queue{kSink};
-    seen[kSink] = true;
-    while (!queue.empty()) {
-      unsigned x = queue.front();
-      queue.pop_front();
-      for (const Arc &a : adj_[x]) {
-        // a: x -> u; its partner u -> x has residual capacity adj_[u][a.rev].cap.
-        if (seen[a.to] || adj_[a.to][a.rev].cap <= 0)
-          continue;
-        seen[a.to] = true;
-        queue.push_back(a.to);
-      }
-    }
-    return seen;
-  }
+  /// Per node: whether it is on the sink side of the minimum cut with the
+  /// smallest sink side. Consumes the arcs.
+  std::vector<bool> sinkSide();
 
 private:
-  struct Arc {
-    unsigned to;
-    unsigned rev;
+  struct InputArc {
+    unsigned from, to;
     int64_t cap;
   };
 
-  bool buildLevels() {
-    level_.assign(adj_.size(), -1);
-    std::deque<unsigned> queue{kSource};
-    level_[kSource] = 0;
-    while (!queue.empty()) {
-      unsigned x = queue.front();
-      queue.pop_front();
-      for (const Arc &a : adj_[x])
-        if (a.cap > 0 && level_[a.to] < 0) {
-          level_[a.to] = level_[x] + 1;
-          queue.push_back(a.to);
-        }
-    }
-    return level_[kSink] >= 0;
-  }
+  std::vector<unsigned> mergeIntoTerminals() const;
+  void buildNetwork(const std::vector<InputArc> &arcs, unsigned numLocal);
+  void maxFlow(unsigned begin, unsigned end);
+  bool buildLevels(unsigned begin, unsigned end);
+  void augmentPhase(unsigned begin);
+  void markReachingSink(unsigned begin, std::vector<bool> &reach);
 
-  int64_t push(unsigned x, int64_t limit) {
-    if (x == kSink)
-      return limit;
-    for (unsigned &i = next_[x]; i < adj_[x].size(); ++i) {
-      Arc &a = adj_[x][i];
-      if (a.cap <= 0 || level_[a.to] != level_[x] + 1)
-        continue;
-      int64_t pushed = push(a.to, std::min(limit, a.cap));
-      if (pushed > 0) {
-        a.cap -= pushed;
-        adj_[a.to][a.rev].cap += pushed;
-        return pushed;
+  unsigned numNodes_ = 2;
+  std::vector<InputArc> arcs_;
+
+  // The split network as compressed rows: local node x's arcs are
+  // [first_[x], first_[x + 1]); rev_[a] is the arc paired with a. A
+  // component occupies local nodes [begin, end): its source copy at begin,
+  // its sink copy at begin + 1.
+  std::vector<unsigned> first_, to_, rev_;
+  std::vector<int64_t> cap_;
+  std::vector<int> level_;
+  std::vector<unsigned> next_, queue_, path_;
+};
+
+/// Per node: kSource or kSink when a path of infinite arcs ties it to that
+/// terminal, else the node itself.
+std::vector<unsigned> MinCut::mergeIntoTerminals() const {
+  unsigned n = numNodes_;
+  std::vector<unsigned> rep(n);
+  for (unsigned x = 0; x < n; ++x)
+    rep[x] = x;
+  // The infinite arcs, forwards and backwards, as compressed rows.
+  std::vector<unsigned> outFirst(n + 1, 0), inFirst(n + 1, 0);
+  for (const InputArc &a : arcs_)
+    if (a.cap >= kInfinity) {
+      ++outFirst[a.from + 1];
+      ++inFirst[a.to + 1];
+    }
+  for (unsigned x = 0; x < n; ++x) {
+    outFirst[x + 1] += outFirst[x];
+    inFirst[x + 1] += inFirst[x];
+  }
+  std::vector<unsigned> outTo(outFirst[n]), inFrom(inFirst[n]);
+  std::vector<unsigned> outPos(outFirst.begin(), outFirst.end() - 1);
+  std::vector<unsigned> inPos(inFirst.begin(), inFirst.end() - 1);
+  for (const InputArc &a : arcs_)
+    if (a.cap >= kInfinity) {
+      outTo[outPos[a.from]++] = a.to;
+      inFrom[inPos[a.to]++] = a.from;
+    }
+  std::vector<unsigned> stack;
+  auto flood = [&](unsigned terminal, const std::vector<unsigned> &first,
+                   const std::vector<unsigned> &next) {
+    stack.assign(1, terminal);
+    while (!stack.empty()) {
+      unsigned x = stack.back();
+      stack.pop_back();
+      for (unsigned i = first[x]; i < first[x + 1]; ++i) {
+        unsigned y = next[i];
+        if (y <= kSink || rep[y] != y)
+          continue;
+        rep[y] = terminal;
+        stack.push_back(y);
       }
     }
-    return 0;
+  };
+  // Backwards from the sink first. The source cannot reach any of these
+  // along infinite arcs (that would make every cut infinite, and labelling
+  // every variable fp32 is always a finite cut), so the order is moot.
+  flood(kSink, inFirst, inFrom);
+  flood(kSource, outFirst, outTo);
+  return rep;
+}
+
+std::vector<bool> MinCut::sinkSide() {
+  unsigned n = numNodes_;
+  std::vector<unsigned> rep = mergeIntoTerminals();
+
+  // The arcs that still matter: none out of the sink or into the source (no
+  // cut counts them) and none between the terminals (every cut does).
+  std::vector<InputArc> arcs;
+  arcs.reserve(arcs_.size());
+  for (const InputArc &a : arcs_) {
+    unsigned from = rep[a.from], to = rep[a.to];
+    if (from == to || from == kSink || to == kSource || (from <= kSink && to <= kSink))
+      continue;
+    arcs.push_back({from, to, a.cap});
+  }
+  arcs_ = {};
+
+  // Components of the remaining nodes: union-find by size, path halving.
+  std::vector<unsigned> parent(n), size(n, 1);
+  for (unsigned x = 0; x < n; ++x)
+    parent[x] = x;
+  auto find = [&](unsigned x) {
+    while (parent[x] != x)
+      x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (const InputArc &a : arcs) {
+    if (a.from <= kSink || a.to <= kSink)
+      continue;
+    unsigned x = find(a.from), y = find(a.to);
+    if (x == y)
+      continue;
+    if (size[x] < size[y])
+      std::swap(x, y);
+    parent[y] = x;
+    size[x] += size[y];
   }
 
-  std::vector<std::vector<Arc>> adj_;
-  std::vector<int> level_;
-  std::vector<unsigned> next_;
-};
+  // Local numbering: each component a contiguous range [source copy, sink
+  // copy, its nodes...].
+  constexpr unsigned kNone = ~0u;
+  std::vector<unsigned> compOfRoot(n, kNone), compOf(n, kNone), compSize;
+  for (unsigned x = kSink + 1; x < n; ++x) {
+    if (rep[x] != x)
+      continue;
+    unsigned r = find(x);
+    if (compOfRoot[r] == kNone) {
+      compOfRoot[r] = compSize.size();
+      compSize.push_back(0);
+    }
+    compOf[x] = compOfRoot[r];
+    ++compSize[compOf[x]];
+  }
+  std::vector<unsigned> compBegin(compSize.size() + 1, 0);
+  for (size_t c = 0; c < compSize.size(); ++c)
+    compBegin[c + 1] = compBegin[c] + 2 + compSize[c];
+  std::vector<unsigned> local(n, kNone), fill(compBegin.begin(), compBegin.end() - 1);
+  for (unsigned x = kSink + 1; x < n; ++x)
+    if (compOf[x] != kNone)
+      local[x] = fill[compOf[x]]++ + 2;
+  for (InputArc &a : arcs) {
+    unsigned c = compOf[a.from <= kSink ? a.to : a.from];
+    auto localOf = [&](unsigned x) {
+      return x == kSource ? compBegin[c] : x == kSink ? compBegin[c] + 1 : local[x];
+    };
+    a.from = localOf(a.from);
+    a.to = localOf(a.to);
+  }
+  buildNetwork(arcs, compBegin.back());
+  arcs = {};
+
+  std::vector<bool> reach(compBegin.back(), false);
+  for (size_t c = 0; c < compSize.size(); ++c) {
+    maxFlow(compBegin[c], compBegin[c + 1]);
+    markReachingSink(compBegin[c], reach);
+  }
+  std::vector<bool> sink(n, false);
+  sink[kSink] = true;
+  for (unsigned x = kSink + 1; x < n; ++x)
+    sink[x] = rep[x] == kSink || (rep[x] == x && reach[local[x]]);
+  return sink;
+}
+
+void MinCut::buildNetwork(const std::vector<InputArc> &arcs, unsigned numLocal) {
+  first_.assign(numLocal + 1, 0);
+  for (const InputArc &a : arcs) {
+    ++first_[a.from + 1];
+    ++first_[a.to + 1];
+  }
+  for (unsigned x = 0; x < numLocal; ++x)
+    first_[x + 1] += first_[x];
+  size_t total = first_[numLocal];
+  to_.resize(total);
+  rev_.resize(total);
+  cap_.resize(total);
+  std::vector<unsigned> pos(first_.begin(), first_.end() - 1);
+  for (const InputArc &a : arcs) {
+    unsigned fwd = pos[a.from]++, bwd = pos[a.to]++;
+    to_[fwd] = a.to;
+    cap_[fwd] = a.cap;
+    rev_[fwd] = bwd;
+    to_[bwd] = a.from;
+    cap_[bwd] = 0;
+    rev_[bwd] = fwd;
+  }
+  level_.assign(numLocal, -1);
+  next_.assign(numLocal, 0);
+}
+
+void MinCut::maxFlow(unsigned begin, unsigned end) {
+  while (buildLevels(begin, end)) {
+    for (unsigned x = begin; x < end; ++x)
+      next_[x] = first_[x];
+    augmentPhase(begin);
+  }
+}
+
+/// Breadth-first levels from the component's source over arcs with room
+/// left; false when its sink is out of reach (the flow is maximal).
+bool MinCut::buildLevels(unsigned begin, unsigned end) {
+  for (unsigned x = begin; x < end; ++x)
+    level_[x] = -1;
+  unsigned source = begin, sink = begin + 1;
+  queue_.assign(1, source);
+  level_[source] = 0;
+  for (size_t head = 0; head < queue_.size(); ++head) {
+    unsigned x = queue_[head];
+    if (x == sink)
+      break; // nothing beyond the sink's level lies on a shortest path
+    for (unsigned a = first_[x]; a < first_[x + 1]; ++a)
+      if (cap_[a] > 0 && level_[to_[a]] < 0) {
+        level_[to_[a]] = level_[x] + 1;
+        queue_.push_back(to_[a]);
+      }
+  }
+  return level_[sink] >= 0;
+}
+
+/// One blocking flow along the levels: depth-first with an explicit path,
+/// each node's current arc only ever moving forward.
+void MinCut::augmentPhase(unsigned begin) {
+  unsigned source = begin, sink = begin + 1;
+  path_.clear();
+  unsigned x = source;
+  while (true) {
+    if (x == sink) {
+      int64_t pushed = kInfinity;
+      for (unsigned a : path_)
+        pushed = std::min(pushed, cap_[a]);
+      for (unsigned a : path_) {
+        cap_[a] -= pushed;
+        cap_[rev_[a]] += pushed;
+      }
+      // Resume from the tail of the first arc the push saturated.
+      size_t keep = 0;
+      while (keep < path_.size() && cap_[path_[keep]] > 0)
+        ++keep;
+      path_.resize(keep);
+      x = keep == 0 ? source : to_[path_.back()];
+      continue;
+    }
+    unsigned &a = next_[x];
+    while (a < first_[x + 1] && (cap_[a] <= 0 || level_[to_[a]] != level_[x] + 1))
+      ++a;
+    if (a < first_[x + 1]) {
+      path_.push_back(a);
+      x = to_[a];
+      continue;
+    }
+    // A dead end: retreat and move the predecessor past the arc to here.
+    if (path_.empty())
+      return;
+    level_[x] = -1;
+    unsigned back = path_.back();
+    path_.pop_back();
+    x = to_[rev_[back]];
+    ++next_[x];
+  }
+}
+
+/// After the max flow: marks the component's nodes that can still reach its
+/// sink in the residual graph.
+void MinCut::markReachingSink(unsigned begin, std::vector<bool> &reach) {
+  unsigned sink = begin + 1;
+  std::vector<unsigned> &stack = queue_;
+  stack.assign(1, sink);
+  reach[sink] = true;
+  while (!stack.empty()) {
+    unsigned x = stack.back();
+    stack.pop_back();
+    for (unsigned a = first_[x]; a < first_[x + 1]; ++a) {
+      // a: x -> y; its partner y -> x has residual capacity cap_[rev_[a]].
+      unsigned y = to_[a];
+      if (reach[y] || cap_[rev_[a]] <= 0)
+        continue;
+      reach[y] = true;
+      stack.push_back(y);
+    }
+  }
+}
 
 /// What the pass knows about one forward node.
 struct NodePlan {
@@ -253,7 +474,7 @@ private:
                                 return spec && spec->keepFp32;
                               });
       if (policy_.keepBatchnormFp32 && onlyKeptOperands)
-        keptFp32Params_.push_back(p);
+        keptFp32Params_.insert(p);
       else
         halfParams_.push_back(p);
     }
@@ -353,7 +574,7 @@ private:
       bool keptParams = false;
       for (unsigned i = 0; i < n.numOperands(); ++i) {
         const OperandSpec *spec = n.op().operandSpec(i);
-        keptParams |= spec && spec->keepFp32 && llvm::is_contained(keptFp32Params_, n.operand(i));
+        keptParams |= spec && spec->keepFp32 && keptFp32Params_.count(n.operand(i));
       }
       fix(plan, Label::Half, PrecisionReason::Policy,
           keptParams ? "cast_model_type half, parameters kept fp32 (keep_batchnorm_fp32)"
@@ -480,8 +701,7 @@ private:
           cut.addArc(p.flowNode, producerFlowNode(n->operand(i)), MinCut::kInfinity);
     }
 
-    cut.maxFlow();
-    std::vector<bool> fp32Side = cut.reachesSink();
+    std::vector<bool> fp32Side = cut.sinkSide();
     for (Node *n : nodes_) {
       NodePlan &p = plans_[n];
       if (p.kind == NodePlan::Kind::Variable)
@@ -648,7 +868,8 @@ private:
   const BackendCapabilities *target_;
   std::vector<Node *> nodes_;
   std::vector<DType> outputDTypes_;
-  std::vector<Value *> halfParams_, keptFp32Params_;
+  std::vector<Value *> halfParams_;
+  llvm::DenseSet<const Value *> keptFp32Params_;
   llvm::DenseMap<const Node *, NodePlan> plans_;
   std::map<std::pair<Value *, DType>, Value *> casts_;
 };

@@ -27,9 +27,9 @@ bool differentiableOperand(const Node &n, unsigned i) {
   return spec && !spec->integral && isFloating(n.operand(i)->dtype());
 }
 
-bool isLive(const Graph &g, const Node &n) {
+bool isLive(const llvm::DenseSet<const Value *> &outputs, const Node &n) {
   for (unsigned r = 0; r < n.numResults(); ++r)
-    if (n.result(r)->hasUses() || llvm::is_contained(g.outputs(), n.result(r)))
+    if (n.result(r)->hasUses() || outputs.count(n.result(r)))
       return true;
   return false;
 }
@@ -43,8 +43,11 @@ void pruneDeadBackwardNodes(Graph &g) {
   for (Node &n : g.nodes())
     if (n.role() == NodeRole::Backward)
       backward.push_back(&n);
+  // A set: the outputs hold a gradient per parameter, so a scan per node
+  // would be quadratic.
+  llvm::DenseSet<const Value *> outputs(g.outputs().begin(), g.outputs().end());
   for (auto it = backward.rbegin(); it != backward.rend(); ++it)
-    if (!isLive(g, **it))
+    if (!isLive(outputs, **it))
       g.eraseNode(*it);
 }
 

@@ -1,6 +1,7 @@
 //===- CastOptimize.cpp -----------------------------------------------------===//
 #include "passes/CastOptimize.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -72,26 +73,40 @@ public:
         changed_ = true;
       }
     }
+    replaceInOutputsAndUpdates();
     eraseDeadCasts();
     return changed_;
   }
 
 private:
-  /// Points everything that reads cast's result at `with`.
+  /// Points everything that reads cast's result at `with`; the graph's
+  /// outputs and state updates follow in replaceInOutputsAndUpdates.
   void replace(Node *cast, Value *with) {
     Value *old = cast->result();
     old->replaceAllUsesWith(with);
+    replaced_[old] = with;
+    changed_ = true;
+  }
+
+  /// The replacements, in one pass over the outputs and the state updates
+  /// (a pass per replaced cast would be quadratic). A replacement is never
+  /// itself replaced later: it has uses (or is a kept cast), and only casts
+  /// whose results are read get replaced after it.
+  void replaceInOutputsAndUpdates() {
+    if (replaced_.empty())
+      return;
+    auto resolve = [&](Value *v) {
+      Value *with = replaced_.lookup(v);
+      return with ? with : v;
+    };
     std::vector<Value *> outputs = g_.outputs();
     for (Value *&o : outputs)
-      if (o == old)
-        o = with;
+      o = resolve(o);
     g_.setOutputs(std::move(outputs));
     std::vector<StateUpdate> updates = g_.stateUpdates();
     for (StateUpdate &u : updates)
-      if (u.newValue == old)
-        u.newValue = with;
+      u.newValue = resolve(u.newValue);
     g_.setStateUpdates(std::move(updates));
-    changed_ = true;
   }
 
   /// Casts nothing reads any more (replaced ones, and inner casts of folded
@@ -112,6 +127,7 @@ private:
   }
 
   Graph &g_;
+  llvm::DenseMap<const Value *, Value *> replaced_;
   bool changed_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <cassert>
 #include <iterator>
 
@@ -82,6 +83,8 @@ private:
   bool scaleSeed(Value *scale);
   Node *insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *> grads, int64_t accumulate);
   bool conditionOnFinite(const SkippableNodes &nodes, Node *check);
+  Value *unscaledGradScale(Value *current, Value *inverse, Node *user);
+  bool unscaleNorm(Node *norm, Value *inverse);
 
   Graph &g_;
   const PrecisionPolicy &policy_;
@@ -125,9 +128,7 @@ Node *LossScaleSplicer::insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *>
       break;
     before = &*it;
   }
-  std::vector<std::string> names = {"skipped", "loss_scale"};
-  for (Value *grad : grads)
-    names.push_back(g_.uniqueName((grad->name() + ".unscaled").str()));
+  std::vector<std::string> names = {"skipped", "loss_scale", g_.uniqueName("loss_scale.inverse")};
   llvm::SmallVector<Value *, 8> operands = {scale};
   operands.append(grads.begin(), grads.end());
   Node *check =
@@ -135,17 +136,63 @@ Node *LossScaleSplicer::insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *>
   if (!check)
     return nullptr;
 
-  // Every later reader of a gradient reads it unscaled.
+  // The gradients stay scaled: the updates unscale them as they read them
+  // (conditionOnFinite gives them grad_scale 1 / scale), and the global norm
+  // of clipping is unscaled by its clip coefficient. Any other reader would
+  // see scaled values, so it is refused.
   llvm::DenseSet<const Node *> later;
   for (Node *n = nextNode(g_, check); n; n = nextNode(g_, n))
     later.insert(n);
-  for (unsigned i = 0; i < grads.size(); ++i) {
-    std::vector<Use> uses(grads[i]->uses().begin(), grads[i]->uses().end());
-    for (const Use &u : uses)
-      if (later.count(u.user))
-        u.user->setOperand(u.operandIndex, check->result(2 + i));
-  }
+  llvm::SmallVector<Node *, 2> norms;
+  for (Value *grad : grads)
+    for (const Use &u : grad->uses()) {
+      if (!later.count(u.user))
+        continue;
+      bool isUpdateGrad = operandIndex(u.user->op(), "grad") == u.operandIndex &&
+                          operandIndex(u.user->op(), "grad_scale");
+      if (u.user->kind() == OpKind::GlobalNorm) {
+        if (!llvm::is_contained(norms, u.user))
+          norms.push_back(u.user);
+      } else if (!isUpdateGrad) {
+        error(u.user->loc(), "%" + grad->name() + " is read by " + u.user->opName() +
+                                 " after the gradients are checked; only optimizer updates "
+                                 "and global_norm can take the unscale factor");
+        return nullptr;
+      }
+    }
+  for (Node *norm : norms)
+    if (!unscaleNorm(norm, check->result(2)))
+      return nullptr;
   return check;
+}
+
+/// The norm of the scaled gradients, times 1 / scale, under the norm's name:
+/// clipping and whoever logs the norm see it unscaled.
+bool LossScaleSplicer::unscaleNorm(Node *norm, Value *inverse) {
+  Value *scaled = norm->result();
+  std::string name = scaled->name().str();
+  g_.renameValue(scaled, g_.uniqueName(name + ".scaled"));
+  Node *mul = build(OpKind::Mul, {scaled, inverse}, {}, {name}, nextNode(g_, norm));
+  if (!mul)
+    return false;
+  Value *unscaled = mul->result();
+  scaled->replaceAllUsesWith(unscaled);
+  mul->setOperand(0, scaled);
+  std::vector<Value *> outputs(g_.outputs().begin(), g_.outputs().end());
+  std::replace(outputs.begin(), outputs.end(), scaled, unscaled);
+  g_.setOutputs(std::move(outputs));
+  return true;
+}
+
+/// The grad_scale that unscales: 1 / scale where the update had none (or the
+/// unit placeholder); any other factor (a clip coefficient) times 1 / scale,
+/// computed just before its first user.
+Value *LossScaleSplicer::unscaledGradScale(Value *current, Value *inverse, Node *user) {
+  if (!current || current->name() == kUnitGradScaleName)
+    return inverse;
+  Node *mul = build(OpKind::Mul, {current, inverse}, {},
+                    {g_.uniqueName((current->name() + ".unscaled").str())}, user);
+  return mul ? mul->result() : nullptr;
 }
 
 /// Gives every update and step counter skip = %skipped, moving the counters
@@ -163,28 +210,34 @@ bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Node *chec
     if (!rebuildNode(g_, counter, operands, {}, diag_, afterCheck))
       return false;
   }
+  // Updates sharing a grad_scale (a clip coefficient) share its unscaled one.
+  llvm::DenseMap<Value *, Value *> unscaledScales;
+  Value *inverse = check->result(2);
   for (Node *update : nodes.updates) {
     unsigned gradScaleIndex = *operandIndex(update->op(), "grad_scale");
     unsigned skipIndex = *operandIndex(update->op(), "skip");
+    Value *current =
+        update->numOperands() > gradScaleIndex ? update->operand(gradScaleIndex) : nullptr;
+    Value *&unscaled = unscaledScales[current];
+    if (!unscaled && !(unscaled = unscaledGradScale(current, inverse, update)))
+      return false;
     if (update->numOperands() > skipIndex) {
-      // The master-weights pass's placeholder (or an earlier skip).
+      // The master-weights pass's placeholders (or an earlier skip).
+      update->setOperand(gradScaleIndex, unscaled);
       update->setOperand(skipIndex, skipped);
       continue;
     }
-    llvm::SmallVector<Value *, 10> operands(update->operands().begin(), update->operands().end());
-    if (operands.size() == gradScaleIndex) {
-      Value *one = optimizerConstant(g_, kUnitGradScaleName, 1.0, diag_);
-      if (!one)
-        return false;
-      operands.push_back(one);
-    }
+    llvm::SmallVector<Value *, 10> operands(update->operands().begin(),
+                                            update->operands().begin() + gradScaleIndex);
+    operands.push_back(unscaled);
     operands.push_back(skipped);
     if (!rebuildNode(g_, update, operands, {}, diag_))
       return false;
   }
-  if (Value *never = g_.lookup(kNoSkipName))
-    if (!never->hasUses() && never->isResult())
-      g_.eraseNode(never->definingNode());
+  for (const char *placeholder : {kNoSkipName, kUnitGradScaleName})
+    if (Value *unused = g_.lookup(placeholder))
+      if (!unused->hasUses() && unused->isResult())
+        g_.eraseNode(unused->definingNode());
   return true;
 }
 
@@ -218,13 +271,14 @@ bool LossScaleSplicer::run() {
 
   // The gradients the updates apply, in update order.
   std::vector<Value *> grads;
+  llvm::DenseSet<const Value *> seenGrads; // a scan of `grads` would be quadratic
   unsigned gradIndex = *operandIndex(nodes.updates.front()->op(), "grad");
   int64_t accumulate = nodes.updates.front()->attr("accumulate").getInt();
   for (Node *update : nodes.updates) {
     if (update->attr("accumulate").getInt() != accumulate)
       return error(update->loc(), "the updates disagree on the accumulation count");
     Value *grad = update->operand(gradIndex);
-    if (!llvm::is_contained(grads, grad))
+    if (seenGrads.insert(grad).second)
       grads.push_back(grad);
   }
   Node *check = insertUnscaleCheck(scale, grads, accumulate);

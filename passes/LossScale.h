@@ -16,13 +16,20 @@ namespace ampc {
 ///   the backward seed %loss.grad (fill 1) becomes %loss_scale.scale (cast
 ///     to the seed's dtype if that is not f32): the gradients come out scaled,
 ///     the loss itself is not
-///   %skipped, %loss_scale, %g.unscaled... = unscale_check(%loss_scale.scale, %g...)
+///   %skipped, %loss_scale, %loss_scale.inverse = unscale_check(%loss_scale.scale, %g...)
 ///     over the gradients the updates apply (the accumulated ones under
-///     gradient accumulation), right after the last of them is computed;
-///     every later reader (global_norm, the updates) reads the unscaled ones
-///   the update ops and step_counter get skip = %skipped (grad_scale = 1 when
-///     they had none): a step with an inf/NaN gradient changes no parameter,
-///     master weight, optimizer state or step count
+///     gradient accumulation), right after the last of them is computed; the
+///     gradients stay scaled and are never copied: the update ops get
+///     grad_scale = %loss_scale.inverse (a clip coefficient takes it as its
+///     own grad_scale, any other factor is multiplied by it) and unscale each
+///     element in f32 as they read it. A global_norm of the gradients
+///     (clipping) is followed by `mul` with %loss_scale.inverse, which takes
+///     over its name and readers, so the clip coefficient and the logged norm
+///     are of the unscaled gradients. A later reader of a gradient other
+///     than an update or global_norm is an error.
+///   the update ops and step_counter get skip = %skipped: a step with an
+///     inf/NaN gradient changes no parameter, master weight, optimizer state
+///     or step count
 ///   %loss_scale.scale.next, %loss_scale.growth_tracker.next =
 ///       update_loss_scale(%loss_scale.scale, %loss_scale.growth_tracker, %skipped)
 ///     {growth_factor, backoff_factor, growth_interval, min_scale, max_scale}
@@ -37,8 +44,8 @@ class LossScalePass : public Pass {
 public:
   llvm::StringRef name() const override { return "loss-scale"; }
   llvm::StringRef description() const override {
-    return "scale the loss seed, unscale and check the gradients, skip non-finite steps, "
-           "update the scale (amp.loss_scale)";
+    return "scale the loss seed, check the gradients and fold 1/scale into the updates, skip "
+           "non-finite steps, update the scale (amp.loss_scale)";
   }
   PassResult run(Graph &g, PassContext &ctx) override;
 };

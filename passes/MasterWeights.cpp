@@ -22,36 +22,58 @@ static std::optional<unsigned> operandIndex(const OpInfo &op, llvm::StringRef na
 
 Node *rebuildNode(Graph &g, Node *old, llvm::ArrayRef<Value *> operands,
                   llvm::ArrayRef<std::string> extraNames, DiagnosticEngine &diag, Node *before) {
-  // Fresh names first: old's names are taken until old is erased.
-  std::vector<std::string> names(old->numResults());
-  names.insert(names.end(), extraNames.begin(), extraNames.end());
-  Node *n = buildNode(g, old->op(), operands, old->attrs(), old->loc(), diag, names,
-                      before ? before : old);
-  if (!n)
+  // The node is rewritten in place rather than replaced: its results keep
+  // their names, uses, state updates and output slots without anything
+  // walking the graph's update or output lists (a replacement would have to,
+  // once per rebuilt node: quadratic in the number of parameters). The
+  // checks are buildNode's, made before anything changes.
+  const OpInfo &op = old->op();
+  std::string err;
+  auto fail = [&]() -> Node * {
+    diag.error(old->loc(), op.name + ": " + err);
     return nullptr;
-  n->setRole(old->role());
-  n->setPrecisionOverride(old->precisionOverride());
-  llvm::DenseMap<Value *, Value *> replaced;
-  std::vector<std::string> oldNames;
-  for (unsigned r = 0; r < old->numResults(); ++r) {
-    replaced[old->result(r)] = n->result(r);
-    oldNames.push_back(old->result(r)->name().str());
-    old->result(r)->replaceAllUsesWith(n->result(r));
+  };
+  if (!checkOperandCount(op, operands.size(), err))
+    return fail();
+  AttrMap attrs = old->attrs();
+  if (!normalizeAttrs(op, attrs, err))
+    return fail();
+  llvm::SmallVector<TensorType, 4> operandTypes;
+  for (Value *v : operands)
+    operandTypes.push_back(v->type());
+  llvm::SmallVector<TensorType, 2> resultTypes;
+  if (!inferResultTypes(op, operandTypes, attrs, resultTypes, err))
+    return fail();
+  unsigned oldResults = old->numResults();
+  size_t numNames = oldResults + extraNames.size();
+  if (numNames != 0 && numNames != resultTypes.size()) {
+    err = "expected " + std::to_string(resultTypes.size()) + " result name(s), got " +
+          std::to_string(numNames);
+    return fail();
   }
-  std::vector<StateUpdate> updates(g.stateUpdates().begin(), g.stateUpdates().end());
-  for (StateUpdate &u : updates)
-    if (Value *v = replaced.lookup(u.newValue))
-      u.newValue = v;
-  g.setStateUpdates(std::move(updates));
-  std::vector<Value *> outputs(g.outputs().begin(), g.outputs().end());
-  for (Value *&v : outputs)
-    if (Value *w = replaced.lookup(v))
-      v = w;
-  g.setOutputs(std::move(outputs));
-  g.eraseNode(old);
-  for (unsigned r = 0; r < oldNames.size(); ++r)
-    g.renameValue(n->result(r), oldNames[r]);
-  return n;
+  for (const std::string &n : extraNames)
+    if (!n.empty() && !g.isNameFree(n)) {
+      err = "the name '" + n + "' is already used";
+      return fail();
+    }
+
+  // A rebuilt node took fresh numeric names for old's results before taking
+  // over their names: draw them too, so later unnamed values are numbered
+  // as they always were.
+  for (unsigned r = 0; r < oldResults; ++r)
+    (void)g.freshName();
+  old->setOperands(operands);
+  for (auto &[name, value] : attrs)
+    old->setAttr(name, std::move(value));
+  for (unsigned r = 0; r < resultTypes.size(); ++r) {
+    if (r < oldResults)
+      old->result(r)->setType(resultTypes[r]);
+    else
+      g.addResult(old, resultTypes[r], extraNames[r - oldResults]);
+  }
+  if (before)
+    g.moveNode(old, before);
+  return old;
 }
 
 Value *optimizerConstant(Graph &g, llvm::StringRef name, double value, DiagnosticEngine &diag) {
@@ -100,12 +122,49 @@ PassResult MasterWeightsPass::run(Graph &g, PassContext &ctx) {
   if (updates.empty())
     return PassResult::Unchanged;
 
+  // What each update's rewrite does to the graph's outputs and state
+  // updates, applied in one pass over each list at the end (per update, it
+  // would be quadratic). No two updates touch the same entries, so the order
+  // does not matter.
+  struct Rewrite {
+    Value *master, *newMaster, *newModel;
+  };
+  llvm::DenseMap<const Value *, Rewrite> byParam;
+  llvm::DenseMap<const Value *, Value *> outputSwap;
+  auto applyRewrites = [&] {
+    if (byParam.empty())
+      return;
+    std::vector<Value *> outputs(g.outputs().begin(), g.outputs().end());
+    for (Value *&v : outputs)
+      if (Value *w = outputSwap.lookup(v))
+        v = w;
+    g.setOutputs(std::move(outputs));
+    std::vector<StateUpdate> stateUpdates;
+    stateUpdates.reserve(g.stateUpdates().size() + byParam.size());
+    for (const StateUpdate &u : g.stateUpdates()) {
+      auto it = byParam.find(u.state);
+      if (it == byParam.end()) {
+        stateUpdates.push_back(u);
+        continue;
+      }
+      stateUpdates.push_back({it->second.master, it->second.newMaster});
+      stateUpdates.push_back({u.state, it->second.newModel});
+    }
+    g.setStateUpdates(std::move(stateUpdates));
+    byParam.clear();
+    outputSwap.clear();
+  };
+  auto failed = [&] {
+    applyRewrites(); // what was done so far, as it would have been
+    return PassResult::Failed;
+  };
+
   for (Node *update : updates) {
     Value *param = update->operand(0);
     std::string masterName = (param->name() + ".master").str();
     if (!g.isNameFree(masterName)) {
       diag.error(param->loc(), "master-weights: the name '" + masterName + "' is taken");
-      return PassResult::Failed;
+      return failed();
     }
     Value *master = g.addState(masterName, param->type().withDType(DType::F32),
                                StateKind::MasterWeight, param->init(), param->loc());
@@ -118,20 +177,20 @@ PassResult MasterWeightsPass::run(Graph &g, PassContext &ctx) {
     if (operands.size() == gradScaleIndex) {
       Value *one = optimizerConstant(g, kUnitGradScaleName, 1.0, diag);
       if (!one)
-        return PassResult::Failed;
+        return failed();
       operands.push_back(one);
     }
     if (operands.size() == skipIndex) {
       Value *never = optimizerConstant(g, kNoSkipName, 0.0, diag);
       if (!never)
-        return PassResult::Failed;
+        return failed();
       operands.push_back(never);
     }
     operands.push_back(param);
 
     Node *n = rebuildNode(g, update, operands, {g.uniqueName(masterName + ".next")}, diag);
     if (!n)
-      return PassResult::Failed;
+      return failed();
     // Result 0 is now the new master; the model weight is the last result.
     Value *newMaster = n->result(0), *newModel = n->result(n->numResults() - 1);
     std::string modelName = newMaster->name().str();
@@ -141,20 +200,10 @@ PassResult MasterWeightsPass::run(Graph &g, PassContext &ctx) {
     g.renameValue(newMaster, masterNextName);
     // Anything that read the new parameter reads the refreshed model weight.
     newMaster->replaceAllUsesWith(newModel);
-    std::vector<Value *> outputs(g.outputs().begin(), g.outputs().end());
-    std::replace(outputs.begin(), outputs.end(), newMaster, newModel);
-    g.setOutputs(std::move(outputs));
-    std::vector<StateUpdate> stateUpdates;
-    for (const StateUpdate &u : g.stateUpdates()) {
-      if (u.state != param) {
-        stateUpdates.push_back(u);
-        continue;
-      }
-      stateUpdates.push_back({master, newMaster});
-      stateUpdates.push_back({param, newModel});
-    }
-    g.setStateUpdates(std::move(stateUpdates));
+    outputSwap[newMaster] = newModel;
+    byParam[param] = {master, newMaster, newModel};
   }
+  applyRewrites();
   return PassResult::Changed;
 }
 

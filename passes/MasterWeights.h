@@ -43,13 +43,15 @@ public:
 inline constexpr const char *kUnitGradScaleName = "optimizer.unit_grad_scale";
 inline constexpr const char *kNoSkipName = "optimizer.no_skip";
 
-/// Replaces `old` by a node of the same op, attributes, role and location
-/// with `operands` (and `attrs` when given), built before `before` (where
-/// `old` is when null). Result i of the new node takes over result i of
-/// `old` -- its name, uses, state updates and graph outputs; results past
-/// old's get `extraNames`. Returns nullptr, leaving the graph unchanged,
-/// after reporting a node that does not build. Shared by the mixed-precision
-/// passes that extend optimizer nodes.
+/// Rebuilds `old` with `operands`: the same op, attributes, role and
+/// location, moved before `before` (left where it is when null), checked as
+/// buildNode checks a new node. The node is changed in place and returned:
+/// its results keep their values -- names, uses, state updates and graph
+/// outputs -- with re-inferred types, and the results the new operands add
+/// past old's are named `extraNames` (empty: fresh). Costs O(operands +
+/// results), whatever the size of the graph. Returns nullptr, leaving the
+/// graph unchanged, after reporting a node that does not build. Shared by
+/// the mixed-precision passes that extend optimizer nodes.
 Node *rebuildNode(Graph &g, Node *old, llvm::ArrayRef<Value *> operands,
                   llvm::ArrayRef<std::string> extraNames, DiagnosticEngine &diag,
                   Node *before = nullptr);

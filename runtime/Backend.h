@@ -6,7 +6,11 @@
 #include "ir/Graph.h"
 #include "kernels/KernelArgs.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -35,6 +39,41 @@ public:
   /// Bytes currently held through allocate(), as the allocator counts them
   /// (what `ampc` reports as measured, next to the plan's figure).
   virtual uint64_t bytesInUse() const = 0;
+
+  // Memory the host cannot address directly (hostAccessible() false). The
+  // Program moves inputs, state and outputs through these; host backends
+  // keep the defaults (memcpy, run `issue` as it is, nothing to wait for).
+
+  /// Host memory -> allocate()d memory. May return before the copy is done
+  /// but not before `hostSrc` may be reused.
+  virtual void copyToBackend(void *dst, const void *hostSrc, size_t bytes) {
+    if (bytes)
+      std::memcpy(dst, hostSrc, bytes);
+  }
+  /// allocate()d memory -> host memory, after every kernel issued so far;
+  /// returns when the bytes are on the host.
+  virtual void copyToHost(void *hostDst, const void *src, size_t bytes) {
+    if (bytes)
+      std::memcpy(hostDst, src, bytes);
+  }
+  /// Within allocate()d memory, ordered after the kernels issued so far.
+  virtual void copyWithin(void *dst, const void *src, size_t bytes) {
+    if (bytes)
+      std::memcpy(dst, src, bytes);
+  }
+  /// Runs one step of `program` (an identity only): `issue` launches the
+  /// kernels of the schedule positions `positions` (those the cast cache did
+  /// not serve) and the state-update copies. A device backend may capture
+  /// what `issue` launches once and replay it while the same positions run
+  /// (CUDA graphs); `step` is the step number kernels see.
+  virtual void runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
+                       llvm::function_ref<void()> issue) {
+    issue();
+  }
+  /// `program` is going away: drop what runStep kept for it.
+  virtual void forgetProgram(const void *program) {}
+  /// Waits for everything issued to finish (the end of Program::run).
+  virtual void synchronize() {}
 };
 
 /// The naive oracle (kernels/reference): every op, f64/f32/f16/bf16.
@@ -43,9 +82,23 @@ std::unique_ptr<Backend> createCpuRefBackend();
 /// the reference kernels per node.
 std::unique_ptr<Backend> createCpuBackend();
 
-/// "cpu-ref" (and, as they land, "cpu", "cuda", "auto"); nullptr with a
-/// message in `err` for an unknown or unavailable device.
-std::unique_ptr<Backend> createBackend(llvm::StringRef device, std::string &err);
+/// The CUDA backend (runtime/cuda) when it is built and a device is present;
+/// else nullptr with the reason in `err` ("device 'cuda' is not available:
+/// ..."). runtime/Devices.cpp.
+std::unique_ptr<Backend> createCudaBackend(std::string &err);
+
+/// Whether `--device cuda` can run here: a CUDA backend is built and a
+/// device answers. Otherwise false with the reason in `why`, e.g. "no CUDA
+/// device (cudaGetDeviceCount: error 35, CUDA driver version is insufficient
+/// for CUDA runtime version)" or "the CUDA backend is not built".
+bool cudaDeviceAvailable(std::string &why);
+
+/// "auto", "cpu", "cpu-ref" or "cuda"; nullptr with a message in `err` for
+/// an unknown or unavailable device. "auto" is cuda when a CUDA device is
+/// present, else cpu; `autoNote`, when given, receives one line saying what
+/// auto picked and why ("device: auto -> cpu (no CUDA device (...))").
+std::unique_ptr<Backend> createBackend(llvm::StringRef device, std::string &err,
+                                       std::string *autoNote = nullptr);
 
 } // namespace ampc
 

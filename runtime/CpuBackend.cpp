@@ -9,6 +9,7 @@
 #include "runtime/Backend.h"
 
 #include "kernels/cpu/CpuKernels.h"
+#include "kernels/custom/CustomKernels.h"
 #include "kernels/reference/ReferenceKernels.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -22,12 +23,17 @@ class CpuBackend final : public Backend {
 public:
   llvm::StringRef name() const override { return "cpu"; }
   bool supports(const OpInfo &op, DType dtype) const override {
+    // A host program's op: its registered kernels say (kernels/custom).
+    if (op.kind == OpKind::Custom)
+      return kernels::customKernelSupports(op, dtype);
     return kernels::referenceSupports(op, dtype);
   }
   kernels::KernelFn kernelFor(const Node &n) const override {
     return kernels::referenceKernel(n.kind());
   }
   std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override {
+    if (n.kind() == OpKind::Custom)
+      return kernels::prepareCustomCpuKernel(n);
     if (std::unique_ptr<kernels::NodeKernel> fast = kernels::cpu::prepareCpuKernel(n))
       return fast;
     return Backend::prepare(n);

@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include "kernels/custom/CustomKernels.h"
 #include "kernels/reference/ReferenceKernels.h"
 
 #include <cstdlib>
@@ -14,10 +15,18 @@ class CpuRefBackend final : public Backend {
 public:
   llvm::StringRef name() const override { return "cpu-ref"; }
   bool supports(const OpInfo &op, DType dtype) const override {
+    // A host program's op: its registered kernels say (kernels/custom).
+    if (op.kind == OpKind::Custom)
+      return kernels::customKernelSupports(op, dtype);
     return kernels::referenceSupports(op, dtype);
   }
   kernels::KernelFn kernelFor(const Node &n) const override {
     return kernels::referenceKernel(n.kind());
+  }
+  std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override {
+    if (n.kind() == OpKind::Custom)
+      return kernels::prepareCustomCpuKernel(n);
+    return Backend::prepare(n);
   }
   void *allocate(size_t bytes) override {
     // aligned_alloc wants a multiple of the alignment; 0 bytes still gets a block.
@@ -48,19 +57,5 @@ private:
 } // namespace
 
 std::unique_ptr<Backend> createCpuRefBackend() { return std::make_unique<CpuRefBackend>(); }
-
-std::unique_ptr<Backend> createBackend(llvm::StringRef device, std::string &err) {
-  // "auto" is the CPU until the CUDA backend lands; the call site says so.
-  if (device == "cpu-ref")
-    return createCpuRefBackend();
-  if (device == "cpu" || device == "auto")
-    return createCpuBackend();
-  if (device == "cuda") {
-    err = "device 'cuda' is not available: the CUDA backend is not built yet";
-    return nullptr;
-  }
-  err = "unknown device '" + device.str() + "' (known: auto, cpu, cpu-ref, cuda)";
-  return nullptr;
-}
 
 } // namespace ampc

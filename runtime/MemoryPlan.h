@@ -36,6 +36,7 @@ enum class BufferClass : uint8_t {
   Activation, ///< forward values kept for the backward pass
   Gradient,   ///< values the backward pass computes
   NewState,   ///< next values of state tensors, copied back after the step
+              ///< (none when the update runs in place, over the state)
   CastCopy,   ///< results of the other cast nodes
   Temporary,  ///< everything else
 };
@@ -82,6 +83,10 @@ struct PlanOptions {
   /// Give cacheable casts of state tensors persistent buffers (the cast
   /// cache is on); otherwise they are ordinary step-arena cast copies.
   bool cacheStateCasts = true;
+  /// Let state updates whose op allows it (OpInfo::updatesStateInPlace)
+  /// write over the state's buffer instead of a step-arena buffer that is
+  /// copied back after the step.
+  bool inPlaceStateUpdates = true;
 };
 
 /// Plans memory for running `schedule` (nodes of g in execution order).

@@ -4,6 +4,7 @@
 #include "runtime/CastCache.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -167,6 +168,33 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
     }
   }
 
+  llvm::DenseMap<const Node *, int> position;
+  for (int i = 0; i < end; ++i)
+    position[schedule[i]] = i;
+
+  // In-place state updates: a state's next value takes the state's own
+  // buffer when its op allows it and nothing later in the schedule reads the
+  // old value. There is then no second buffer and no copy-back.
+  for (const StateUpdate &u : g.stateUpdates()) {
+    if (!opts.inPlaceStateUpdates)
+      break;
+    const Node *def = u.newValue->definingNode();
+    auto defPos = def ? position.find(def) : position.end();
+    if (defPos == position.end() || !def->op().updatesStateInPlace ||
+        !llvm::is_contained(def->operands(), u.state) || u.newValue->type() != u.state->type())
+      continue;
+    bool oldValueReadLater = llvm::any_of(u.state->uses(), [&](const Use &use) {
+      auto it = position.find(use.user);
+      return it != position.end() && it->second > defPos->second;
+    });
+    if (oldValueReadLater)
+      continue;
+    uint64_t stateOffset = plan.buffers[plan.indexOf.lookup(u.state)].offset;
+    add(u.newValue, BufferClass::NewState, ArenaKind::Persistent, defPos->second);
+    plan.buffers.back().offset = stateOffset;
+    plan.buffers.back().last = end;
+  }
+
   llvm::DenseSet<const Value *> updateSources;
   for (const StateUpdate &u : g.stateUpdates())
     updateSources.insert(u.newValue);
@@ -182,9 +210,6 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
     }
 
   // Liveness: last reader in the schedule; outputs and update sources to the end.
-  llvm::DenseMap<const Node *, int> position;
-  for (int i = 0; i < end; ++i)
-    position[schedule[i]] = i;
   for (PlannedBuffer &b : plan.buffers) {
     if (b.arena == ArenaKind::Persistent)
       continue;

@@ -21,6 +21,7 @@ constexpr unsigned char kUntouchedByte = 0xee;
 } // namespace
 
 Program::~Program() {
+  backend_.forgetProgram(this);
   if (persistent_)
     backend_.deallocate(persistent_);
   if (step_)
@@ -51,6 +52,7 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
 
   PlanOptions planOpts;
   planOpts.cacheStateCasts = opts.castCache;
+  planOpts.inPlaceStateUpdates = opts.inPlaceStateUpdates;
   p->plan_ = planMemory(g, p->schedule_, planOpts);
   // Guard bytes after each arena catch kernels that write past the plan.
   uint64_t heldBefore = backend.bytesInUse();
@@ -94,13 +96,44 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
   p->runSeed_ = opts.runSeed;
   if (!p->initializeState(opts, diag))
     return nullptr;
+  // A device backend's state was initialised in host copies: send them.
+  if (!backend.hostAccessible())
+    p->flushHostWrites(/*release=*/true);
   return p;
 }
 
 void *Program::data(const Value *v) {
   if (v->isState())
     castCache_.bump(v);
-  return storage(v);
+  return hostView(v, /*writable=*/true);
+}
+
+void *Program::hostView(const Value *v, bool writable) const {
+  void *stored = storage(v);
+  if (backend_.hostAccessible())
+    return stored;
+  HostCopy &copy = hostCopies_[v];
+  size_t bytes = static_cast<size_t>(v->type().sizeInBytes());
+  if (!copy.bytes)
+    copy.bytes = std::make_unique<char[]>(bytes ? bytes : 1);
+  // A copy handed out writable holds the newest value until it is sent.
+  if (!copy.pendingWrite)
+    backend_.copyToHost(copy.bytes.get(), stored, bytes);
+  // Only inputs and state are written by the host: a step-arena result may
+  // share its bytes with an input, so it is never sent back.
+  copy.pendingWrite |= writable && (v->isInput() || v->isState());
+  return copy.bytes.get();
+}
+
+void Program::flushHostWrites(bool release) {
+  for (auto &[v, copy] : hostCopies_)
+    if (copy.pendingWrite) {
+      backend_.copyToBackend(storage(v), copy.bytes.get(),
+                             static_cast<size_t>(v->type().sizeInBytes()));
+      copy.pendingWrite = false;
+    }
+  if (release)
+    hostCopies_.clear();
 }
 
 void *Program::storage(const Value *v) const {
@@ -122,11 +155,11 @@ static unsigned initStream(const Graph &g, unsigned index) {
 }
 
 bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag) {
-  assert(backend_.hostAccessible() && "device backends initialise through a host copy");
   for (unsigned index = 0; index < graph_.state().size(); ++index) {
     const Value *v = graph_.state()[index];
     const InitSpec &init = v->init();
-    void *dst = storage(v);
+    // On a device backend, a host copy sent after compile.
+    void *dst = hostView(v, /*writable=*/true);
     int64_t n = v->type().numElements();
     DType t = v->dtype();
     // Each state tensor draws from its own stream (its declaration index), so
@@ -188,27 +221,39 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
 }
 
 void Program::run(uint64_t step) {
-  kernels::KernelArgs args;
-  args.step = step;
-  args.runSeed = runSeed_;
+  if (!backend_.hostAccessible())
+    flushHostWrites(/*release=*/false);
+  positions_.clear();
   for (unsigned i = 0; i < schedule_.size(); ++i) {
-    if (castCache_.serve(i))
-      continue;
-    args.node = schedule_[i];
-    args.inputs = inputArgs_[i];
-    args.outputs = outputArgs_[i];
     stateUnchanged_[i] = false;
-    args.stateUnchanged = &stateUnchanged_[i];
-    kernels_[i]->run(args);
+    if (!castCache_.serve(i))
+      positions_.push_back(i);
   }
   llvm::ArrayRef<StateUpdate> updates = graph_.stateUpdates();
-  for (size_t i = 0; i < updates.size(); ++i) {
-    if (skippableBy_[i] >= 0 && stateUnchanged_[skippableBy_[i]])
-      continue;
-    std::memcpy(storage(updates[i].state), storage(updates[i].newValue),
-                updates[i].state->type().sizeInBytes());
-    castCache_.bump(updates[i].state);
-  }
+  auto skipped = [&](size_t u) { return skippableBy_[u] >= 0 && stateUnchanged_[skippableBy_[u]]; };
+  // The backend runs this (or replays what it captured of it earlier).
+  backend_.runStep(this, step, positions_, [&] {
+    kernels::KernelArgs args;
+    args.step = step;
+    args.runSeed = runSeed_;
+    for (unsigned i : positions_) {
+      args.node = schedule_[i];
+      args.inputs = inputArgs_[i];
+      args.outputs = outputArgs_[i];
+      args.stateUnchanged = &stateUnchanged_[i];
+      kernels_[i]->run(args);
+    }
+    for (size_t u = 0; u < updates.size(); ++u) {
+      void *state = storage(updates[u].state), *next = storage(updates[u].newValue);
+      if (!skipped(u) && state != next) // else unchanged, or updated in place
+        backend_.copyWithin(state, next,
+                            static_cast<size_t>(updates[u].state->type().sizeInBytes()));
+    }
+  });
+  for (size_t u = 0; u < updates.size(); ++u)
+    if (!skipped(u))
+      castCache_.bump(updates[u].state);
+  backend_.synchronize();
 }
 
 MeasuredMemory Program::measure() const {

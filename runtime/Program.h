@@ -14,6 +14,8 @@
 #include "runtime/CastCache.h"
 #include "runtime/MemoryPlan.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <memory>
 #include <vector>
 
@@ -30,6 +32,11 @@ struct CompileOptions {
   /// cast runs every step (same results, bit for bit; for tests and
   /// benchmarks).
   bool castCache = true;
+  /// Let optimizer updates and other state updates whose op allows it write
+  /// over the state itself (MemoryPlan.h). Off, each new state value gets a
+  /// step-arena buffer copied back after the step (same results, bit for
+  /// bit; for tests).
+  bool inPlaceStateUpdates = true;
 };
 
 /// Bytes the executor actually holds and touched, to set against the plan.
@@ -54,13 +61,17 @@ public:
 
   /// Storage of a graph input, state tensor or (after run, for outputs and
   /// update sources) a result. Host pointers on host-accessible backends.
+  /// On a device backend (CUDA), a host copy: fetched from the device when
+  /// handed out (so it shows the value as of this call; ask again after the
+  /// next run), and, for inputs and state handed out through a non-const
+  /// Program, sent back to the device before the next step.
   /// Through a non-const Program, access to a state tensor counts as a
   /// write: its version moves on, so cached casts of it are recomputed.
   /// Through a const Program it does not, so write state only through a
   /// non-const one (and read it through a const one where that is easy, to
   /// spare the cache a recomputation).
   void *data(const Value *v);
-  void *data(const Value *v) const { return storage(v); }
+  void *data(const Value *v) const { return hostView(v, /*writable=*/false); }
 
   /// Runs one step: every node in schedule order (cacheable casts of state
   /// whose cached result is current are skipped), then the state updates -
@@ -83,6 +94,11 @@ private:
   Program(const Graph &g, Backend &backend) : graph_(g), backend_(backend) {}
   bool initializeState(const CompileOptions &opts, DiagnosticEngine &diag);
   void *storage(const Value *v) const;
+  /// data(): storage(v) on host backends, else v's host copy.
+  void *hostView(const Value *v, bool writable) const;
+  /// Device backends: sends host copies handed out writable to the device;
+  /// with `release`, frees every host copy afterwards.
+  void flushHostWrites(bool release);
 
   const Graph &graph_;
   Backend &backend_;
@@ -103,6 +119,14 @@ private:
   /// "unchanged" report lets the update be skipped, or -1.
   std::vector<int> skippableBy_;
   CastCache castCache_;
+  /// Schedule positions that run this step (reused across steps).
+  std::vector<unsigned> positions_;
+  /// Device backends: host copies of values handed out by data().
+  struct HostCopy {
+    std::unique_ptr<char[]> bytes;
+    bool pendingWrite = false; ///< handed out writable: send before the next step
+  };
+  mutable llvm::DenseMap<const Value *, HostCopy> hostCopies_;
 };
 
 } // namespace ampc

@@ -1,20 +1,23 @@
-//===- LossScale.cpp - Loss-scaling ops: unscale + check, scale update -----===//
+//===- LossScale.cpp - Loss-scaling ops: check, scale update ---------------===//
 //
 // The ops the loss-scale pass (passes/LossScale.cpp) adds to a training step
 // for dynamic (or static, != 1) loss scaling, as graph ops on the scaler's
 // state (PyTorch's torch.cuda.amp.GradScaler, Apex's LossScaler):
 //
-//   unscale_check(scale, grads...) -> (found_inf, used_scale, unscaled...)
-//     One fused pass over all gradients: each unscaled gradient is
-//     grad * (1 / scale), in f32 (f64 for f64 gradients), so half gradients
-//     that were only representable thanks to the scale do not underflow again;
-//     found_inf (f32[]) is 1 when any unscaled element is inf or NaN, else 0;
-//     used_scale (f32[]) is a copy of `scale`, the scale this step used (a
-//     graph output, so a trainer can log it; the state itself already holds
-//     the next step's scale when the step is over). With accumulation
-//     (attr accumulate = k > 1) found_inf is only computed on the last
-//     micro-step of a group, the one whose (accumulated) gradients the
-//     optimizer applies; on the others it is 0.
+//   unscale_check(scale, grads...) -> (found_inf, used_scale, inv_scale)
+//     One fused read-only pass over all gradients: found_inf (f32[]) is 1
+//     when any unscaled element grad * (1 / scale), computed in f32 (f64 for
+//     f64 gradients), is inf or NaN, else 0; used_scale (f32[]) is a copy of
+//     `scale`, the scale this step used (a graph output, so a trainer can log
+//     it; the state itself already holds the next step's scale when the step
+//     is over); inv_scale (f32[]) is 1 / scale, which the updates take as
+//     (part of) their grad_scale: they unscale each gradient element in f32
+//     as they read it, so no unscaled copy of the gradients is ever stored,
+//     and half gradients that were only representable thanks to the scale do
+//     not underflow again. With accumulation (attr accumulate = k > 1)
+//     found_inf is only computed on the last micro-step of a group, the one
+//     whose (accumulated) gradients the optimizer applies; on the others it
+//     is 0.
 //
 //   update_loss_scale(scale, growth_tracker, found_inf)
 //       -> (new scale, new growth_tracker)
@@ -56,14 +59,12 @@ bool requireAccumulate(InferContext &ctx) {
 bool inferUnscaleCheck(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
   if (!requireAccumulate(ctx) || !requireFloatScalar(ctx, 0))
     return false;
-  results.push_back(TensorType(DType::F32, {}));
-  results.push_back(ctx.operand(0));
-  for (unsigned i = 1; i < ctx.numOperands(); ++i) {
+  for (unsigned i = 1; i < ctx.numOperands(); ++i)
     if (!requireFloat(ctx, i))
       return false;
-    const TensorType &g = ctx.operand(i);
-    results.push_back(g.withDType(g.dtype() == DType::F64 ? DType::F64 : DType::F32));
-  }
+  results.push_back(TensorType(DType::F32, {}));
+  results.push_back(ctx.operand(0));
+  results.push_back(TensorType(DType::F32, {}));
   return true;
 }
 
@@ -110,6 +111,7 @@ void registerLossScaleOps(OpRegistry &r) {
       .attr("min_scale", AttrType::Float, 1.0)
       .attr("max_scale", AttrType::Float, 16777216.0)
       .attr("accumulate", AttrType::Int, 1)
+      .updatesStateInPlace()
       .infer(inferUpdateLossScale);
 }
 

@@ -135,6 +135,7 @@ void registerNormalizationOps(OpRegistry &r) {
       .attr("eps", AttrType::Float, 1e-5)
       .attr("momentum", AttrType::Float, 0.1)
       .attr("training", AttrType::Bool, true)
+      .updatesStateInPlace()
       .infer(inferBatchNorm2d)
       .gradient(gradBatchNorm2d);
   OpRow(r.define(OpKind::LayerNorm))

@@ -206,11 +206,13 @@ void registerOptimizerOps(OpRegistry &r) {
       .fp32Operand("count")
       .optionalOperand("skip")
       .attr("accumulate", AttrType::Int, 1)
+      .updatesStateInPlace()
       .infer(inferStepCounter);
   OpRow(r.define(OpKind::AccumulateGrad))
       .fp32Operand("acc")
       .operand("grad")
       .attr("accumulate", AttrType::Int, 1)
+      .updatesStateInPlace()
       .infer(inferAccumulateGrad);
   OpRow(r.define(OpKind::GlobalNorm)).variadicOperand("grads").infer(inferGlobalNorm);
   OpRow(r.define(OpKind::ClipCoefficient))
@@ -228,6 +230,7 @@ void registerOptimizerOps(OpRegistry &r) {
       .optionalOperand("model_param")
       .attr("weight_decay", AttrType::Float, 0.0)
       .attr("accumulate", AttrType::Int, 1)
+      .updatesStateInPlace()
       .infer(inferSgdUpdate);
   OpRow(r.define(OpKind::SgdMomentumUpdate))
       .operand("param")
@@ -243,6 +246,7 @@ void registerOptimizerOps(OpRegistry &r) {
       .attr("nesterov", AttrType::Bool, false)
       .attr("weight_decay", AttrType::Float, 0.0)
       .attr("accumulate", AttrType::Int, 1)
+      .updatesStateInPlace()
       .infer(inferSgdMomentumUpdate);
   OpRow(r.define(OpKind::AdamUpdate))
       .operand("param")
@@ -260,6 +264,7 @@ void registerOptimizerOps(OpRegistry &r) {
       .attr("weight_decay", AttrType::Float, 0.0)
       .attr("decoupled_weight_decay", AttrType::Bool, false)
       .attr("accumulate", AttrType::Int, 1)
+      .updatesStateInPlace()
       .infer(inferAdamUpdate);
 }
 

@@ -70,6 +70,19 @@ template <class T> AMPC_HD inline T logSoftmaxOutput(T x, T rowMax, T sumExp) {
   return (x - rowMax) - log(sumExp);
 }
 
+// The same outputs from what a kernel keeps per row, so it need not recompute
+// exp or log per element: softmaxFromExpTerm(softmaxExpTerm(x, m), s) ==
+// softmaxOutput(x, m, s) and logSoftmaxFromLogSum(x, m, log(s)) ==
+// logSoftmaxOutput(x, m, s), bit for bit (exp and log are pure functions).
+
+template <class T> AMPC_HD inline T softmaxFromExpTerm(T expTerm, T sumExp) {
+  return expTerm / sumExp;
+}
+
+template <class T> AMPC_HD inline T logSoftmaxFromLogSum(T x, T rowMax, T logSumExp) {
+  return (x - rowMax) - logSumExp;
+}
+
 /// Scale applied to kept elements in training: 1 / (1 - p), computed in the
 /// compute type (as PyTorch's fused CUDA dropout does with its f32 scale).
 template <class T> AMPC_HD inline T dropoutScale(double p) { return T(1) / (T(1) - T(p)); }

@@ -50,6 +50,35 @@ std::unique_ptr<NodeKernel> prepareLoopAdamUpdate(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopAccumulateGrad(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopUnscaleCheck(const Node &n);
 
+// LoopSoftmax.cpp
+std::unique_ptr<NodeKernel> prepareLoopSoftmax(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopLogSoftmax(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopSoftmaxGrad(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopLogSoftmaxGrad(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopCrossEntropy(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopCrossEntropyGrad(const Node &n);
+
+// LoopPooling.cpp
+std::unique_ptr<NodeKernel> prepareLoopMaxPool2d(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopAvgPool2d(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopMaxPool2dGrad(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopAvgPool2dGrad(const Node &n);
+
+// LoopShape.cpp
+std::unique_ptr<NodeKernel> prepareLoopReshape(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopTranspose(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopPermute(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopBroadcastTo(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopSlice(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopConcat(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopEmbedding(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopEmbeddingGrad(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopFill(const Node &n);
+
+// LoopDropoutNorm.cpp
+std::unique_ptr<NodeKernel> prepareLoopDropout(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopGlobalNorm(const Node &n);
+
 } // namespace ampc::kernels::cpu
 
 #endif

@@ -254,24 +254,19 @@ template <DType A, DType G> void accumulateGradLoop(const KernelArgs &a, const L
 // unscale_check
 //===----------------------------------------------------------------------===//
 
-/// Unscales grad[begin, end) into out; returns whether any result is inf or
-/// NaN.
-using UnscaleFn = bool (*)(const void *grad, void *out, int64_t begin, int64_t end, float invScale);
+/// Whether any element of grad[begin, end), unscaled in f32, is inf or NaN.
+using CheckFn = bool (*)(const void *grad, int64_t begin, int64_t end, float invScale);
 
-template <DType G, DType O>
-bool unscaleRange(const void *grad, void *out, int64_t begin, int64_t end, float invScale) {
+template <DType G> bool checkRange(const void *grad, int64_t begin, int64_t end, float invScale) {
   unsigned nonFinite = 0;
   unsigned *result = &nonFinite;
   runVectorized(
       [=](int64_t first, int64_t last) AMPC_LOOP_BODY {
         unsigned found = 0;
 #pragma omp simd reduction(| : found)
-        for (int64_t i = first; i < last; ++i) {
-          float v = unscaleGradient<float>(load<G>(grad, i), invScale);
-          found |= isNonFinite(v) ? 1u : 0u;
-          store<O>(out, i, v);
-        }
-        *result = found;
+        for (int64_t i = first; i < last; ++i)
+          found |= isNonFinite(unscaleGradient<float>(load<G>(grad, i), invScale)) ? 1u : 0u;
+        *result |= found;
       },
       begin, end);
   return nonFinite != 0;
@@ -286,7 +281,7 @@ public:
     int64_t begin, end;
   };
 
-  UnscaleCheckKernel(llvm::SmallVector<UnscaleFn, 8> fns, const Node &n) : fns_(std::move(fns)) {
+  UnscaleCheckKernel(llvm::SmallVector<CheckFn, 8> fns, const Node &n) : fns_(std::move(fns)) {
     constexpr int64_t kPiece = 1 << 16;
     for (unsigned g = 1; g < n.numOperands(); ++g) {
       int64_t size = n.operand(g)->type().numElements();
@@ -297,17 +292,16 @@ public:
   }
 
   void run(const KernelArgs &a) override {
-    // As the reference: unscaled on every micro-step, reported only on the
-    // last one of a group (the gradients the optimizer applies).
+    // As the reference: checked only on the last micro-step of a group (the
+    // gradients the optimizer applies).
     bool checks = endsAccumulation(a.step, a.attr("accumulate").getInt());
     float scale = static_cast<float>(readScalar(a.in(0)));
     float invScale = inverseLossScale(scale);
-    int64_t numPieces = pieces_.size();
+    int64_t numPieces = checks ? static_cast<int64_t>(pieces_.size()) : 0;
     bool foundInf = false;
     auto runPiece = [&](int64_t p) {
       const Piece &piece = pieces_[p];
-      return fns_[piece.gradient - 1](a.in(piece.gradient).data, a.out(piece.gradient + 1).data,
-                                      piece.begin, piece.end, invScale);
+      return fns_[piece.gradient - 1](a.in(piece.gradient).data, piece.begin, piece.end, invScale);
     };
     if (totalElements_ < 2 * kElementwiseGrain) {
       for (int64_t p = 0; p < numPieces; ++p)
@@ -317,12 +311,13 @@ public:
       for (int64_t p = 0; p < numPieces; ++p)
         foundInf = runPiece(p) || foundInf;
     }
-    storeFromDouble(a.out(0).dtype(), a.out(0).data, 0, checks && foundInf ? 1.0 : 0.0);
+    storeFromDouble(a.out(0).dtype(), a.out(0).data, 0, foundInf ? 1.0 : 0.0);
     storeFromDouble(a.out(1).dtype(), a.out(1).data, 0, scale);
+    storeFromDouble(a.out(2).dtype(), a.out(2).data, 0, invScale);
   }
 
 private:
-  llvm::SmallVector<UnscaleFn, 8> fns_;
+  llvm::SmallVector<CheckFn, 8> fns_;
   std::vector<Piece> pieces_;
   int64_t totalElements_ = 0;
 };
@@ -355,12 +350,10 @@ std::unique_ptr<NodeKernel> prepareLoopAccumulateGrad(const Node &n) {
 }
 
 std::unique_ptr<NodeKernel> prepareLoopUnscaleCheck(const Node &n) {
-  llvm::SmallVector<UnscaleFn, 8> fns;
+  llvm::SmallVector<CheckFn, 8> fns;
   for (unsigned g = 1; g < n.numOperands(); ++g) {
-    UnscaleFn fn = dispatchLoopFloat(n.operand(g)->dtype(), UnscaleFn(), [&](auto gradTag) {
-      return dispatchLoopFloat(n.result(g + 1)->dtype(), UnscaleFn(), [&](auto outTag) {
-        return &unscaleRange<decltype(gradTag)::value, decltype(outTag)::value>;
-      });
+    CheckFn fn = dispatchLoopFloat(n.operand(g)->dtype(), CheckFn(), [&](auto gradTag) {
+      return &checkRange<decltype(gradTag)::value>;
     });
     if (!fn)
       return nullptr;

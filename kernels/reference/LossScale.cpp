@@ -17,36 +17,31 @@ double readScalar(const TensorArg &t) { return loadAsDouble(t.dtype(), t.data, 0
 
 void writeScalar(const TensorArg &t, double v) { storeFromDouble(t.dtype(), t.data, 0, v); }
 
-/// Unscales `grad` into `out` in T; returns whether any result is inf or NaN.
-template <class T> bool unscaleInto(const TensorArg &grad, const TensorArg &out, T invScale) {
+/// Whether any element of `grad`, unscaled in T, is inf or NaN.
+template <class T> bool anyNonFinite(const TensorArg &grad, T invScale) {
   bool nonFinite = false;
-  for (int64_t i = 0, n = grad.numElements(); i < n; ++i) {
-    T v = unscaleGradient<T>(static_cast<T>(loadAsDouble(grad.dtype(), grad.data, i)), invScale);
-    nonFinite |= isNonFinite(v);
-    storeFromDouble(out.dtype(), out.data, i, static_cast<double>(v));
-  }
+  for (int64_t i = 0, n = grad.numElements(); i < n; ++i)
+    nonFinite |= isNonFinite(
+        unscaleGradient<T>(static_cast<T>(loadAsDouble(grad.dtype(), grad.data, i)), invScale));
   return nonFinite;
 }
 
 } // namespace
 
 void unscaleCheck(const KernelArgs &a) {
-  // The gradients are unscaled on every micro-step (the values stay
-  // deterministic for the global norm), but only the last micro-step of a
-  // group, whose gradients the optimizer applies, reports them.
+  // Only the last micro-step of a group, whose gradients the optimizer
+  // applies, reports them.
   bool checks = endsAccumulation(a.step, a.attr("accumulate").getInt());
   float scale = static_cast<float>(readScalar(a.in(0)));
   float invScale = inverseLossScale(scale);
   bool foundInf = false;
-  for (unsigned g = 1; g < a.inputs.size(); ++g) {
-    const TensorArg &out = a.out(g + 1);
-    if (out.dtype() == DType::F64)
-      foundInf |= unscaleInto<double>(a.in(g), out, static_cast<double>(invScale));
-    else
-      foundInf |= unscaleInto<float>(a.in(g), out, invScale);
-  }
-  writeScalar(a.out(0), checks && foundInf ? 1.0 : 0.0);
+  for (unsigned g = 1; checks && g < a.inputs.size(); ++g)
+    foundInf |= a.in(g).dtype() == DType::F64
+                    ? anyNonFinite<double>(a.in(g), static_cast<double>(invScale))
+                    : anyNonFinite<float>(a.in(g), invScale);
+  writeScalar(a.out(0), foundInf ? 1.0 : 0.0);
   writeScalar(a.out(1), scale);
+  writeScalar(a.out(2), invScale);
 }
 
 void updateLossScale(const KernelArgs &a) {

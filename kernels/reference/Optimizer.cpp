@@ -33,7 +33,8 @@ template <class T> void storeAs(const TensorArg &t, int64_t i, T v) {
 }
 
 void copyTensor(const TensorArg &from, const TensorArg &to) {
-  std::memcpy(to.data, from.data, from.type->sizeInBytes());
+  if (from.data != to.data) // the same buffer when the update runs in place
+    std::memcpy(to.data, from.data, from.type->sizeInBytes());
 }
 
 /// What every update op reads besides its tensors: whether this micro-step

@@ -65,6 +65,8 @@ public:
       copySample(arrays_[i], index, batch[i], row);
     return true;
   }
+  /// The arrays are read only once loaded.
+  bool concurrentLoads() const override { return true; }
 
 private:
   static void copySample(const SampleArray &a, int64_t index, HostTensor &out, int64_t row) {

@@ -63,6 +63,29 @@ int64_t Batcher::sampleAt(int64_t epoch, int64_t position) {
   return order_[position];
 }
 
+bool Batcher::loadRows(llvm::MutableArrayRef<HostTensor> batch, int64_t begin, int64_t count,
+                       std::string &err) {
+  if (!source_.concurrentLoads() || count < 2) {
+    for (int64_t r = 0; r < count; ++r)
+      if (!source_.loadSample(order_[begin + r], batch, r, err))
+        return false;
+    return true;
+  }
+  // Rows are disjoint, so threads fill them independently. Of several
+  // failures the lowest row's is reported, as a sequential fill would.
+  std::vector<std::string> errors(static_cast<size_t>(count));
+  std::vector<char> failed(static_cast<size_t>(count), 0);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < count; ++r)
+    failed[r] = !source_.loadSample(order_[begin + r], batch, r, errors[r]);
+  for (int64_t r = 0; r < count; ++r)
+    if (failed[r]) {
+      err = std::move(errors[r]);
+      return false;
+    }
+  return true;
+}
+
 bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::string &err) {
   int64_t n = source_.numSamples(), b = options_.batchSize;
   rows = 0;
@@ -81,9 +104,8 @@ bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::
   int64_t epochIndex = step_ / perEpoch, begin = (step_ % perEpoch) * b;
   ensureOrder(epochIndex);
   int64_t count = std::min(b, n - begin);
-  for (int64_t r = 0; r < count; ++r)
-    if (!source_.loadSample(order_[begin + r], batch, r, err))
-      return false;
+  if (!loadRows(batch, begin, count, err))
+    return false;
   if (count < b)
     for (HostTensor &t : batch)
       t.zeroFrom(count * t.rowElements());

@@ -43,6 +43,10 @@ public:
   /// the input: dim 0 is the batch). Returns false with `err` on failure.
   virtual bool loadSample(int64_t index, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
                           std::string &err) = 0;
+  /// Whether loadSample may run on several threads at once (for different
+  /// rows of one batch). Sources that read from memory say yes; the batcher
+  /// then fills a batch's rows in parallel.
+  virtual bool concurrentLoads() const { return false; }
 };
 
 /// The source the graph's meta asks for (train.data: synthetic | npy | csv |
@@ -102,6 +106,9 @@ public:
 
 private:
   void ensureOrder(int64_t epoch);
+  /// Loads samples order_[begin, begin + count) into rows 0..count-1.
+  bool loadRows(llvm::MutableArrayRef<HostTensor> batch, int64_t begin, int64_t count,
+                std::string &err);
 
   DataSource &source_;
   BatchOptions options_;

@@ -18,6 +18,7 @@ public:
     assert(index >= 0 && index < count_ && "sample index out of the subset");
     return base_.loadSample(begin_ + index, batch, row, err);
   }
+  bool concurrentLoads() const override { return base_.concurrentLoads(); }
 
 private:
   DataSource &base_;

@@ -67,13 +67,16 @@ public:
       sign_[j] = (randomBits(seed_, kSignStream, j) & 1) ? 1.0 : -1.0;
     }
     sketchScale_ = 1.0 / std::sqrt(static_cast<double>(f) / static_cast<double>(sketchDims_));
-    weights_.resize(inputs_.size());
+    weightsByK_.resize(inputs_.size());
     for (const InputInfo &in : inputs_) {
       int64_t outputs = teacherOutputs(in);
-      std::vector<double> &w = weights_[in.index];
+      // W [outputs, K] row-major draws element o * K + k; stored transposed.
+      std::vector<double> &w = weightsByK_[in.index];
       w.resize(outputs * sketchDims_);
-      for (int64_t k = 0; k < outputs * sketchDims_; ++k)
-        w[k] = standardNormal(seed_, kWeightStreamBase + in.index, k);
+      for (int64_t o = 0; o < outputs; ++o)
+        for (int64_t k = 0; k < sketchDims_; ++k)
+          w[k * outputs + o] =
+              standardNormal(seed_, kWeightStreamBase + in.index, o * sketchDims_ + k);
     }
   }
 
@@ -92,11 +95,22 @@ public:
             std::to_string(batch.size());
       return false;
     }
-    std::vector<double> sketch = teacherSketch(index);
+    // The teacher's source row is drawn once and serves both the sketch and
+    // its own batch row: normals (a log and a cos each) dominate the cost.
+    std::vector<double> source = teacherSourceRow(index);
+    std::vector<double> sketch = teacherSketch(source);
     for (const InputInfo &in : inputs_)
-      fillInput(in, index, sketch, batch[in.index], row);
+      if (static_cast<int>(in.index) == teacherSource_ && in.role == InputRole::Feature &&
+          in.isFloating())
+        copyRow(source, batch[in.index], row);
+      else
+        fillInput(in, index, sketch, batch[in.index], row);
     return true;
   }
+
+  /// Every source may be read from several threads at once: a sample is a
+  /// pure function of (seed, index).
+  bool concurrentLoads() const override { return true; }
 
 private:
   static bool isTarget(const InputInfo &in) {
@@ -140,31 +154,58 @@ private:
     return uniformBelow(bits(in, sample, element), range);
   }
 
-  /// z = S x / sqrt(F / K) for the teacher source's sample; empty without a
-  /// teacher.
-  std::vector<double> teacherSketch(int64_t sample) const {
+  /// The teacher source's values for `sample` (as the model sees them,
+  /// before any rounding to the input's dtype); empty without a teacher.
+  std::vector<double> teacherSourceRow(int64_t sample) const {
     if (teacherSource_ < 0)
       return {};
     const InputInfo &src = inputs_[teacherSource_];
+    std::vector<double> x(src.sampleElements);
+    for (int64_t j = 0; j < src.sampleElements; ++j)
+      x[j] = src.isFloating() ? normalValue(src, sample, j)
+                              : standardNormal(seed_, kTokenStream,
+                                               static_cast<uint64_t>(integerValue(src, sample, j)));
+    return x;
+  }
+
+  /// z = S x / sqrt(F / K) for the teacher source's row x; empty without a
+  /// teacher.
+  std::vector<double> teacherSketch(llvm::ArrayRef<double> x) const {
+    if (teacherSource_ < 0)
+      return {};
     std::vector<double> z(sketchDims_, 0.0);
-    for (int64_t j = 0; j < src.sampleElements; ++j) {
-      double x = src.isFloating()
-                     ? normalValue(src, sample, j)
-                     : standardNormal(seed_, kTokenStream,
-                                      static_cast<uint64_t>(integerValue(src, sample, j)));
-      z[bucket_[j]] += sign_[j] * x;
-    }
+    const int64_t *bucket = bucket_.data();
+    const double *sign = sign_.data();
+    for (size_t j = 0; j < x.size(); ++j)
+      z[bucket[j]] += sign[j] * x[j];
     for (double &v : z)
       v *= sketchScale_;
     return z;
   }
 
-  /// Teacher output o: row o of W times z.
-  double teacher(const InputInfo &in, llvm::ArrayRef<double> z, int64_t o) const {
-    const double *w = weights_[in.index].data() + o * sketchDims_;
-    double t = 0;
-    for (int64_t k = 0; k < sketchDims_; ++k)
-      t += w[k] * z[k];
+  static void copyRow(llvm::ArrayRef<double> x, HostTensor &out, int64_t row) {
+    assert(out.rowElements() == static_cast<int64_t>(x.size()) && "batch tensor does not fit");
+    int64_t base = row * static_cast<int64_t>(x.size());
+    for (size_t j = 0; j < x.size(); ++j)
+      out.setFromDouble(base + static_cast<int64_t>(j), x[j]);
+  }
+
+  /// All teacher outputs W z for a target input. Accumulated over k in the
+  /// outer loop so the inner loop runs across outputs and vectorises, while
+  /// each output still sums its K products in order (the same value as a
+  /// dot product per output).
+  std::vector<double> teacher(const InputInfo &in, llvm::ArrayRef<double> z) const {
+    int64_t outputs = teacherOutputs(in);
+    std::vector<double> t(outputs, 0.0);
+    const double *wt = weightsByK_[in.index].data();
+    double *tp = t.data();
+    for (int64_t k = 0; k < sketchDims_; ++k) {
+      const double *row = wt + k * outputs;
+      double zk = z[k];
+#pragma omp simd
+      for (int64_t o = 0; o < outputs; ++o)
+        tp[o] += row[o] * zk;
+    }
     return t;
   }
 
@@ -187,10 +228,11 @@ private:
       // cross_entropy's target is [B]: one label per sample.
       int64_t label = 0;
       if (hasTeacher) {
-        double best = teacher(in, z, 0);
+        std::vector<double> t = teacher(in, z);
+        double best = t[0];
         for (int64_t c = 1; c < in.classes; ++c)
-          if (double t = teacher(in, z, c); t > best) {
-            best = t;
+          if (t[c] > best) {
+            best = t[c];
             label = c;
           }
       } else {
@@ -202,14 +244,15 @@ private:
     }
     case InputRole::RegressionTarget: {
       double scale = 1.0 / std::sqrt(static_cast<double>(sketchDims_));
+      std::vector<double> t = hasTeacher ? teacher(in, z) : std::vector<double>();
       for (int64_t j = 0; j < in.sampleElements; ++j)
-        out.setFromDouble(base + j,
-                          hasTeacher ? teacher(in, z, j) * scale : normalValue(in, sample, j));
+        out.setFromDouble(base + j, hasTeacher ? t[j] * scale : normalValue(in, sample, j));
       return;
     }
     case InputRole::BinaryTarget:
+      std::vector<double> t = hasTeacher ? teacher(in, z) : std::vector<double>();
       for (int64_t j = 0; j < in.sampleElements; ++j) {
-        bool positive = hasTeacher ? teacher(in, z, j) > 0 : (bits(in, sample, j) & 1);
+        bool positive = hasTeacher ? t[j] > 0 : (bits(in, sample, j) & 1);
         out.setFromDouble(base + j, positive ? 1.0 : 0.0);
       }
       return;
@@ -224,8 +267,9 @@ private:
   double sketchScale_ = 1.0;
   std::vector<int64_t> bucket_;
   std::vector<double> sign_;
-  /// Teacher weights [outputs, K] per target input (empty for others).
-  std::vector<std::vector<double>> weights_;
+  /// Teacher weights W [outputs, K] per target input, stored transposed as
+  /// [K, outputs] (empty for other inputs).
+  std::vector<std::vector<double>> weightsByK_;
 };
 
 } // namespace

@@ -32,6 +32,7 @@ std::string stepRecordJson(const StepRecord &r) {
   if (r.skipped)
     s += std::string(", \"skipped\": ") + (*r.skipped ? "true" : "false");
   s += ", \"step_ms\": " + jsonNumber(r.stepMs);
+  s += ", \"data_ms\": " + jsonNumber(r.dataMs);
   s += ", \"samples_per_s\": " + jsonNumber(r.samplesPerSecond);
   if (r.eval) {
     s += ", \"eval_loss\": " + jsonNumber(r.eval->loss);

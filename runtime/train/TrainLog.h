@@ -20,6 +20,8 @@ struct StepRecord {
   std::optional<double> lossScale;
   std::optional<bool> skipped;
   double stepMs = 0;
+  /// Of stepMs, the time spent loading and binding the step's batches.
+  double dataMs = 0;
   double samplesPerSecond = 0;
   std::optional<EvalResult> eval;
 };

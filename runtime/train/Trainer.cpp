@@ -166,7 +166,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   Batcher batcher(data_, batching_);
   batcher.skipTo(result.firstStep * k);
   auto batch = makeBatchTensors(g);
-  double timedMs = 0;
+  double timedMs = 0, timedDataMs = 0;
   int64_t timedSteps = 0;
   auto writeCheckpoint = [&](int64_t step) {
     info.step = step;
@@ -176,12 +176,16 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
 
   for (int64_t step = result.firstStep + 1; step <= options_.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
-    double lossSum = 0;
+    double lossSum = 0, dataMs = 0;
     for (int64_t m = 0; m < k; ++m) {
       int64_t rows = 0;
+      auto dataStart = std::chrono::steady_clock::now();
       if (!batcher.next(batch, rows, err))
         return false;
       bindBatch(train_, batch);
+      dataMs +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - dataStart)
+              .count();
       train_.run(static_cast<uint64_t>((step - 1) * k + m));
       lossSum += readScalar(train_, lossValue);
     }
@@ -199,10 +203,12 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       result.skippedSteps += *rec.skipped;
     }
     rec.stepMs = ms;
+    rec.dataMs = dataMs;
     result.stepMs.push_back(ms);
     rec.samplesPerSecond = ms > 0 ? 1000.0 * k * batching_.batchSize / ms : 0;
     if (step > result.firstStep + 1 || options_.steps == result.firstStep + 1) {
       timedMs += ms;
+      timedDataMs += dataMs;
       ++timedSteps;
     }
     if (step == result.firstStep + 1)
@@ -236,6 +242,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   if (!options_.checkpointPath.empty() && !writeCheckpoint(result.steps))
     return false;
   result.meanStepMs = timedSteps ? timedMs / timedSteps : 0;
+  result.meanDataMs = timedSteps ? timedDataMs / timedSteps : 0;
   MeasuredMemory measured = train_.measure();
   result.plannedBytes = train_.plan().peakBytes();
   result.allocatedBytes = measured.allocatedBytes;
@@ -264,7 +271,8 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
         << " steps skipped for overflow, final scale " << llvm::format("%g", *result.finalLossScale)
         << "\n";
   out << "mean step time " << llvm::format("%.2f", result.meanStepMs)
-      << " ms (first step excluded)\n";
+      << " ms (first step excluded), of which loading data "
+      << llvm::format("%.2f", result.meanDataMs) << " ms\n";
   out << "peak memory: planned " << result.plannedBytes << " B, allocated " << result.allocatedBytes
       << " B\n";
 }

@@ -63,6 +63,7 @@ struct TrainResult {
   std::optional<double> finalLossScale;
   std::optional<EvalResult> eval; ///< the last evaluation
   double meanStepMs = 0;          ///< over the steps this run did, the first excluded
+  double meanDataMs = 0;          ///< of meanStepMs, loading and binding batches
   std::vector<double> stepMs;     ///< each step's time in this run, in order
   uint64_t plannedBytes = 0, allocatedBytes = 0;
 };

@@ -36,3 +36,17 @@ config.substitutions.append(("%ampc", os.path.join(config.ampc_tools_dir, "ampc"
 config.substitutions.append((tool_pattern("FileCheck"), config.filecheck_path))
 config.substitutions.append((tool_pattern("not"), os.path.join(config.llvm_tools_dir, "not")))
 config.substitutions.append((tool_pattern("count"), os.path.join(config.llvm_tools_dir, "count")))
+
+# "cuda-device" where a GPU answers (nvidia-smi lists one): the tests that
+# expect --device auto to fall back to the CPU are then unsupported, and
+# those that need a GPU run (docs/cuda.md).
+import shutil
+import subprocess
+_smi = shutil.which("nvidia-smi")
+if _smi:
+    try:
+        _gpus = subprocess.run([_smi, "-L"], capture_output=True, text=True, timeout=60)
+        if _gpus.returncode == 0 and "GPU" in _gpus.stdout:
+            config.available_features.add("cuda-device")
+    except (OSError, subprocess.SubprocessError):
+        pass

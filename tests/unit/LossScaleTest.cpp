@@ -44,17 +44,15 @@ TensorType vec(DType t, int64_t n) { return TensorType(t, {n}); }
 // unscale_check
 //===----------------------------------------------------------------------===//
 
-TEST(UnscaleCheck, UnscalesEveryGradientIntoF32) {
+TEST(UnscaleCheck, ReportsTheScaleAndItsInverseAndOnlyReadsTheGradients) {
   KernelRun r = runKernel("unscale_check", {scalarF32(), vec(DType::BF16, 3), vec(DType::F32, 2)},
                           {{1024}, {1024, -2048, 512}, {3072, 0.5}});
   ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_EQ(r.outputs.size(), 4u);
-  EXPECT_EQ(r.outputs[0], std::vector<double>{0});    // found_inf
-  EXPECT_EQ(r.outputs[1], std::vector<double>{1024}); // the scale used
-  EXPECT_EQ(r.outputTypes[2].dtype(), DType::F32);
-  EXPECT_EQ(r.outputs[2], (std::vector<double>{1, -2, 0.5}));
-  // 0.5 / 1024 = 2^-11: exact in f32, where an f16 result would lose bits.
-  EXPECT_EQ(r.outputs[3], (std::vector<double>{3, 0.00048828125}));
+  ASSERT_EQ(r.outputs.size(), 3u);
+  EXPECT_EQ(r.outputs[0], std::vector<double>{0});          // found_inf
+  EXPECT_EQ(r.outputs[1], std::vector<double>{1024});       // the scale used
+  EXPECT_EQ(r.outputs[2], std::vector<double>{1.0 / 1024}); // what the updates multiply by
+  EXPECT_EQ(r.outputTypes[2], scalarF32());
 }
 
 TEST(UnscaleCheck, FindsInfAndNaNAnywhere) {
@@ -71,14 +69,14 @@ TEST(UnscaleCheck, FindsInfAndNaNAnywhere) {
       runKernel("unscale_check", {scalarF32(), vec(DType::F32, 1)}, {{0.5}, {3e38}});
   ASSERT_TRUE(overflow.ok) << overflow.error;
   EXPECT_EQ(overflow.outputs[0][0], 1);
-  EXPECT_TRUE(std::isinf(overflow.outputs[2][0]));
+  EXPECT_EQ(overflow.outputs[2][0], 2);
 }
 
-TEST(UnscaleCheck, F64GradientsStayF64) {
-  KernelRun r = runKernel("unscale_check", {scalarF32(), vec(DType::F64, 1)}, {{4}, {0.1}});
+TEST(UnscaleCheck, ChecksF64GradientsInF64) {
+  // 1e300 / 0.5 overflows f32 but not f64.
+  KernelRun r = runKernel("unscale_check", {scalarF32(), vec(DType::F64, 1)}, {{0.5}, {1e300}});
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.outputTypes[2].dtype(), DType::F64);
-  EXPECT_EQ(r.outputs[2][0], 0.1 * 0.25);
+  EXPECT_EQ(r.outputs[0][0], 0);
 }
 
 TEST(UnscaleCheck, ReportsOnlyOnTheLastMicroStep) {
@@ -89,8 +87,7 @@ TEST(UnscaleCheck, ReportsOnlyOnTheLastMicroStep) {
   ASSERT_TRUE(first.ok && last.ok);
   EXPECT_EQ(first.outputs[0][0], 0);
   EXPECT_EQ(last.outputs[0][0], 1);
-  // Unscaled either way, so that readers see defined values.
-  EXPECT_EQ(first.outputs[2][1], 2);
+  EXPECT_EQ(first.outputs[2][0], 0.5);
 }
 
 //===----------------------------------------------------------------------===//
@@ -345,11 +342,15 @@ TEST(LossScalePass, RewritesTheTrainingStep) {
   EXPECT_EQ(check->operand(0), scale);
   EXPECT_EQ(check->operand(1)->name(), "fc.weight.grad");
   EXPECT_EQ(g->lookup("loss_scale")->definingNode(), check);
+  // The updates read the scaled gradients and unscale them with 1 / scale
+  // as their grad_scale: no unscaled copy is stored.
   for (const char *param : {"fc.weight", "fc.bias"}) {
     const Node *update = g->lookup((std::string(param) + ".next").c_str())->definingNode();
-    EXPECT_EQ(update->operand(1)->name(), std::string(param) + ".grad.unscaled");
+    EXPECT_EQ(update->operand(1)->name(), std::string(param) + ".grad");
+    EXPECT_EQ(update->operand(update->numOperands() - 3)->name(), "loss_scale.inverse");
     EXPECT_EQ(update->operand(update->numOperands() - 2)->name(), "skipped");
   }
+  EXPECT_FALSE(g->lookup(kUnitGradScaleName)) << "the unit placeholder is replaced and erased";
   const Node *counter = g->lookup("optimizer.step.next")->definingNode();
   ASSERT_EQ(counter->numOperands(), 2u);
   EXPECT_EQ(counter->operand(1)->name(), "skipped");

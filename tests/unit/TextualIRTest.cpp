@@ -48,7 +48,8 @@ const OpInfo &allAttrsOp() {
         .attr("t", AttrType::DType, DType::F32)
         .infer(identityInfer);
     if (!OpRegistry::builtin().lookup(o.name)) {
-      std::optional<std::string> err = OpRegistry::builtin().addCustomOp(std::move(o));
+      std::optional<std::string> err =
+          OpRegistry::builtin().addCustomOp(std::move(o), PrecisionCategory::Follow);
       EXPECT_FALSE(err) << *err;
     }
     return OpRegistry::builtin().lookup("textual_ir_test_all_attrs");

@@ -242,9 +242,10 @@ TEST(Trainer, StepRecordJsonWritesNonFiniteAsNull) {
   r.loss = std::numeric_limits<double>::infinity();
   r.lr = 0.5;
   r.stepMs = 2;
+  r.dataMs = 0.5;
   r.samplesPerSecond = 100;
-  EXPECT_EQ(stepRecordJson(r),
-            "{\"step\": 3, \"loss\": null, \"lr\": 0.5, \"step_ms\": 2, \"samples_per_s\": 100}");
+  EXPECT_EQ(stepRecordJson(r), "{\"step\": 3, \"loss\": null, \"lr\": 0.5, \"step_ms\": 2, "
+                               "\"data_ms\": 0.5, \"samples_per_s\": 100}");
 }
 
 } // namespace

@@ -11,14 +11,10 @@
 // so they do not compete for the cores or the caches.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/ampc/Driver.h"
-
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/raw_ostream.h"
+#include "Driver.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace ampc::cli {
@@ -40,6 +36,13 @@ double medianStepMs(std::vector<double> ms) {
   return ms.size() % 2 ? ms[mid] : (ms[mid - 1] + ms[mid]) / 2;
 }
 
+/// printf-style formatting into a string (the table's columns).
+template <class... Args> std::string format(const char *fmt, Args... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
 /// Bytes in the largest binary unit that keeps the figure at least 1.
 std::string formatBytes(uint64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -49,29 +52,39 @@ std::string formatBytes(uint64_t bytes) {
     v /= 1024;
     ++unit;
   }
-  std::string s;
-  llvm::raw_string_ostream os(s);
   if (unit == 0)
-    os << bytes << " B";
-  else
-    os << llvm::format("%.1f ", v) << units[unit];
-  return os.str();
+    return std::to_string(bytes) + " B";
+  return format("%.1f ", v) + units[unit];
+}
+
+/// `s` without the blanks at either end.
+std::string trim(const std::string &s) {
+  const char *blanks = " \t\n\v\f\r";
+  size_t first = s.find_first_not_of(blanks);
+  if (first == std::string::npos)
+    return "";
+  return s.substr(first, s.find_last_not_of(blanks) - first + 1);
 }
 
 /// Splits --levels; false after printing what is wrong with it.
-bool parseLevels(llvm::StringRef list, llvm::SmallVectorImpl<std::string> &levels) {
-  llvm::SmallVector<llvm::StringRef, 4> parts;
-  list.split(parts, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef p : parts) {
-    p = p.trim();
+bool parseLevels(const std::string &list, std::vector<std::string> &levels) {
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string part =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (part.empty()) // empty parts are skipped, blank ones are not
+      continue;
+    std::string p = trim(part);
     if (p != "O0" && p != "O1" && p != "O2" && p != "O3") {
-      llvm::errs() << "error: --levels: unknown opt level '" << p << "' (known: O0, O1, O2, O3)\n";
+      err() << "error: --levels: unknown opt level '" << p << "' (known: O0, O1, O2, O3)\n";
       return false;
     }
-    levels.push_back(p.str());
+    levels.push_back(p);
   }
   if (levels.empty()) {
-    llvm::errs() << "error: --levels names no opt level\n";
+    err() << "error: --levels names no opt level\n";
     return false;
   }
   return true;
@@ -79,77 +92,81 @@ bool parseLevels(llvm::StringRef list, llvm::SmallVectorImpl<std::string> &level
 
 } // namespace
 
-int runBench(const Options &cmdline, DiagnosticEngine &diag) {
-  llvm::SmallVector<std::string, 4> levels;
+int runBench(const Options &cmdline) {
+  std::vector<std::string> levels;
   if (!parseLevels(cmdline.levels, levels))
     return kBadInput;
   Options opts = cmdline;
   if (!opts.steps && !opts.epochs)
     opts.steps = kDefaultBenchSteps;
   opts.progress = "none";
-  std::unique_ptr<Backend> backend = selectBackend(opts);
-  if (!backend)
+  // Evaluation would compile a second program and run between steps; the
+  // benchmark measures training alone.
+  opts.evalEvery = 0;
+  std::optional<api::DeviceChoice> device = selectDevice(opts);
+  if (!device)
     return kRuntimeFailure;
 
   bool headerShown = false, anyFailed = false;
   double baselineMs = 0;
   for (const std::string &level : levels) {
     opts.optLevel = level;
-    std::unique_ptr<Graph> graph = loadModel(opts, diag);
-    if (!graph)
+    std::optional<api::Model> model = loadModel(opts);
+    if (!model)
       return kBadInput; // the model itself is wrong: every level would say so
-    if (!graph->meta().count("optimizer") || !graph->meta().count("loss")) {
-      llvm::errs() << "error: ampc bench trains the model: it needs a loss and an 'optimizer' "
-                      "section\n";
+    if (!model->trainable()) {
+      err() << "error: ampc bench trains the model: it needs a loss and an 'optimizer' "
+               "section\n";
       return kBadInput;
     }
-    // Evaluation would compile a second program and run between steps; the
-    // benchmark measures training alone.
-    graph->meta().erase("train.eval_every");
-    opts.evalEvery.reset();
 
     PreparedTraining run;
-    std::string err;
-    TrainResult result;
-    bool ok = prepareTraining(*graph, *backend, opts, run, diag) == kSuccess;
+    api::Result<api::TrainReport> result = api::Status::error("");
+    bool ok = prepareTraining(*model, device->name, opts, run) == kSuccess;
     if (ok && !headerShown) {
-      llvm::outs() << "benchmarking " << graph->name() << " on " << backend->name() << ": "
-                   << run.options.steps << " steps of " << run.batching.batchSize
-                   << " samples at each level (" << run.trainData->kind() << " data)\n";
-      llvm::outs() << "level   ms/step  speedup  peak memory   final loss  skipped\n";
+      out() << "benchmarking " << model->name() << " on " << run.program->device() << ": "
+            << run.data.steps << " steps of " << run.data.batchSize << " samples at each level ("
+            << run.data.kind << " data)\n";
+      out() << "level   ms/step  speedup  peak memory   final loss  skipped\n";
       headerShown = true;
     }
+    std::string failure;
     if (ok) {
-      Trainer trainer(*run.program, *run.trainData, run.batching, run.options);
-      llvm::raw_null_ostream quiet; // progress is off; nothing else is worth showing per level
-      ok = trainer.run(quiet, result, err);
+      api::TrainOptions t = trainOptions(*model, opts);
+      // Progress is off; nothing else is worth showing per level.
+      t.output = [](std::string_view) {};
+      result = run.program->train(t);
+      ok = result.ok();
+      if (!ok)
+        for (const api::Diagnostic &d : result.status().diagnostics())
+          failure += d.message;
     }
     if (!ok) {
       anyFailed = true;
       // prepareTraining has printed its diagnostics already.
-      llvm::outs() << llvm::format("%-5s", level.c_str()) << "  failed"
-                   << (err.empty() ? "" : ": " + err) << "\n";
+      out() << format("%-5s", level.c_str()) << "  failed"
+            << (failure.empty() ? "" : ": " + failure) << "\n";
       continue;
     }
-    double ms = medianStepMs(result.stepMs);
+    double ms = medianStepMs(result->stepMs);
     if (baselineMs == 0)
       baselineMs = ms;
-    std::string memory = formatBytes(result.plannedBytes);
-    llvm::outs() << llvm::format("%-5s %9.2f %7.2fx %12s %12.6f", level.c_str(), ms,
-                                 ms > 0 ? baselineMs / ms : 0.0, memory.c_str(), result.finalLoss);
-    if (result.finalLossScale)
-      llvm::outs() << llvm::format(" %8lld", static_cast<long long>(result.skippedSteps));
+    std::string memory = formatBytes(result->plannedBytes);
+    out() << format("%-5s %9.2f %7.2fx %12s %12.6f", level.c_str(), ms,
+                    ms > 0 ? baselineMs / ms : 0.0, memory.c_str(), result->finalLoss);
+    if (result->finalLossScale)
+      out() << format(" %8lld", static_cast<long long>(result->skippedSteps));
     else
-      llvm::outs() << "        -";
+      out() << "        -";
     // The plan is meant to be exact; say so when the backend disagrees.
-    if (result.allocatedBytes != result.plannedBytes)
-      llvm::outs() << "  (allocated " << formatBytes(result.allocatedBytes) << ")";
-    llvm::outs() << "\n";
+    if (result->allocatedBytes != result->plannedBytes)
+      out() << "  (allocated " << formatBytes(result->allocatedBytes) << ")";
+    out() << "\n";
   }
   if (headerShown)
-    llvm::outs() << "ms/step: median, first step excluded; speedup: over " << levels.front()
-                 << "; peak memory: planned (= allocated unless shown); skipped: steps the loss "
-                    "scaler skipped for overflow (- without loss scaling)\n";
+    out() << "ms/step: median, first step excluded; speedup: over " << levels.front()
+          << "; peak memory: planned (= allocated unless shown); skipped: steps the loss "
+             "scaler skipped for overflow (- without loss scaling)\n";
   return anyFailed ? kRuntimeFailure : kSuccess;
 }
 

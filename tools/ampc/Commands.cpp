@@ -1,142 +1,123 @@
 //===- Commands.cpp - ampc plan, --run forward, the summary ---------------===//
-#include "tools/ampc/Driver.h"
+#include "Driver.h"
 
-#include "kernels/common/Storage.h"
-#include "runtime/data/DataSource.h"
-
-#include "llvm/Support/Format.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <cstring>
+#include <cstdio>
 
 namespace ampc::cli {
 
-/// Picks the backend; "auto" says which one it chose.
-std::unique_ptr<Backend> selectBackend(const Options &opts) {
-  std::string err;
-  std::unique_ptr<Backend> backend = createBackend(opts.device, err);
-  if (!backend) {
-    llvm::errs() << "error: " << err << "\n";
-    return nullptr;
+namespace {
+
+std::string fixed6(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6f", v);
+  return buf;
+}
+
+} // namespace
+
+/// Picks the device; "auto" says which one it chose.
+std::optional<api::DeviceChoice> selectDevice(const Options &opts) {
+  api::Result<api::DeviceChoice> choice = api::selectDevice(opts.device);
+  if (!choice) {
+    printDiagnostics(choice.status());
+    return std::nullopt;
   }
-  if (opts.device == "auto")
-    llvm::outs() << "device: auto -> " << backend->name()
-                 << " (no GPU backend is built yet; the CPU runs the model)\n";
-  return backend;
+  if (!choice->note.empty())
+    out() << choice->note << "\n";
+  return *choice;
 }
 
-static uint64_t metaSeed(const Graph &g, const char *key) {
-  auto it = g.meta().find(key);
-  return it != g.meta().end() && it->second.is(AttrType::Int) ? it->second.getInt() : 0;
-}
-
-std::string modelDirOf(llvm::StringRef modelPath) {
-  llvm::StringRef dir = llvm::sys::path::parent_path(modelPath);
-  return dir.empty() ? "." : dir.str();
-}
-
-std::unique_ptr<Program> compileProgram(const Graph &g, Backend &backend, const Options &opts,
-                                        DiagnosticEngine &diag) {
-  CompileOptions copts;
-  copts.initSeed = metaSeed(g, "init.seed");
-  copts.runSeed = metaSeed(g, "train.seed");
-  copts.baseDir = modelDirOf(opts.model);
+std::optional<api::Program> compileProgram(const api::Model &m, const std::string &device,
+                                           const Options &opts) {
+  api::CompileOptions copts;
+  copts.device = device;
   copts.castCache = opts.castCache;
-  return Program::compile(g, backend, diag, copts);
+  // Data paths resolve against the model file's folder (the default).
+  api::Result<api::Program> program = api::Program::compile(m, copts);
+  if (!program) {
+    printDiagnostics(program.status());
+    return std::nullopt;
+  }
+  return std::move(*program);
 }
 
 /// `ampc plan`: the memory plan's table, before anything runs.
-int runPlan(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
-  std::unique_ptr<Backend> backend = selectBackend(opts);
-  if (!backend)
+int runPlan(const api::Model &m, const Options &opts) {
+  std::optional<api::DeviceChoice> device = selectDevice(opts);
+  if (!device)
     return kRuntimeFailure;
-  showPolicy(g, backend.get());
-  std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
-  if (!program) {
-    diag.print(llvm::errs());
+  showPolicy(m, device->name);
+  std::optional<api::Program> program = compileProgram(m, device->name, opts);
+  if (!program)
     return kBadInput;
-  }
-  llvm::outs() << "model " << g.name() << ", opt level " << optLevelOf(g) << ", "
-               << program->schedule().size() << " scheduled ops on " << backend->name() << "\n";
-  program->plan().print(llvm::outs());
+  out() << "model " << m.name() << ", opt level " << optLevelOf(m) << ", "
+        << program->numScheduledOps() << " scheduled ops on " << program->device() << "\n";
+  out() << program->memoryPlan();
   return kSuccess;
 }
 
 /// `--run forward`: one batch through the forward pass and the loss.
-int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag) {
-  std::unique_ptr<Backend> backend = selectBackend(opts);
-  if (!backend)
+int runForward(api::Model &m, const Options &opts) {
+  std::optional<api::DeviceChoice> device = selectDevice(opts);
+  if (!device)
     return kRuntimeFailure;
-  showPolicy(g, backend.get());
-  std::unique_ptr<Program> program = compileProgram(g, *backend, opts, diag);
-  std::unique_ptr<DataSource> source =
-      program ? createDataSource(g, modelDirOf(opts.model), diag) : nullptr;
-  if (!program || !source) {
-    diag.print(llvm::errs());
+  showPolicy(m, device->name);
+  std::optional<api::Program> program = compileProgram(m, device->name, opts);
+  if (!program)
+    return kBadInput;
+  if (api::Result<api::DataInfo> data = m.openData(); !data) {
+    printDiagnostics(data.status());
     return kBadInput;
   }
-  Batcher batcher(*source, batchOptionsFromMeta(g));
-  auto batch = makeBatchTensors(g);
-  int64_t rows = 0;
-  std::string err;
-  if (!batcher.next(batch, rows, err)) {
-    llvm::errs() << "error: " << err << "\n";
+  api::Result<api::ForwardReport> report = program->runForward();
+  if (!report) {
+    printDiagnostics(report.status());
     return kRuntimeFailure;
   }
-  for (size_t i = 0; i < g.inputs().size(); ++i)
-    std::memcpy(program->data(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
-  program->run(0);
-  MeasuredMemory measured = program->measure();
-  llvm::outs() << "ran forward on one batch of " << rows << " samples from " << source->kind()
-               << " data\n";
-  for (const Value *out : g.outputs()) {
-    const void *data = program->data(out);
-    if (out->type().rank() == 0) {
-      llvm::outs() << out->name() << " = "
-                   << llvm::format("%.6f", kernels::loadAsDouble(out->dtype(), data, 0)) << "\n";
-      continue;
-    }
-    double sum = 0;
-    for (int64_t i = 0; i < out->type().numElements(); ++i)
-      sum += kernels::loadAsDouble(out->dtype(), data, i);
-    llvm::outs() << out->name() << " : " << out->type().str() << ", mean "
-                 << llvm::format("%.6f", sum / out->type().numElements()) << "\n";
+  out() << "ran forward on one batch of " << report->samples << " samples from " << report->dataKind
+        << " data\n";
+  for (const api::ForwardReport::Output &o : report->outputs) {
+    if (o.info.shape.empty())
+      out() << o.name << " = " << fixed6(o.value) << "\n";
+    else
+      out() << o.name << " : " << o.typeStr << ", mean " << fixed6(o.value) << "\n";
   }
-  llvm::outs() << "memory: planned " << program->plan().peakBytes() << " B, allocated "
-               << measured.allocatedBytes << " B, step arena touched " << measured.touchedStepBytes
-               << " of " << program->plan().stepBytes << " B\n";
-  printPrecisionFooter(g, program.get(), llvm::outs());
-  if (!measured.guardsIntact) {
-    llvm::errs() << "error: a kernel wrote past the end of an arena\n";
+  out() << "memory: planned " << report->plannedBytes << " B, allocated " << report->allocatedBytes
+        << " B, step arena touched " << report->touchedStepBytes << " of " << report->stepBytes
+        << " B\n";
+  printPrecisionFooter(m, &*program);
+  if (!report->guardsIntact) {
+    err() << "error: a kernel wrote past the end of an arena\n";
     return kRuntimeFailure;
   }
   return kSuccess;
 }
 
-void printSummary(const Graph &g, const Options &opts, llvm::raw_ostream &os) {
+void printSummary(const api::Model &m, const Options &) {
   int64_t paramCount = 0, paramBytes = 0, frozen = 0, buffers = 0;
-  for (const Value *v : g.state()) {
-    if (v->stateKind() == StateKind::Parameter) {
-      paramCount += v->type().numElements();
-      paramBytes += v->type().sizeInBytes();
-      if (!v->trainable())
-        frozen += v->type().numElements();
+  api::GraphView g = m.graph();
+  for (const api::ValueView &v : g.state()) {
+    api::TensorInfo info = v.info();
+    if (v.stateKind() == api::StateKind::Parameter) {
+      paramCount += info.numElements();
+      paramBytes += info.sizeInBytes();
+      if (!v.trainable())
+        frozen += info.numElements();
     } else {
-      buffers += v->type().numElements();
+      buffers += info.numElements();
     }
   }
-  os << "model " << g.name() << ": " << g.inputs().size() << " inputs, " << g.numNodes() << " ops, "
-     << paramCount << " parameters (" << paramBytes << " bytes";
+  out() << "model " << g.name() << ": " << g.inputs().size() << " inputs, " << g.numNodes()
+        << " ops, " << paramCount << " parameters (" << paramBytes << " bytes";
   if (frozen)
-    os << ", " << frozen << " frozen";
-  os << "), " << buffers << " buffer elements\n";
-  os << "verified: ok\n";
-  showPolicy(g);
-  printPrecisionFooter(g, nullptr, os);
-  if (!g.meta().count("optimizer"))
-    os << "the model has no 'optimizer' section: nothing to train\n";
-  os << "use --emit ir or --emit yaml to print the graph, ampc plan for its memory\n";
+    out() << ", " << frozen << " frozen";
+  out() << "), " << buffers << " buffer elements\n";
+  out() << "verified: ok\n";
+  showPolicy(m);
+  printPrecisionFooter(m, nullptr);
+  if (!g.meta("optimizer"))
+    out() << "the model has no 'optimizer' section: nothing to train\n";
+  out() << "use --emit ir or --emit yaml to print the graph, ampc plan for its memory\n";
 }
 
 } // namespace ampc::cli

@@ -1,15 +1,18 @@
 //===- Driver.h - What the ampc commands share ----------------------------===//
+//
+// The CLI is a client of the public library (tools/libampc, docs/library.md):
+// it includes only "ampc/..." headers. What it prints is the library's text
+// (the policy, the explain table, the memory plan, the training summary)
+// arranged the way docs/cli.md shows it.
+//
+//===----------------------------------------------------------------------===//
 #ifndef AMPC_TOOLS_AMPC_DRIVER_H
 #define AMPC_TOOLS_AMPC_DRIVER_H
 
-#include "ir/Diagnostics.h"
-#include "ir/Graph.h"
-#include "runtime/Backend.h"
-#include "runtime/Program.h"
-#include "runtime/data/DataSource.h"
-#include "runtime/train/Trainer.h"
+#include "ampc/ampc.h"
 
-#include <memory>
+#include <cstdint>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,12 +22,6 @@ namespace ampc::cli {
 
 /// Exit codes (docs/cli.md).
 enum ExitCode { kSuccess = 0, kRuntimeFailure = 1, kBadInput = 2 };
-
-/// Which graph the commands work on.
-enum class GraphStage {
-  Forward, ///< after the precision passes, before autodiff
-  Train,   ///< the whole training step: forward, backward, optimizer
-};
 
 struct Options {
   std::string model;
@@ -55,71 +52,73 @@ struct Options {
   bool castCache = true; ///< --no-cast-cache turns the runtime cache off
 };
 
-/// The opt level the graph's meta resolves to ("O0" when none is set).
-std::string optLevelOf(const Graph &g);
+/// Where results go (stdout) and where diagnostics go (stderr); main() sets
+/// up their buffering.
+inline std::ostream &out() { return std::cout; }
+inline std::ostream &err() { return std::cerr; }
 
-/// Resolves the policy in `g`'s meta; prints it (one property a line, on
-/// stdout) and its warnings (stderr) when `print`. False after reporting an
-/// error. The commands print it once they have a device, at the start of
-/// the run.
-bool resolveAndShowPolicy(const Graph &g, bool print, DiagnosticEngine &diag);
-/// Prints the policy and its warnings (the graph's policy is known valid).
-/// With `backend`, also a note when the policy's half type is slow there.
-void showPolicy(const Graph &g, const Backend *backend = nullptr);
+/// Every diagnostic of `s` (errors, warnings, notes) to stderr, one a line.
+void printDiagnostics(const api::Status &s);
+
+/// The opt level the model's meta resolves to ("O0" when none is set).
+std::string optLevelOf(const api::Model &m);
+
+/// Prints the model's policy (stdout) and its warnings (stderr); with a
+/// device, also a note when the policy's half type is slow there.
+void showPolicy(const api::Model &m, const std::string &device = "");
 
 /// The precision summary line and the cast cache's counts after a run.
-void printPrecisionFooter(const Graph &g, const Program *program, llvm::raw_ostream &os);
+void printPrecisionFooter(const api::Model &m, const api::Program *program);
 
-/// Picks the backend; "auto" says which one it chose. Null after printing why.
-std::unique_ptr<Backend> selectBackend(const Options &opts);
+/// Picks the device; "auto" says which one it chose. Nullopt after
+/// printing why not.
+std::optional<api::DeviceChoice> selectDevice(const Options &opts);
 
-/// Compiles with the model's init seed and the model file's folder for data paths.
-std::unique_ptr<Program> compileProgram(const Graph &g, Backend &backend, const Options &opts,
-                                        DiagnosticEngine &diag);
+/// Compiles for `device` (the model's seeds, the model file's folder for
+/// data paths); nullopt after printing the diagnostics.
+std::optional<api::Program> compileProgram(const api::Model &m, const std::string &device,
+                                           const Options &opts);
 
-/// The model file's folder ("." for a bare file name).
-std::string modelDirOf(llvm::StringRef modelPath);
+/// Imports `opts.model` (with --batch, --max-elements and the command
+/// line's policy and training overrides) and verifies it; nullopt after
+/// printing the diagnostics. The policy is resolved (so known valid) but
+/// not shown.
+std::optional<api::Model> loadModel(const Options &opts);
 
-/// Imports `opts.model` (with --batch and --max-elements), verifies it and
-/// writes the command line's overrides into its meta; null after printing
-/// the diagnostics. The policy is resolved (so known valid) but not shown.
-std::unique_ptr<Graph> loadModel(const Options &opts, DiagnosticEngine &diag);
-
-int runPlan(const Graph &g, const Options &opts, DiagnosticEngine &diag);
-int runForward(const Graph &g, const Options &opts, DiagnosticEngine &diag);
-void printSummary(const Graph &g, const Options &opts, llvm::raw_ostream &os);
+int runPlan(const api::Model &m, const Options &opts);
+int runForward(api::Model &m, const Options &opts);
+void printSummary(const api::Model &m, const Options &opts);
 
 /// Runs the pipeline for `stage` at the chosen opt level: the precision
-/// passes, then (Train) autodiff and the optimizer lowering.
-bool runPipeline(Graph &g, const Options &opts, GraphStage stage, DiagnosticEngine &diag);
+/// passes, then (Train) autodiff and the optimizer lowering. Prints the
+/// diagnostics; false on an error.
+bool runPipeline(api::Model &m, const Options &opts, api::Stage stage);
 
-/// Trains the imported model `g` per its meta (overrides applied): resolves
+/// Trains the imported model per its meta (overrides applied): resolves
 /// the step count, runs the Train pipeline, holds out an evaluation split,
 /// runs the loop and prints the summary.
-int runTraining(Graph &g, const Options &opts, DiagnosticEngine &diag);
+int runTraining(api::Model &m, const Options &opts);
 
-/// A training run made ready by prepareTraining: the data (with the
-/// held-out split when evaluating), the loop's options and the compiled
-/// training step (and evaluation program).
+/// A training run made ready by prepareTraining: the data as planned and
+/// the compiled training step (with its evaluation program).
 struct PreparedTraining {
-  std::unique_ptr<DataSource> all, trainPart, evalPart;
-  DataSource *trainData = nullptr; ///< `all` or `trainPart`
-  BatchOptions batching;
-  TrainOptions options;
-  std::unique_ptr<Graph> evalGraph;
-  std::unique_ptr<Program> evalProgram, program;
+  api::DataInfo data;
+  std::optional<api::Program> program;
 };
 
 /// What runTraining does before the loop: opens the data, resolves the step
-/// count, runs the Train pipeline on `g` and compiles it for `backend`.
+/// count, runs the Train pipeline on `m` and compiles it for `device`.
 /// Returns kSuccess, or the exit code after printing why not.
-int prepareTraining(Graph &g, Backend &backend, const Options &opts, PreparedTraining &run,
-                    DiagnosticEngine &diag);
+int prepareTraining(api::Model &m, const std::string &device, const Options &opts,
+                    PreparedTraining &run);
+
+/// The training loop's options from the model's meta and the command line.
+api::TrainOptions trainOptions(const api::Model &m, const Options &opts);
 
 /// `ampc bench`: trains the model for opts.steps (default 20) at each of
 /// opts.levels in turn, importing it afresh for each, and prints a table of
 /// step time, speedup over the first level, peak memory and final loss.
-int runBench(const Options &opts, DiagnosticEngine &diag);
+int runBench(const Options &opts);
 
 } // namespace ampc::cli
 

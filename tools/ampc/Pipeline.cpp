@@ -1,67 +1,82 @@
-//===- Pipeline.cpp - The passes an opt level runs ------------------------===//
-#include "tools/ampc/Driver.h"
-
-#include "passes/PassManager.h"
-#include "passes/PrecisionPolicy.h"
-#include "passes/PrecisionReport.h"
-#include "passes/StandardPipeline.h"
-
-#include "llvm/Support/raw_ostream.h"
+//===- Pipeline.cpp - Loading, the passes an opt level runs, the policy ---===//
+#include "Driver.h"
 
 namespace ampc::cli {
 
-bool runPipeline(Graph &g, const Options &opts, GraphStage stage, DiagnosticEngine &diag) {
-  PassManager pm;
-  pm.setVerifyEach(opts.verifyEach);
-  pm.setTimePasses(opts.timePasses);
-  if (!opts.printAfter.empty())
-    pm.setPrintAfter({opts.printAfter});
-  // The precision passes ask the target which ops it runs in half.
-  std::string unavailable;
-  std::unique_ptr<Backend> target = createBackend(opts.device, unavailable);
-  pm.setTarget(target.get());
-  if (!addStandardPipeline(
-          pm, stage == GraphStage::Train ? PipelineStage::Train : PipelineStage::Forward, diag))
-    return false;
-  return pm.run(g, diag);
+void printDiagnostics(const api::Status &s) {
+  for (const api::Diagnostic &d : s.diagnostics())
+    err() << d.str() << "\n";
 }
 
-std::string optLevelOf(const Graph &g) {
-  auto it = g.meta().find("amp.opt_level");
-  return it != g.meta().end() && it->second.is(AttrType::String) ? it->second.getString()
-                                                                 : std::string("O0");
-}
-
-bool resolveAndShowPolicy(const Graph &g, bool print, DiagnosticEngine &diag) {
-  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), diag);
-  if (!policy)
-    return false;
-  if (print) {
-    warnPolicy(*policy, diag);
-    llvm::outs() << "precision policy:\n";
-    printPolicy(*policy, llvm::outs());
+std::optional<api::Model> loadModel(const Options &opts) {
+  api::LoadOptions load;
+  load.maxElements = opts.maxElements;
+  if (opts.batch > 0)
+    load.batch = opts.batch;
+  load.optLevel = opts.optLevel;
+  load.policyOverrides = opts.ampOverrides;
+  api::Result<api::Model> model = api::Model::loadFile(opts.model, load);
+  printDiagnostics(model.status()); // the errors, or the warnings
+  if (!model)
+    return std::nullopt;
+  api::TrainSettings settings;
+  settings.steps = opts.steps;
+  settings.epochs = opts.epochs;
+  settings.learningRate = opts.lr;
+  settings.seed = opts.seed;
+  settings.evalEvery = opts.evalEvery;
+  settings.logEvery = opts.logEvery;
+  if (api::Status s = model->setTrainSettings(settings); !s) {
+    printDiagnostics(s);
+    return std::nullopt;
   }
-  return true;
+  return std::move(*model);
 }
 
-void showPolicy(const Graph &g, const Backend *backend) {
-  DiagnosticEngine diag;
-  resolveAndShowPolicy(g, /*print=*/true, diag);
-  diag.print(llvm::errs());
-  // CPUs have no f16 arithmetic: it runs exactly, through f32, but slower
-  // than bf16. Say so once, where the policy is shown.
-  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), diag);
-  if (policy && backend && policy->mixed() && policy->halfType == DType::F16 &&
-      backend->name().startswith("cpu"))
-    llvm::outs() << "note: f16 on the CPU runs by conversion to f32 (exact, but slower than "
-                    "bf16; --half-type bf16 is the CPU's fast half type)\n";
+bool runPipeline(api::Model &m, const Options &opts, api::Stage stage) {
+  api::PipelineOptions p;
+  p.stage = stage;
+  // The precision passes ask the target which ops it runs in half.
+  p.device = opts.device;
+  p.verifyEach = opts.verifyEach;
+  p.timePasses = opts.timePasses;
+  if (!opts.printAfter.empty())
+    p.printAfter = {opts.printAfter};
+  // Training plans its steps (epochs need the data) before the pipeline;
+  // inspecting the graph does not open the data.
+  p.resolveEpochs = false;
+  api::Status s = m.rewrite(p);
+  printDiagnostics(s);
+  return s.ok();
 }
 
-void printPrecisionFooter(const Graph &g, const Program *program, llvm::raw_ostream &os) {
-  printPrecisionSummary(summarizePrecision(g), os);
+std::string optLevelOf(const api::Model &m) {
+  return m.graph().meta("amp.opt_level").value_or("O0");
+}
+
+void showPolicy(const api::Model &m, const std::string &device) {
+  api::Result<api::Policy> policy = m.policy();
+  if (!policy) { // loadModel resolved it: cannot happen
+    printDiagnostics(policy.status());
+    return;
+  }
+  out() << "precision policy:\n" << policy->str();
+  for (const api::Diagnostic &w : policy->warnings())
+    err() << w.str() << "\n";
+  // Said once, where the policy is shown.
+  if (!device.empty())
+    if (std::string note = policy->deviceNote(device); !note.empty())
+      out() << note << "\n";
+}
+
+void printPrecisionFooter(const api::Model &m, const api::Program *program) {
+  out() << m.graph().precisionStats().str << "\n";
   // Nothing to report when no cast of state ran (O0, O2/O3 without casts of state).
-  if (program && program->castCacheStats().hits + program->castCacheStats().misses > 0)
-    program->castCacheStats().print(os);
+  if (program) {
+    api::CastCacheStats cache = program->castCacheStats();
+    if (cache.hits + cache.misses > 0)
+      out() << cache.str << "\n";
+  }
 }
 
 } // namespace ampc::cli

@@ -10,19 +10,11 @@
 // 1 runtime failure (docs/cli.md).
 //
 //===----------------------------------------------------------------------===//
-#include "tools/ampc/Driver.h"
-
-#include "frontends/yaml/GraphYamlEmitter.h"
-#include "frontends/yaml/ModelLoader.h"
-#include "ir/Printer.h"
-#include "ir/Verifier.h"
-#include "ir/support/AtomicFile.h"
-#include "passes/PassManager.h"
-#include "passes/PrecisionPolicy.h"
-#include "passes/PrecisionReport.h"
+#include "Driver.h"
 
 #include "CLI/CLI.hpp"
-#include "llvm/Support/raw_ostream.h"
+
+#include <unistd.h>
 
 using namespace ampc;
 using namespace ampc::cli;
@@ -117,45 +109,15 @@ void addOptions(CLI::App &app, Options &opts) {
       ->group(amp);
 }
 
-/// Writes the command line's overrides into the model's meta, where the
-/// passes and the loop read them. False after reporting a bad value.
-bool applyOverrides(Graph &g, const Options &opts, DiagnosticEngine &diag) {
-  AttrMap &meta = g.meta();
-  if (!opts.optLevel.empty() && !setPolicyOverride(meta, "opt_level", opts.optLevel, diag))
-    return false;
-  for (const auto &[property, value] : opts.ampOverrides)
-    if (!setPolicyOverride(meta, property, value, diag))
-      return false;
-  if (opts.steps) {
-    meta["train.steps"] = Attribute(*opts.steps);
-    meta.erase("train.epochs");
-  }
-  if (opts.epochs) {
-    meta["train.epochs"] = Attribute(*opts.epochs);
-    meta.erase("train.steps");
-  }
-  if (opts.lr)
-    meta["optimizer.lr"] = Attribute(*opts.lr);
-  if (opts.seed) {
-    meta["train.seed"] = Attribute(*opts.seed);
-    meta["init.seed"] = Attribute(*opts.seed);
-  }
-  if (opts.evalEvery)
-    meta["train.eval_every"] = Attribute(*opts.evalEvery);
-  if (opts.logEvery)
-    meta["train.log_every"] = Attribute(*opts.logEvery);
-  return true;
-}
-
-int emitGraph(const Graph &g, const Options &opts) {
-  std::string text = opts.emit == "ir" ? printGraphToString(g) : emitGraphYaml(g);
+int emitGraph(const api::Model &m, const Options &opts) {
+  api::GraphView g = m.graph();
+  std::string text = opts.emit == "ir" ? g.printIR() : g.toYaml();
   if (opts.output.empty() || opts.output == "-") {
-    llvm::outs() << text;
+    out() << text;
     return kSuccess;
   }
-  std::string err;
-  if (!writeFileAtomically(opts.output, text, err)) {
-    llvm::errs() << "error: " << err << "\n";
+  if (api::Status s = api::writeFileAtomically(opts.output, text); !s) {
+    printDiagnostics(s);
     return kRuntimeFailure;
   }
   return kSuccess;
@@ -163,23 +125,14 @@ int emitGraph(const Graph &g, const Options &opts) {
 
 } // namespace
 
-std::unique_ptr<Graph> ampc::cli::loadModel(const Options &opts, DiagnosticEngine &diag) {
-  LoadOptions load;
-  load.maxElements = opts.maxElements;
-  if (opts.batch > 0)
-    load.batchOverride = opts.batch;
-  std::unique_ptr<Graph> graph = loadModelFile(opts.model, diag, load);
-  if (!graph || !verifyGraph(*graph, diag) || !applyOverrides(*graph, opts, diag) ||
-      !resolveAndShowPolicy(*graph, /*print=*/false, diag)) {
-    diag.print(llvm::errs());
-    return nullptr;
-  }
-  diag.print(llvm::errs()); // the policy's warnings
-  diag.clear();
-  return graph;
-}
-
 int main(int argc, char **argv) {
+  // stdout as ampc has always written it: unbuffered on a terminal (the
+  // progress bar redraws in place), else buffered and flushed at each
+  // progress update and at exit; stderr (diagnostics, --time-passes) goes
+  // out at once, without flushing stdout first.
+  if (::isatty(STDOUT_FILENO))
+    out() << std::unitbuf;
+  err().tie(nullptr);
   Options opts;
   CLI::App app{"ampc: mixed-precision model-rewriting compiler"};
   addOptions(app, opts);
@@ -206,78 +159,71 @@ int main(int argc, char **argv) {
     return code == 0 ? kSuccess : kBadInput;
   }
   if (opts.planOnly && (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty())) {
-    llvm::errs() << "error: ampc plan prints the memory plan; --emit, -o and --run belong to the "
-                    "main command\n";
+    err() << "error: ampc plan prints the memory plan; --emit, -o and --run belong to the "
+             "main command\n";
     return kBadInput;
   }
   if (opts.bench &&
       (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty() || !opts.optLevel.empty() ||
        !opts.graph.empty() || opts.explain || !opts.resume.empty() || !opts.checkpoint.empty() ||
        !opts.metricsOut.empty())) {
-    llvm::errs() << "error: ampc bench trains at each of --levels; --opt-level, --emit, -o, "
-                    "--graph, --run, --explain, --resume, --checkpoint and --metrics-out belong "
-                    "to the main command\n";
+    err() << "error: ampc bench trains at each of --levels; --opt-level, --emit, -o, "
+             "--graph, --run, --explain, --resume, --checkpoint and --metrics-out belong "
+             "to the main command\n";
     return kBadInput;
   }
-  if (opts.bench) {
-    DiagnosticEngine diag;
-    return runBench(opts, diag);
-  }
+  if (opts.bench)
+    return runBench(opts);
   if (opts.levels != Options().levels) {
-    llvm::errs() << "error: --levels belongs to ampc bench\n";
+    err() << "error: --levels belongs to ampc bench\n";
     return kBadInput;
   }
   if (!opts.output.empty() && opts.emit.empty()) {
-    llvm::errs() << "error: -o needs --emit ir or --emit yaml\n";
+    err() << "error: -o needs --emit ir or --emit yaml\n";
     return kBadInput;
   }
   if (opts.explain && (!opts.emit.empty() || !opts.run.empty() || opts.planOnly)) {
-    llvm::errs() << "error: --explain prints the precision decisions; it cannot be combined with "
-                    "--emit, --run or plan\n";
+    err() << "error: --explain prints the precision decisions; it cannot be combined with "
+             "--emit, --run or plan\n";
     return kBadInput;
   }
   if (!opts.resume.empty() && !opts.emit.empty()) {
-    llvm::errs() << "error: --resume continues training; it cannot be combined with --emit\n";
+    err() << "error: --resume continues training; it cannot be combined with --emit\n";
     return kBadInput;
   }
 
-  DiagnosticEngine diag;
-  std::unique_ptr<Graph> graph = loadModel(opts, diag);
-  if (!graph)
+  std::optional<api::Model> model = loadModel(opts);
+  if (!model)
     return kBadInput;
 
-  bool trainable = graph->meta().count("optimizer") && graph->meta().count("loss");
+  bool trainable = model->trainable();
   if (opts.graph == "train" && !trainable) {
-    llvm::errs() << "error: --graph train needs a model with a loss and an 'optimizer' section\n";
+    err() << "error: --graph train needs a model with a loss and an 'optimizer' section\n";
     return kBadInput;
   }
-  GraphStage stage = opts.graph == "forward" || opts.run == "forward" || !trainable ||
+  api::Stage stage = opts.graph == "forward" || opts.run == "forward" || !trainable ||
                              (opts.explain && opts.graph.empty())
-                         ? GraphStage::Forward
-                         : GraphStage::Train;
+                         ? api::Stage::Forward
+                         : api::Stage::Train;
 
   // Training resolves its step count (epochs need the data) before lowering.
-  if (stage == GraphStage::Train && opts.emit.empty() && !opts.planOnly && !opts.explain)
-    return runTraining(*graph, opts, diag);
+  if (stage == api::Stage::Train && opts.emit.empty() && !opts.planOnly && !opts.explain)
+    return runTraining(*model, opts);
 
-  if (!runPipeline(*graph, opts, stage, diag)) {
-    diag.print(llvm::errs());
+  // Prints the warnings, if any, or the errors.
+  if (!runPipeline(*model, opts, stage))
     return kBadInput;
-  }
-  diag.print(llvm::errs()); // warnings, if any
-  diag.clear();
 
   if (opts.planOnly)
-    return runPlan(*graph, opts, diag);
+    return runPlan(*model, opts);
   if (opts.run == "forward")
-    return runForward(*graph, opts, diag);
+    return runForward(*model, opts);
   if (!opts.emit.empty())
-    return emitGraph(*graph, opts);
+    return emitGraph(*model, opts);
   if (opts.explain) {
-    printExplain(*graph, llvm::outs());
-    printPrecisionSummary(summarizePrecision(*graph), llvm::outs());
+    out() << model->graph().explain() << model->graph().precisionStats().str << "\n";
     return kSuccess;
   }
-  printSummary(*graph, opts, llvm::outs());
+  printSummary(*model, opts);
   return kSuccess;
 }

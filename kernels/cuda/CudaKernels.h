@@ -1,0 +1,230 @@
+//===- CudaKernels.h - Our CUDA kernels, called by the CUDA backend -------===//
+//
+// Launchers for the kernels of kernels/cuda/*.cu. Plain C++17 (nvcc compiles
+// the .cu files at C++17; the backend in runtime/cuda, at C++20, calls these):
+// raw device pointers, dtypes and sizes, no graph types. The per-element math
+// is kernels/common (AMPC_HD), the same functions the reference and CPU
+// kernels call, so elementwise results match the reference bit for bit where
+// the summation order is the same.
+//
+// Every launcher enqueues on `l.stream` and returns cudaGetLastError() (or
+// the first failing call's error); an empty tensor launches nothing. Kernels
+// that depend on the step read it from the device (`l.step`), so a captured
+// CUDA graph replays with the current step.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_KERNELS_CUDA_CUDAKERNELS_H
+#define AMPC_KERNELS_CUDA_CUDAKERNELS_H
+
+#include "ir/DType.h"
+#include "kernels/common/OptimizerMath.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ampc::kernels::cuda {
+
+struct Launch {
+  cudaStream_t stream = nullptr;
+  /// The current step (device memory; the backend writes it before a step).
+  const uint64_t *step = nullptr;
+};
+
+constexpr int kMaxRank = 8;
+
+/// A raw tensor: device pointer, dtype, element count.
+struct Tensor {
+  const void *data = nullptr;
+  DType dtype = DType::F32;
+  int64_t n = 0;
+};
+struct MutableTensor {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  int64_t n = 0;
+};
+
+// --- Casts, copies, fills ------------------------------------------------
+
+/// y[i] = cast(x[i]) between any two dtypes (kernels/common/CastMath.h).
+cudaError_t cast(const Launch &l, Tensor x, MutableTensor y);
+/// y = value in y's dtype (storeFromDouble).
+cudaError_t fill(const Launch &l, MutableTensor y, double value);
+/// y[(o * channels + c) * inner + e] = v[c], elements copied as they are
+/// (the bias a GEMM or convolution then accumulates onto with beta = 1).
+cudaError_t broadcastChannels(const Launch &l, DType t, const void *v, void *y, int64_t outer,
+                              int64_t channels, int64_t inner);
+
+/// out dim d is in dim perm[d]: `inStrides` are the input's strides taken in
+/// output-dim order; any element size.
+struct PermuteShape {
+  int rank = 0;
+  int64_t outDims[kMaxRank] = {};
+  int64_t inStrides[kMaxRank] = {};
+};
+cudaError_t permute(const Launch &l, unsigned elementSize, const void *x, void *y, int64_t n,
+                    const PermuteShape &s);
+
+// --- Elementwise ------------------------------------------------------------
+
+enum class UnaryOp { Relu, GeluErf, GeluTanh, Sigmoid, Tanh, Scale };
+/// y = op(x) in x's compute type; `factor` is Scale's.
+cudaError_t unary(const Launch &l, UnaryOp op, DType t, const void *x, void *y, int64_t n,
+                  double factor);
+
+enum class GradOp { Relu, GeluErf, GeluTanh, Sigmoid, Tanh };
+/// dx = op'(dy, saved): saved is the forward input (relu, gelu) or output
+/// (sigmoid, tanh), as the reference backward ops take them.
+cudaError_t unaryGrad(const Launch &l, GradOp op, DType t, const void *dy, const void *saved,
+                      void *dx, int64_t n);
+
+enum class BinaryOp { Add, Sub, Mul, Div };
+/// Numpy broadcasting: per output dim, each operand's stride (0 where it
+/// repeats).
+struct BroadcastShape {
+  int rank = 0;
+  int64_t outDims[kMaxRank] = {};
+  int64_t lhsStrides[kMaxRank] = {};
+  int64_t rhsStrides[kMaxRank] = {};
+};
+cudaError_t binary(const Launch &l, BinaryOp op, DType t, const void *a, const void *b, void *y,
+                   int64_t n, const BroadcastShape &s);
+
+/// Dropout with the counter-based mask of kernels/common/Random.h (the same
+/// mask as every backend); the step comes from l.step.
+cudaError_t dropout(const Launch &l, DType t, const void *x, void *y, int64_t n, double p,
+                    bool training, uint64_t seed);
+
+/// The input viewed as [outer, size, inner] around the softmax dim.
+struct AxisShape {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+cudaError_t softmax(const Launch &l, DType t, const void *x, void *y, AxisShape s, bool log);
+cudaError_t softmaxGrad(const Launch &l, DType t, const void *dy, const void *y, void *dx,
+                        AxisShape s, bool log);
+
+// --- Reductions ---------------------------------------------------------------
+
+/// reduce_sum: per output element, the input offsets of the kept dims, then
+/// the reduced dims (row-major), each with its input stride.
+struct ReduceShape {
+  int keptRank = 0, reducedRank = 0;
+  int64_t keptDims[kMaxRank] = {}, keptStrides[kMaxRank] = {};
+  int64_t reducedDims[kMaxRank] = {}, reducedStrides[kMaxRank] = {};
+  int64_t outputs = 1, reducedCount = 1;
+};
+/// Partial sums per chunk of the reduced elements go to `scratch`
+/// (reduceSumScratchBytes) when the reduction is long; then the chunks are
+/// added in order. Short reductions add in the reference's order.
+size_t reduceSumScratchBytes(DType t, const ReduceShape &s);
+cudaError_t reduceSum(const Launch &l, DType t, const void *x, void *y, const ReduceShape &s,
+                      void *scratch);
+
+// --- Pooling (NCHW) -------------------------------------------------------------
+
+struct PoolShape {
+  int64_t planes = 0, inH = 0, inW = 0, outH = 0, outW = 0;
+  int64_t kernel[2] = {}, stride[2] = {}, padding[2] = {};
+  bool countIncludePad = true;
+};
+cudaError_t maxPool2d(const Launch &l, DType t, const void *x, void *y, const PoolShape &s);
+cudaError_t avgPool2d(const Launch &l, DType t, const void *x, void *y, const PoolShape &s);
+cudaError_t maxPool2dGrad(const Launch &l, DType t, const void *dy, const void *x, void *dx,
+                          const PoolShape &s);
+cudaError_t avgPool2dGrad(const Launch &l, DType t, const void *dy, void *dx, const PoolShape &s);
+cudaError_t globalAvgPool(const Launch &l, DType t, const void *x, void *y, int64_t planes,
+                          int64_t planeSize);
+cudaError_t globalAvgPoolGrad(const Launch &l, DType t, const void *dy, void *dx, int64_t planes,
+                              int64_t planeSize);
+
+// --- Layer normalization ----------------------------------------------------------
+
+/// Scratch for layerNormGrad: per-row statistics.
+size_t layerNormScratchBytes(int64_t rows);
+cudaError_t layerNorm(const Launch &l, DType t, const void *x, Tensor weight, Tensor bias, void *y,
+                      int64_t rows, int64_t size, double eps);
+cudaError_t layerNormGrad(const Launch &l, DType t, const void *dy, const void *x, Tensor weight,
+                          void *dx, MutableTensor dWeight, MutableTensor dBias, int64_t rows,
+                          int64_t size, double eps, void *scratch);
+
+// --- Losses -------------------------------------------------------------------------
+
+/// mean of (input - target)^2 (one block, a fixed summation tree).
+cudaError_t mseLoss(const Launch &l, DType t, const void *input, const void *target, void *out,
+                    int64_t n);
+/// dx = 2 (input - target) * dy / n.
+cudaError_t mseLossGrad(const Launch &l, DType t, const void *dy, const void *input,
+                        const void *target, void *dx, int64_t n);
+struct CrossEntropyShape {
+  int64_t rows = 0, classes = 0, ignoreIndex = -100;
+  double labelSmoothing = 0;
+  DType labelType = DType::I64;
+};
+cudaError_t crossEntropy(const Launch &l, DType t, const void *logits, const void *labels,
+                         void *out, const CrossEntropyShape &s);
+/// `scratch`: 16 bytes (the counted rows and whether a label was bad).
+cudaError_t crossEntropyGrad(const Launch &l, DType t, const void *dy, const void *logits,
+                             const void *labels, void *dx, const CrossEntropyShape &s,
+                             void *scratch);
+
+// --- Optimizer and loss scaling (scalars stay on the device) ----------------------
+
+/// One scalar operand: a rank-0 tensor on the device, or absent.
+struct Scalar {
+  const void *data = nullptr;
+  DType dtype = DType::F32;
+};
+
+cudaError_t learningRate(const Launch &l, MutableTensor out, const LrScheduleParams &p,
+                         int64_t accumulate);
+/// out = count + 1 on the last micro-step of a group unless skip != 0.
+cudaError_t stepCounter(const Launch &l, Scalar count, Scalar skip, MutableTensor out,
+                        int64_t accumulate);
+cudaError_t accumulateGrad(const Launch &l, Tensor acc, Tensor grad, MutableTensor out,
+                           int64_t accumulate);
+cudaError_t clipCoefficient(const Launch &l, Scalar norm, Scalar scale, MutableTensor out,
+                            double maxNorm);
+
+enum class UpdateKind { Sgd, SgdMomentum, Adam };
+/// An update op's operands and results as ir/ops/Optimizer.cpp lays them
+/// out: the parameter (the f32 master under master weights), its gradient,
+/// up to two state tensors (momentum buffer; Adam's moments), the step
+/// count, lr, and the optional grad_scale, skip flag and half model weight
+/// whose refreshed copy the same pass writes. When the step is not applied
+/// (mid-accumulation, or skip != 0 on the device) results are copies of
+/// their operands (nothing is written where they share a buffer).
+struct UpdateArgs {
+  UpdateKind kind = UpdateKind::Sgd;
+  Tensor param, grad, state[2], modelParam;
+  Scalar stepCount, lr, gradScale, skip;
+  MutableTensor paramOut, stateOut[2], modelOut;
+  int numState = 0;
+  int64_t accumulate = 1;
+  double weightDecay = 0, momentum = 0, dampening = 0;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  bool decoupledWeightDecay = false;
+};
+cudaError_t optimizerUpdate(const Launch &l, const UpdateArgs &a);
+
+/// unscale_check over all gradients in a few read-only launches (lists of
+/// up to kMaxListTensors per launch): one device flag set when any
+/// grad[g] / scale is inf or NaN; then skipped = flag on the last micro-step
+/// of a group, the scale passes through and invScaleOut = 1 / scale (the
+/// updates' grad_scale). No host sync. `scratch`: 4 bytes.
+constexpr int kMaxListTensors = 32;
+cudaError_t unscaleCheck(const Launch &l, Scalar scale, const Tensor *grads, int count,
+                         MutableTensor skipped, MutableTensor scaleOut, MutableTensor invScaleOut,
+                         int64_t accumulate, void *scratch);
+struct LossScaleParamsArg {
+  double growthFactor, backoffFactor, minScale, maxScale;
+  int64_t growthInterval;
+};
+cudaError_t updateLossScale(const Launch &l, Scalar scale, Scalar tracker, Scalar foundInf,
+                            MutableTensor scaleOut, MutableTensor trackerOut,
+                            const LossScaleParamsArg &p, int64_t accumulate);
+
+} // namespace ampc::kernels::cuda
+
+#endif

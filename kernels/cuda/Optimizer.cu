@@ -1,0 +1,258 @@
+//===- Optimizer.cu - Fused optimizer updates and loss scaling ------------===//
+//
+// Everything a step decides stays on the device: the skip flag unscale_check
+// writes, the learning rate, the step count and the loss scale are device
+// scalars that the kernels read, so a training step never waits for the host
+// (and a captured CUDA graph replays it as it is).
+//
+// optimizerUpdate is one pass per parameter: it reads the f32 master (or
+// the parameter), the gradient and the optimizer state, writes the new
+// master and state and, under master weights, the rounded half model weight
+// in the same loop. When the step is skipped it copies operands to results
+// (nothing where they share a buffer, the in-place case). unscaleCheck reads
+// all gradients in a few launches (lists of tensors in the kernel
+// parameters) and raises one device flag on inf/NaN; it writes no unscaled
+// copies: the updates multiply each gradient by inv_scale as they read it.
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/common/LossScaleMath.h"
+#include "kernels/common/OptimizerMath.h"
+#include "kernels/cuda/Common.cuh"
+
+namespace ampc::kernels::cuda {
+namespace {
+
+template <class T> __device__ T loadAs(const Tensor &t, int64_t i) {
+  return static_cast<T>(loadAsDouble(t.dtype, t.data, i));
+}
+
+template <class T> __device__ void storeAs(const MutableTensor &t, int64_t i, T v) {
+  storeFromDouble(t.dtype, t.data, i, static_cast<double>(v));
+}
+
+__device__ inline void copyThrough(const Tensor &from, const MutableTensor &to, int64_t i) {
+  if (from.data && from.data != to.data)
+    copyElement(from.dtype, from.data, to.data, i);
+}
+
+template <class T> __global__ void updateKernel(UpdateArgs a, const uint64_t *stepPtr) {
+  bool apply = endsAccumulation(*stepPtr, a.accumulate);
+  if (a.skip.data && readScalar(a.skip) != 0)
+    apply = false;
+  int64_t n = a.paramOut.n;
+  if (!apply) {
+    AMPC_GRID_STRIDE(i, n) {
+      copyThrough(a.param, a.paramOut, i);
+      for (int s = 0; s < a.numState; ++s)
+        copyThrough(a.state[s], a.stateOut[s], i);
+      if (a.modelParam.data)
+        copyThrough(a.modelParam, a.modelOut, i);
+    }
+    return;
+  }
+  double lr = readScalar(a.lr);
+  bool hasGradScale = a.gradScale.data != nullptr;
+  T gradScale = static_cast<T>(hasGradScale ? readScalar(a.gradScale) : 1.0);
+  auto grad = [&](int64_t i) {
+    T g = loadAs<T>(a.grad, i);
+    return hasGradScale ? g * gradScale : g;
+  };
+  auto storeParam = [&](int64_t i, T param) {
+    storeAs<T>(a.paramOut, i, param);
+    if (a.modelParam.data)
+      storeAs<T>(a.modelOut, i, param);
+  };
+  switch (a.kind) {
+  case UpdateKind::Sgd: {
+    SgdScalars<T> s = makeSgdScalars<T>(lr, a.weightDecay, 0, 0, false);
+    AMPC_GRID_STRIDE(i, n) storeParam(i, sgdStep<T>(loadAs<T>(a.param, i), grad(i), s));
+    return;
+  }
+  case UpdateKind::SgdMomentum: {
+    bool firstStep = readScalar(a.stepCount) <= 1;
+    SgdScalars<T> s = makeSgdScalars<T>(lr, a.weightDecay, a.momentum, a.dampening, a.nesterov);
+    AMPC_GRID_STRIDE(i, n) {
+      T buf = loadAs<T>(a.state[0], i);
+      T param = sgdMomentumStep<T>(loadAs<T>(a.param, i), grad(i), buf, firstStep, s);
+      storeParam(i, param);
+      storeAs<T>(a.stateOut[0], i, buf);
+    }
+    return;
+  }
+  case UpdateKind::Adam: {
+    AdamScalars<T> s = makeAdamScalars<T>(lr, a.beta1, a.beta2, a.eps, a.weightDecay,
+                                          a.decoupledWeightDecay, readScalar(a.stepCount));
+    AMPC_GRID_STRIDE(i, n) {
+      T expAvg = loadAs<T>(a.state[0], i), expAvgSq = loadAs<T>(a.state[1], i);
+      T param = adamStep<T>(loadAs<T>(a.param, i), grad(i), expAvg, expAvgSq, s);
+      storeParam(i, param);
+      storeAs<T>(a.stateOut[0], i, expAvg);
+      storeAs<T>(a.stateOut[1], i, expAvgSq);
+    }
+    return;
+  }
+  }
+}
+
+__global__ void learningRateKernel(MutableTensor out, LrScheduleParams p, int64_t accumulate,
+                                   const uint64_t *step) {
+  storeFromDouble(out.dtype, out.data, 0,
+                  scheduledLearningRate(p, optimizerStepOf(*step, accumulate)));
+}
+
+__global__ void stepCounterKernel(Scalar count, Scalar skip, MutableTensor out, int64_t accumulate,
+                                  const uint64_t *step) {
+  bool apply = endsAccumulation(*step, accumulate);
+  if (skip.data && readScalar(skip) != 0)
+    apply = false;
+  storeFromDouble(out.dtype, out.data, 0, readScalar(count) + (apply ? 1 : 0));
+}
+
+template <class T>
+__global__ void accumulateGradKernel(Tensor acc, Tensor grad, MutableTensor out, int64_t accumulate,
+                                     const uint64_t *step) {
+  uint64_t index = *step % static_cast<uint64_t>(accumulate);
+  AMPC_GRID_STRIDE(i, out.n)
+  storeAs<T>(out, i,
+             accumulateGradient<T>(loadAs<T>(acc, i), loadAs<T>(grad, i), index, accumulate));
+}
+
+__global__ void clipCoefficientKernel(Scalar norm, Scalar scale, MutableTensor out,
+                                      double maxNorm) {
+  float s = scale.data ? static_cast<float>(readScalar(scale)) : 1.0f;
+  float coef = ampc::kernels::clipCoefficient(static_cast<float>(readScalar(norm)) * s, maxNorm);
+  storeFromDouble(out.dtype, out.data, 0, coef * s);
+}
+
+struct UnscaleList {
+  int count = 0;
+  Tensor in[kMaxListTensors];
+};
+
+/// Raises `found` when any element of a listed gradient, unscaled in f32
+/// (f64 for f64 gradients), is inf or NaN. Reads only: the updates unscale
+/// as they read each gradient (their grad_scale is inv_scale).
+__global__ void unscaleCheckKernel(Scalar scale, UnscaleList list, int *found) {
+  const Tensor &in = list.in[blockIdx.y];
+  float invScale = inverseLossScale(static_cast<float>(readScalar(scale)));
+  bool nonFinite = false;
+  if (in.dtype == DType::F64) {
+    double inv = invScale;
+    AMPC_GRID_STRIDE(i, in.n)
+    nonFinite |= isNonFinite(unscaleGradient<double>(loadAsDouble(in.dtype, in.data, i), inv));
+  } else {
+    AMPC_GRID_STRIDE(i, in.n)
+    nonFinite |= isNonFinite(
+        unscaleGradient<float>(static_cast<float>(loadAsDouble(in.dtype, in.data, i)), invScale));
+  }
+  if (nonFinite)
+    *found = 1; // every writer writes 1: no atomics needed
+}
+
+__global__ void unscaleFinishKernel(Scalar scale, const int *found, MutableTensor skipped,
+                                    MutableTensor scaleOut, MutableTensor invScaleOut,
+                                    int64_t accumulate, const uint64_t *step) {
+  bool checks = endsAccumulation(*step, accumulate);
+  float s = static_cast<float>(readScalar(scale));
+  storeFromDouble(skipped.dtype, skipped.data, 0, checks && *found ? 1.0 : 0.0);
+  storeFromDouble(scaleOut.dtype, scaleOut.data, 0, static_cast<double>(s));
+  storeFromDouble(invScaleOut.dtype, invScaleOut.data, 0, static_cast<double>(inverseLossScale(s)));
+}
+
+__global__ void updateLossScaleKernel(Scalar scale, Scalar tracker, Scalar foundInf,
+                                      MutableTensor scaleOut, MutableTensor trackerOut,
+                                      LossScaleParamsArg arg, int64_t accumulate,
+                                      const uint64_t *step) {
+  float s = static_cast<float>(readScalar(scale));
+  float t = static_cast<float>(readScalar(tracker));
+  if (endsAccumulation(*step, accumulate)) {
+    LossScaleParams p;
+    p.growthFactor = arg.growthFactor;
+    p.backoffFactor = arg.backoffFactor;
+    p.growthInterval = arg.growthInterval;
+    p.minScale = arg.minScale;
+    p.maxScale = arg.maxScale;
+    ampc::kernels::updateLossScale(s, t, readScalar(foundInf) != 0, p);
+  }
+  storeFromDouble(scaleOut.dtype, scaleOut.data, 0, s);
+  storeFromDouble(trackerOut.dtype, trackerOut.data, 0, t);
+}
+
+} // namespace
+
+cudaError_t learningRate(const Launch &l, MutableTensor out, const LrScheduleParams &p,
+                         int64_t accumulate) {
+  learningRateKernel<<<1, 1, 0, l.stream>>>(out, p, accumulate, l.step);
+  return cudaGetLastError();
+}
+
+cudaError_t stepCounter(const Launch &l, Scalar count, Scalar skip, MutableTensor out,
+                        int64_t accumulate) {
+  stepCounterKernel<<<1, 1, 0, l.stream>>>(count, skip, out, accumulate, l.step);
+  return cudaGetLastError();
+}
+
+cudaError_t accumulateGrad(const Launch &l, Tensor acc, Tensor grad, MutableTensor out,
+                           int64_t accumulate) {
+  if (out.n == 0)
+    return cudaSuccess;
+  if (acc.dtype == DType::F64)
+    accumulateGradKernel<double>
+        <<<blocksFor(out.n), kThreads, 0, l.stream>>>(acc, grad, out, accumulate, l.step);
+  else
+    accumulateGradKernel<float>
+        <<<blocksFor(out.n), kThreads, 0, l.stream>>>(acc, grad, out, accumulate, l.step);
+  return cudaGetLastError();
+}
+
+cudaError_t clipCoefficient(const Launch &l, Scalar norm, Scalar scale, MutableTensor out,
+                            double maxNorm) {
+  clipCoefficientKernel<<<1, 1, 0, l.stream>>>(norm, scale, out, maxNorm);
+  return cudaGetLastError();
+}
+
+cudaError_t optimizerUpdate(const Launch &l, const UpdateArgs &a) {
+  int64_t n = a.paramOut.n;
+  if (n == 0)
+    return cudaSuccess;
+  if (a.param.dtype == DType::F64)
+    updateKernel<double><<<blocksFor(n), kThreads, 0, l.stream>>>(a, l.step);
+  else
+    updateKernel<float><<<blocksFor(n), kThreads, 0, l.stream>>>(a, l.step);
+  return cudaGetLastError();
+}
+
+cudaError_t unscaleCheck(const Launch &l, Scalar scale, const Tensor *grads, int count,
+                         MutableTensor skipped, MutableTensor scaleOut, MutableTensor invScaleOut,
+                         int64_t accumulate, void *scratch) {
+  int *found = static_cast<int *>(scratch);
+  cudaError_t err = cudaMemsetAsync(found, 0, sizeof(int), l.stream);
+  if (err != cudaSuccess)
+    return err;
+  for (int first = 0; first < count; first += kMaxListTensors) {
+    UnscaleList list;
+    int64_t longest = 0;
+    for (int g = first; g < count && list.count < kMaxListTensors; ++g, ++list.count) {
+      list.in[list.count] = grads[g];
+      longest = grads[g].n > longest ? grads[g].n : longest;
+    }
+    unsigned blocks = blocksFor(longest);
+    dim3 grid(blocks < 1024 ? blocks : 1024, static_cast<unsigned>(list.count));
+    unscaleCheckKernel<<<grid, kThreads, 0, l.stream>>>(scale, list, found);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+      return err;
+  }
+  unscaleFinishKernel<<<1, 1, 0, l.stream>>>(scale, found, skipped, scaleOut, invScaleOut,
+                                             accumulate, l.step);
+  return cudaGetLastError();
+}
+
+cudaError_t updateLossScale(const Launch &l, Scalar scale, Scalar tracker, Scalar foundInf,
+                            MutableTensor scaleOut, MutableTensor trackerOut,
+                            const LossScaleParamsArg &p, int64_t accumulate) {
+  updateLossScaleKernel<<<1, 1, 0, l.stream>>>(scale, tracker, foundInf, scaleOut, trackerOut, p,
+                                               accumulate, l.step);
+  return cudaGetLastError();
+}
+
+} // namespace ampc::kernels::cuda

@@ -1,0 +1,662 @@
+//===- Reduce.cu - Softmax, reduce_sum, pooling, layernorm, losses --------===//
+//
+// Row-wise ops give one thread a row (softmax, layernorm) or an output
+// element (pooling, short sums) and visit elements in the reference's order,
+// so they match it bit for bit. Long sums (reduce_sum over many elements,
+// the losses' means) use a fixed tree: deterministic run to run, equal to
+// the reference up to summation order.
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/common/ActivationMath.h"
+#include "kernels/common/LossMath.h"
+#include "kernels/common/NormMath.h"
+#include "kernels/common/PoolMath.h"
+#include "kernels/cuda/Common.cuh"
+
+namespace ampc::kernels::cuda {
+namespace {
+
+/// Sum of one value per thread of a kThreads block, by a fixed tree; the
+/// result is valid in thread 0.
+template <class T> __device__ T blockSum(T v, T *shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (static_cast<int>(threadIdx.x) < width)
+      shared[threadIdx.x] += shared[threadIdx.x + width];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+// --- softmax -------------------------------------------------------------------
+
+template <DType D> __global__ void softmaxKernel(const void *x, void *y, AxisShape s, bool log) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(row, s.outer * s.inner) {
+    int64_t o = row / s.inner, inner = row % s.inner;
+    int64_t base = o * s.size * s.inner + inner;
+    T rowMax = load<D>(x, base);
+    for (int64_t k = 1; k < s.size; ++k)
+      rowMax = softmaxMaxStep(rowMax, load<D>(x, base + k * s.inner));
+    T sumExp = T(0);
+    for (int64_t k = 0; k < s.size; ++k)
+      sumExp += softmaxExpTerm(load<D>(x, base + k * s.inner), rowMax);
+    for (int64_t k = 0; k < s.size; ++k) {
+      T v = load<D>(x, base + k * s.inner);
+      store<D>(y, base + k * s.inner,
+               log ? logSoftmaxOutput(v, rowMax, sumExp) : softmaxOutput(v, rowMax, sumExp));
+    }
+  }
+}
+
+template <DType D>
+__global__ void softmaxGradKernel(const void *dy, const void *y, void *dx, AxisShape s, bool log) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(row, s.outer * s.inner) {
+    int64_t o = row / s.inner, inner = row % s.inner;
+    int64_t base = o * s.size * s.inner + inner;
+    T rowSum = T(0);
+    for (int64_t k = 0; k < s.size; ++k) {
+      T g = load<D>(dy, base + k * s.inner);
+      rowSum += log ? g : softmaxGradDotTerm(g, load<D>(y, base + k * s.inner));
+    }
+    for (int64_t k = 0; k < s.size; ++k) {
+      int64_t i = base + k * s.inner;
+      T g = load<D>(dy, i), yk = load<D>(y, i);
+      store<D>(dx, i, log ? logSoftmaxGradOp(g, yk, rowSum) : softmaxGradOp(g, yk, rowSum));
+    }
+  }
+}
+
+// --- reduce_sum ------------------------------------------------------------------
+
+__device__ inline int64_t keptOffset(const ReduceShape &s, int64_t out) {
+  int64_t offset = 0;
+  for (int d = s.keptRank - 1; d >= 0; --d) {
+    offset += (out % s.keptDims[d]) * s.keptStrides[d];
+    out /= s.keptDims[d];
+  }
+  return offset;
+}
+
+__device__ inline int64_t reducedOffset(const ReduceShape &s, int64_t r) {
+  int64_t offset = 0;
+  for (int d = s.reducedRank - 1; d >= 0; --d) {
+    offset += (r % s.reducedDims[d]) * s.reducedStrides[d];
+    r /= s.reducedDims[d];
+  }
+  return offset;
+}
+
+/// Reduced elements [begin, end) of output `out`, in increasing input order.
+template <DType D>
+__device__ ComputeT<D> sumRange(const void *x, const ReduceShape &s, int64_t out, int64_t begin,
+                                int64_t end) {
+  int64_t base = keptOffset(s, out);
+  ComputeT<D> acc = 0;
+  for (int64_t r = begin; r < end; ++r)
+    acc += load<D>(x, base + reducedOffset(s, r));
+  return acc;
+}
+
+template <DType D> __global__ void reduceSumKernel(const void *x, void *y, ReduceShape s) {
+  AMPC_GRID_STRIDE(out, s.outputs) store<D>(y, out, sumRange<D>(x, s, out, 0, s.reducedCount));
+}
+
+constexpr int64_t kReduceChunk = 1024;
+constexpr int64_t kDirectReduceLimit = 4096;
+
+template <DType D>
+__global__ void reducePartialKernel(const void *x, ComputeT<D> *partial, ReduceShape s,
+                                    int64_t chunks) {
+  AMPC_GRID_STRIDE(i, s.outputs * chunks) {
+    int64_t out = i / chunks, chunk = i % chunks;
+    int64_t begin = chunk * kReduceChunk;
+    int64_t end = begin + kReduceChunk < s.reducedCount ? begin + kReduceChunk : s.reducedCount;
+    partial[i] = sumRange<D>(x, s, out, begin, end);
+  }
+}
+
+template <DType D>
+__global__ void reduceChunksKernel(const ComputeT<D> *partial, void *y, int64_t outputs,
+                                   int64_t chunks) {
+  AMPC_GRID_STRIDE(out, outputs) {
+    ComputeT<D> acc = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      acc += partial[out * chunks + c];
+    store<D>(y, out, acc);
+  }
+}
+
+// --- pooling ------------------------------------------------------------------------
+
+struct Windows {
+  PoolWindow rows, cols;
+};
+
+__device__ inline Windows windowsOf(const PoolShape &s, int64_t oh, int64_t ow) {
+  return {poolWindow(oh, s.inH, s.kernel[0], s.stride[0], s.padding[0]),
+          poolWindow(ow, s.inW, s.kernel[1], s.stride[1], s.padding[1])};
+}
+
+/// The input element (within its plane) that max pooling window (oh, ow) picks.
+template <DType D>
+__device__ int64_t maxPoolPick(const void *x, int64_t plane, const PoolShape &s, int64_t oh,
+                               int64_t ow) {
+  Windows w = windowsOf(s, oh, ow);
+  int64_t best = w.rows.begin * s.inW + w.cols.begin;
+  ComputeT<D> bestValue = load<D>(x, plane + best);
+  for (int64_t h = w.rows.begin; h < w.rows.end; ++h)
+    for (int64_t c = w.cols.begin; c < w.cols.end; ++c) {
+      ComputeT<D> value = load<D>(x, plane + h * s.inW + c);
+      if (maxPoolTakes(bestValue, value)) {
+        best = h * s.inW + c;
+        bestValue = value;
+      }
+    }
+  return best;
+}
+
+template <DType D> __global__ void maxPoolKernel(const void *x, void *y, PoolShape s) {
+  AMPC_GRID_STRIDE(i, s.planes * s.outH * s.outW) {
+    int64_t ow = i % s.outW, oh = i / s.outW % s.outH, p = i / (s.outW * s.outH);
+    int64_t plane = p * s.inH * s.inW;
+    Windows w = windowsOf(s, oh, ow);
+    ComputeT<D> best = load<D>(x, plane + w.rows.begin * s.inW + w.cols.begin);
+    for (int64_t h = w.rows.begin; h < w.rows.end; ++h)
+      for (int64_t c = w.cols.begin; c < w.cols.end; ++c)
+        best = maxPoolCombine(best, load<D>(x, plane + h * s.inW + c));
+    store<D>(y, i, best);
+  }
+}
+
+template <DType D> __global__ void avgPoolKernel(const void *x, void *y, PoolShape s) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(i, s.planes * s.outH * s.outW) {
+    int64_t ow = i % s.outW, oh = i / s.outW % s.outH, p = i / (s.outW * s.outH);
+    int64_t plane = p * s.inH * s.inW;
+    Windows w = windowsOf(s, oh, ow);
+    T sum = 0;
+    for (int64_t h = w.rows.begin; h < w.rows.end; ++h)
+      for (int64_t c = w.cols.begin; c < w.cols.end; ++c)
+        sum += load<D>(x, plane + h * s.inW + c);
+    store<D>(y, i, sum / static_cast<T>(avgPoolDivisor(w.rows, w.cols, s.countIncludePad)));
+  }
+}
+
+/// The outputs along one dim whose windows cover input coordinate `in`.
+__device__ inline void coveringOutputs(int64_t in, int64_t kernel, int64_t stride, int64_t padding,
+                                       int64_t outSize, int64_t &first, int64_t &last) {
+  // out * stride - padding <= in < out * stride - padding + kernel
+  int64_t hi = (in + padding) / stride;
+  int64_t lowNumerator = in + padding - kernel + 1;
+  int64_t lo = lowNumerator <= 0 ? 0 : (lowNumerator + stride - 1) / stride;
+  first = lo;
+  last = hi < outSize - 1 ? hi : outSize - 1;
+}
+
+// The gradient kernels gather, per input element, from the windows that
+// cover it in the reference's window order, so the sums round the same way.
+template <DType D>
+__global__ void maxPoolGradKernel(const void *dy, const void *x, void *dx, PoolShape s) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(i, s.planes * s.inH * s.inW) {
+    int64_t iw = i % s.inW, ih = i / s.inW % s.inH, p = i / (s.inW * s.inH);
+    int64_t plane = p * s.inH * s.inW, here = ih * s.inW + iw;
+    int64_t oh0, oh1, ow0, ow1;
+    coveringOutputs(ih, s.kernel[0], s.stride[0], s.padding[0], s.outH, oh0, oh1);
+    coveringOutputs(iw, s.kernel[1], s.stride[1], s.padding[1], s.outW, ow0, ow1);
+    T acc = 0;
+    for (int64_t oh = oh0; oh <= oh1; ++oh)
+      for (int64_t ow = ow0; ow <= ow1; ++ow)
+        if (maxPoolPick<D>(x, plane, s, oh, ow) == here)
+          acc += load<D>(dy, (p * s.outH + oh) * s.outW + ow);
+    store<D>(dx, i, acc);
+  }
+}
+
+template <DType D> __global__ void avgPoolGradKernel(const void *dy, void *dx, PoolShape s) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(i, s.planes * s.inH * s.inW) {
+    int64_t iw = i % s.inW, ih = i / s.inW % s.inH, p = i / (s.inW * s.inH);
+    int64_t oh0, oh1, ow0, ow1;
+    coveringOutputs(ih, s.kernel[0], s.stride[0], s.padding[0], s.outH, oh0, oh1);
+    coveringOutputs(iw, s.kernel[1], s.stride[1], s.padding[1], s.outW, ow0, ow1);
+    T acc = 0;
+    for (int64_t oh = oh0; oh <= oh1; ++oh)
+      for (int64_t ow = ow0; ow <= ow1; ++ow) {
+        Windows w = windowsOf(s, oh, ow);
+        acc += load<D>(dy, (p * s.outH + oh) * s.outW + ow) /
+               static_cast<T>(avgPoolDivisor(w.rows, w.cols, s.countIncludePad));
+      }
+    store<D>(dx, i, acc);
+  }
+}
+
+template <DType D>
+__global__ void globalAvgPoolKernel(const void *x, void *y, int64_t planes, int64_t planeSize) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(p, planes) {
+    T sum = 0;
+    for (int64_t e = 0; e < planeSize; ++e)
+      sum += load<D>(x, p * planeSize + e);
+    store<D>(y, p, sum / static_cast<T>(planeSize));
+  }
+}
+
+template <DType D>
+__global__ void globalAvgPoolGradKernel(const void *dy, void *dx, int64_t planes,
+                                        int64_t planeSize) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(i, planes * planeSize) {
+    T share = load<D>(dy, i / planeSize) / static_cast<T>(planeSize);
+    store<D>(dx, i, share);
+  }
+}
+
+// --- layernorm --------------------------------------------------------------------------
+
+template <DType D>
+__device__ void rowStatistics(const void *x, int64_t base, int64_t size, ComputeT<D> eps,
+                              ComputeT<D> &mean, ComputeT<D> &invStdDev) {
+  using T = ComputeT<D>;
+  T sum = 0;
+  for (int64_t e = 0; e < size; ++e)
+    sum += load<D>(x, base + e);
+  mean = sum / static_cast<T>(size);
+  T squares = 0;
+  for (int64_t e = 0; e < size; ++e) {
+    T deviation = load<D>(x, base + e) - mean;
+    squares += deviation * deviation;
+  }
+  invStdDev = inverseStdDev(squares / static_cast<T>(size), eps);
+}
+
+template <DType D> __device__ ComputeT<D> loadParam(const Tensor &t, int64_t i) {
+  return static_cast<ComputeT<D>>(loadAsDouble(t.dtype, t.data, i));
+}
+
+template <DType D>
+__global__ void layerNormKernel(const void *x, Tensor weight, Tensor bias, void *y, int64_t rows,
+                                int64_t size, ComputeT<D> eps) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(r, rows) {
+    int64_t base = r * size;
+    T mean, invStdDev;
+    rowStatistics<D>(x, base, size, eps, mean, invStdDev);
+    for (int64_t e = 0; e < size; ++e)
+      store<D>(y, base + e,
+               normalizeAffine(load<D>(x, base + e), mean, invStdDev, loadParam<D>(weight, e),
+                               loadParam<D>(bias, e)));
+  }
+}
+
+template <DType D>
+__global__ void layerNormGradRowsKernel(const void *dy, const void *x, Tensor weight, void *dx,
+                                        int64_t rows, int64_t size, ComputeT<D> eps,
+                                        double *stats) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(r, rows) {
+    int64_t base = r * size;
+    T mean, invStdDev;
+    rowStatistics<D>(x, base, size, eps, mean, invStdDev);
+    stats[2 * r] = mean;
+    stats[2 * r + 1] = invStdDev;
+    T sumG = 0, sumGXhat = 0;
+    for (int64_t e = 0; e < size; ++e) {
+      T xhat = (load<D>(x, base + e) - mean) * invStdDev;
+      T g = loadParam<D>(weight, e) * load<D>(dy, base + e);
+      sumG += g;
+      sumGXhat += g * xhat;
+    }
+    T meanG = sumG / static_cast<T>(size);
+    T meanGXhat = sumGXhat / static_cast<T>(size);
+    for (int64_t e = 0; e < size; ++e) {
+      T g = loadParam<D>(weight, e) * load<D>(dy, base + e);
+      T xhat = (load<D>(x, base + e) - mean) * invStdDev;
+      store<D>(dx, base + e, normalizeBackward(g, xhat, meanG, meanGXhat, invStdDev));
+    }
+  }
+}
+
+template <DType D>
+__global__ void layerNormGradParamsKernel(const void *dy, const void *x, MutableTensor dWeight,
+                                          MutableTensor dBias, int64_t rows, int64_t size,
+                                          const double *stats) {
+  using T = ComputeT<D>;
+  AMPC_GRID_STRIDE(e, size) {
+    T sumDyXhat = 0, sumDy = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      T mean = static_cast<T>(stats[2 * r]), invStdDev = static_cast<T>(stats[2 * r + 1]);
+      T d = load<D>(dy, r * size + e);
+      T xhat = (load<D>(x, r * size + e) - mean) * invStdDev;
+      sumDyXhat += d * xhat;
+      sumDy += d;
+    }
+    storeFromDouble(dWeight.dtype, dWeight.data, e, sumDyXhat);
+    storeFromDouble(dBias.dtype, dBias.data, e, sumDy);
+  }
+}
+
+// --- losses -------------------------------------------------------------------------------
+
+template <DType D>
+__global__ void mseLossKernel(const void *input, const void *target, void *out, int64_t n) {
+  using T = ComputeT<D>;
+  __shared__ T shared[kThreads];
+  T sum = 0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    sum += squaredErrorTerm(load<D>(input, i), load<D>(target, i));
+  sum = blockSum(sum, shared);
+  if (threadIdx.x == 0)
+    store<D>(out, 0, sum / T(n));
+}
+
+template <DType D>
+__global__ void mseLossGradKernel(const void *dy, const void *input, const void *target, void *dx,
+                                  int64_t n) {
+  using T = ComputeT<D>;
+  T scale = load<D>(dy, 0) / T(n);
+  AMPC_GRID_STRIDE(i, n)
+  store<D>(dx, i, squaredErrorGradTerm(load<D>(input, i), load<D>(target, i), scale));
+}
+
+/// Row r's softmax pieces: the maximum and the sum of exp(x - max).
+template <DType D>
+__device__ void rowSoftmax(const void *logits, int64_t r, int64_t classes, ComputeT<D> &rowMax,
+                           ComputeT<D> &sumExp) {
+  rowMax = load<D>(logits, r * classes);
+  for (int64_t c = 1; c < classes; ++c)
+    rowMax = softmaxMaxStep(rowMax, load<D>(logits, r * classes + c));
+  sumExp = 0;
+  for (int64_t c = 0; c < classes; ++c)
+    sumExp += softmaxExpTerm(load<D>(logits, r * classes + c), rowMax);
+}
+
+template <DType D>
+__global__ void crossEntropyKernel(const void *logits, const void *labels, void *out,
+                                   CrossEntropyShape s) {
+  using T = ComputeT<D>;
+  __shared__ T sharedT[kThreads];
+  __shared__ long long sharedCount[kThreads];
+  T nll = 0, smooth = 0;
+  long long counted = 0, bad = 0;
+  for (int64_t r = threadIdx.x; r < s.rows; r += kThreads) {
+    int64_t label = loadIndex(s.labelType, labels, r);
+    if (label == s.ignoreIndex)
+      continue;
+    if (label < 0 || label >= s.classes) {
+      bad = 1;
+      continue;
+    }
+    ++counted;
+    T rowMax, sumExp;
+    rowSoftmax<D>(logits, r, s.classes, rowMax, sumExp);
+    nll -= logSoftmaxOutput(load<D>(logits, r * s.classes + label), rowMax, sumExp);
+    if (s.labelSmoothing != 0)
+      for (int64_t c = 0; c < s.classes; ++c)
+        smooth -= logSoftmaxOutput(load<D>(logits, r * s.classes + c), rowMax, sumExp);
+  }
+  nll = blockSum(nll, sharedT);
+  __syncthreads();
+  smooth = blockSum(smooth, sharedT);
+  __syncthreads();
+  counted = blockSum(counted, sharedCount);
+  __syncthreads();
+  bad = blockSum(bad, sharedCount);
+  if (threadIdx.x == 0) {
+    T count = T(counted);
+    T loss = crossEntropyCombine(nll / count, smooth / count, s.labelSmoothing,
+                                 static_cast<long long>(s.classes));
+    store<D>(out, 0, bad ? T(NAN) : loss); // a bad label: NaN, as the reference
+  }
+}
+
+__global__ void countLabelsKernel(const void *labels, CrossEntropyShape s, long long *counts) {
+  __shared__ long long shared[kThreads];
+  long long counted = 0, bad = 0;
+  for (int64_t r = threadIdx.x; r < s.rows; r += kThreads) {
+    int64_t label = loadIndex(s.labelType, labels, r);
+    if (label == s.ignoreIndex)
+      continue;
+    if (label < 0 || label >= s.classes)
+      bad = 1;
+    else
+      ++counted;
+  }
+  counted = blockSum(counted, shared);
+  __syncthreads();
+  bad = blockSum(bad, shared);
+  if (threadIdx.x == 0) {
+    counts[0] = counted;
+    counts[1] = bad;
+  }
+}
+
+template <DType D>
+__global__ void crossEntropyGradKernel(const void *dy, const void *logits, const void *labels,
+                                       void *dx, CrossEntropyShape s, const long long *counts) {
+  using T = ComputeT<D>;
+  T scale = load<D>(dy, 0) / T(counts[0]);
+  bool bad = counts[1] != 0;
+  AMPC_GRID_STRIDE(r, s.rows) {
+    int64_t label = loadIndex(s.labelType, labels, r);
+    if (bad || label == s.ignoreIndex) {
+      T fillValue = bad ? T(NAN) : T(0);
+      for (int64_t c = 0; c < s.classes; ++c)
+        store<D>(dx, r * s.classes + c, fillValue);
+      continue;
+    }
+    T rowMax, sumExp;
+    rowSoftmax<D>(logits, r, s.classes, rowMax, sumExp);
+    for (int64_t c = 0; c < s.classes; ++c)
+      store<D>(dx, r * s.classes + c,
+               crossEntropyGradTerm(
+                   softmaxOutput(load<D>(logits, r * s.classes + c), rowMax, sumExp), c == label,
+                   s.labelSmoothing, static_cast<long long>(s.classes), scale));
+  }
+}
+
+} // namespace
+
+cudaError_t softmax(const Launch &l, DType t, const void *x, void *y, AxisShape s, bool log) {
+  int64_t rows = s.outer * s.inner;
+  if (rows == 0 || s.size == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    softmaxKernel<decltype(tag)::value><<<blocksFor(rows), kThreads, 0, l.stream>>>(x, y, s, log);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t softmaxGrad(const Launch &l, DType t, const void *dy, const void *y, void *dx,
+                        AxisShape s, bool log) {
+  int64_t rows = s.outer * s.inner;
+  if (rows == 0 || s.size == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    softmaxGradKernel<decltype(tag)::value>
+        <<<blocksFor(rows), kThreads, 0, l.stream>>>(dy, y, dx, s, log);
+    return cudaGetLastError();
+  });
+}
+
+static int64_t reduceChunks(const ReduceShape &s) {
+  if (s.reducedCount <= kDirectReduceLimit)
+    return 0;
+  return (s.reducedCount + kReduceChunk - 1) / kReduceChunk;
+}
+
+size_t reduceSumScratchBytes(DType t, const ReduceShape &s) {
+  size_t element = t == DType::F64 ? sizeof(double) : sizeof(float);
+  return static_cast<size_t>(s.outputs * reduceChunks(s)) * element;
+}
+
+cudaError_t reduceSum(const Launch &l, DType t, const void *x, void *y, const ReduceShape &s,
+                      void *scratch) {
+  if (s.outputs == 0)
+    return cudaSuccess;
+  int64_t chunks = reduceChunks(s);
+  return withFloat(t, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    if (chunks == 0) {
+      reduceSumKernel<D><<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(x, y, s);
+      return cudaGetLastError();
+    }
+    auto *partial = static_cast<ComputeT<D> *>(scratch);
+    reducePartialKernel<D>
+        <<<blocksFor(s.outputs * chunks), kThreads, 0, l.stream>>>(x, partial, s, chunks);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+      return err;
+    reduceChunksKernel<D>
+        <<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(partial, y, s.outputs, chunks);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t maxPool2d(const Launch &l, DType t, const void *x, void *y, const PoolShape &s) {
+  int64_t n = s.planes * s.outH * s.outW;
+  if (n == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    maxPoolKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, l.stream>>>(x, y, s);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t avgPool2d(const Launch &l, DType t, const void *x, void *y, const PoolShape &s) {
+  int64_t n = s.planes * s.outH * s.outW;
+  if (n == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    avgPoolKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, l.stream>>>(x, y, s);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t maxPool2dGrad(const Launch &l, DType t, const void *dy, const void *x, void *dx,
+                          const PoolShape &s) {
+  int64_t n = s.planes * s.inH * s.inW;
+  if (n == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    maxPoolGradKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, l.stream>>>(dy, x, dx, s);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t avgPool2dGrad(const Launch &l, DType t, const void *dy, void *dx, const PoolShape &s) {
+  int64_t n = s.planes * s.inH * s.inW;
+  if (n == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    avgPoolGradKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, l.stream>>>(dy, dx, s);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t globalAvgPool(const Launch &l, DType t, const void *x, void *y, int64_t planes,
+                          int64_t planeSize) {
+  if (planes == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    globalAvgPoolKernel<decltype(tag)::value>
+        <<<blocksFor(planes), kThreads, 0, l.stream>>>(x, y, planes, planeSize);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t globalAvgPoolGrad(const Launch &l, DType t, const void *dy, void *dx, int64_t planes,
+                              int64_t planeSize) {
+  int64_t n = planes * planeSize;
+  if (n == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    globalAvgPoolGradKernel<decltype(tag)::value>
+        <<<blocksFor(n), kThreads, 0, l.stream>>>(dy, dx, planes, planeSize);
+    return cudaGetLastError();
+  });
+}
+
+size_t layerNormScratchBytes(int64_t rows) {
+  return static_cast<size_t>(rows) * 2 * sizeof(double);
+}
+
+cudaError_t layerNorm(const Launch &l, DType t, const void *x, Tensor weight, Tensor bias, void *y,
+                      int64_t rows, int64_t size, double eps) {
+  if (rows == 0 || size == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    layerNormKernel<D><<<blocksFor(rows), kThreads, 0, l.stream>>>(x, weight, bias, y, rows, size,
+                                                                   static_cast<ComputeT<D>>(eps));
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t layerNormGrad(const Launch &l, DType t, const void *dy, const void *x, Tensor weight,
+                          void *dx, MutableTensor dWeight, MutableTensor dBias, int64_t rows,
+                          int64_t size, double eps, void *scratch) {
+  if (size == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    auto *stats = static_cast<double *>(scratch);
+    if (rows > 0) {
+      layerNormGradRowsKernel<D><<<blocksFor(rows), kThreads, 0, l.stream>>>(
+          dy, x, weight, dx, rows, size, static_cast<ComputeT<D>>(eps), stats);
+      cudaError_t err = cudaGetLastError();
+      if (err != cudaSuccess)
+        return err;
+    }
+    layerNormGradParamsKernel<D>
+        <<<blocksFor(size), kThreads, 0, l.stream>>>(dy, x, dWeight, dBias, rows, size, stats);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t mseLoss(const Launch &l, DType t, const void *input, const void *target, void *out,
+                    int64_t n) {
+  return withFloat(t, [&](auto tag) {
+    mseLossKernel<decltype(tag)::value><<<1, kThreads, 0, l.stream>>>(input, target, out, n);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t mseLossGrad(const Launch &l, DType t, const void *dy, const void *input,
+                        const void *target, void *dx, int64_t n) {
+  if (n == 0)
+    return cudaSuccess;
+  return withFloat(t, [&](auto tag) {
+    mseLossGradKernel<decltype(tag)::value>
+        <<<blocksFor(n), kThreads, 0, l.stream>>>(dy, input, target, dx, n);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t crossEntropy(const Launch &l, DType t, const void *logits, const void *labels,
+                         void *out, const CrossEntropyShape &s) {
+  return withFloat(t, [&](auto tag) {
+    crossEntropyKernel<decltype(tag)::value><<<1, kThreads, 0, l.stream>>>(logits, labels, out, s);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t crossEntropyGrad(const Launch &l, DType t, const void *dy, const void *logits,
+                             const void *labels, void *dx, const CrossEntropyShape &s,
+                             void *scratch) {
+  auto *counts = static_cast<long long *>(scratch);
+  countLabelsKernel<<<1, kThreads, 0, l.stream>>>(labels, s, counts);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess || s.rows == 0)
+    return err;
+  return withFloat(t, [&](auto tag) {
+    crossEntropyGradKernel<decltype(tag)::value>
+        <<<blocksFor(s.rows), kThreads, 0, l.stream>>>(dy, logits, labels, dx, s, counts);
+    return cudaGetLastError();
+  });
+}
+
+} // namespace ampc::kernels::cuda

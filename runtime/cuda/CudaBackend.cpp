@@ -1,0 +1,481 @@
+//===- CudaBackend.cpp - Device discovery, memory, transfers, graphs -------===//
+//
+// One device (0), one stream. Arenas are one cudaMalloc each (Program asks
+// for exactly two, sized by the memory plan). Host <-> device copies go on
+// the stream; copyToHost waits for it. A step runs eagerly the first time;
+// from the second step on, while the same schedule positions run (the cast
+// cache serves the same casts), the step is captured once into a CUDA graph
+// and replayed with one cudaGraphLaunch. A step holding a host fallback
+// node is never captured.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaBackend.h"
+
+#include "runtime/cuda/CudaContext.h"
+
+#include "kernels/custom/CustomKernels.h"
+#include "kernels/reference/ReferenceKernels.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace ampc::cuda {
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+void fatal(const std::string &message) {
+  llvm::errs() << "error: cuda: " << message << "\n";
+  llvm::errs().flush();
+  std::exit(1);
+}
+
+std::string errorText(cudaError_t e) {
+  return "error " + std::to_string(static_cast<int>(e)) + " (" + cudaGetErrorName(e) + ": " +
+         cudaGetErrorString(e) + ")";
+}
+
+std::string errorText(cublasStatus_t s) {
+  return "status " + std::to_string(static_cast<int>(s)) + " (" + cublasGetStatusName(s) + ": " +
+         cublasGetStatusString(s) + ")";
+}
+
+std::string errorText(cudnnStatus_t s) {
+  return "status " + std::to_string(static_cast<int>(s)) + " (" + cudnnGetErrorString(s) + ")";
+}
+
+template <class Status> static void failWith(Status s, const char *what, const Node *node) {
+  std::string where;
+  if (node) {
+    where = " on " + node->opName().str();
+    if (node->numResults())
+      where += " (%" + node->result()->name().str() + ")";
+  }
+  fatal(std::string(what) + " failed" + where + ": " + errorText(s));
+}
+
+void check(cudaError_t e, const char *what, const Node *node) {
+  if (e != cudaSuccess)
+    failWith(e, what, node);
+}
+void check(cublasStatus_t s, const char *what, const Node *node) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    failWith(s, what, node);
+}
+void check(cudnnStatus_t s, const char *what, const Node *node) {
+  if (s != CUDNN_STATUS_SUCCESS)
+    failWith(s, what, node);
+}
+
+//===----------------------------------------------------------------------===//
+// Discovery
+//===----------------------------------------------------------------------===//
+
+bool probeDevice(std::string &why, std::string *description) {
+  struct Probe {
+    bool ok = false;
+    std::string why, description;
+  };
+  static const Probe probe = [] {
+    Probe p;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      cudaGetLastError(); // clear the sticky error
+      p.why = "no CUDA device (cudaGetDeviceCount: error " + std::to_string(static_cast<int>(e)) +
+              ", " + cudaGetErrorString(e) + ")";
+      return p;
+    }
+    if (count == 0) {
+      p.why = "no CUDA device (cudaGetDeviceCount found 0)";
+      return p;
+    }
+    cudaDeviceProp prop;
+    if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess) {
+      p.why = "CUDA device 0 does not answer (cudaGetDeviceProperties: " + errorText(e) + ")";
+      return p;
+    }
+    if (prop.major < 8) {
+      p.why = std::string("CUDA device 0 (") + prop.name + ", sm_" + std::to_string(prop.major) +
+              std::to_string(prop.minor) + ") is older than sm_80, which ampc is built for";
+      return p;
+    }
+    p.ok = true;
+    p.description = std::string(prop.name) + ", sm_" + std::to_string(prop.major) +
+                    std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) +
+                    " GiB";
+    return p;
+  }();
+  if (!probe.ok)
+    why = probe.why;
+  else if (description)
+    *description = probe.description;
+  return probe.ok;
+}
+
+CudaOptions CudaOptions::fromEnvironment() {
+  CudaOptions o;
+  auto flag = [](const char *name, bool fallback) {
+    const char *v = std::getenv(name);
+    if (!v || !*v)
+      return fallback;
+    return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 ||
+             std::strcmp(v, "false") == 0);
+  };
+  o.allowTf32 = flag("AMPC_CUDA_TF32", false);
+  o.cudaGraphs = flag("AMPC_CUDA_GRAPHS", true);
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// Context
+//===----------------------------------------------------------------------===//
+
+bool CudaContext::reserveWorkspace(size_t bytes, std::string &err) {
+  if (bytes <= workspaceBytes)
+    return true;
+  if (workspace)
+    check(cudaFree(workspace), "cudaFree (workspace)");
+  workspace = nullptr;
+  workspaceBytes = 0;
+  cudaError_t e = cudaMalloc(&workspace, bytes);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    err = "cannot allocate " + std::to_string(bytes) + " bytes of cuDNN workspace: " + errorText(e);
+    return false;
+  }
+  workspaceBytes = bytes;
+  return true;
+}
+
+void *CudaContext::allocateScratch(size_t bytes, const Node &n) {
+  void *p = nullptr;
+  check(cudaMalloc(&p, bytes ? bytes : 16), "cudaMalloc (node scratch)", &n);
+  return p;
+}
+
+DeviceScratch::~DeviceScratch() {
+  if (ptr)
+    cudaFree(ptr);
+}
+
+//===----------------------------------------------------------------------===//
+// The host fallback
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+class HostFallbackKernel final : public kernels::NodeKernel {
+public:
+  HostFallbackKernel(CudaContext &ctx, std::unique_ptr<kernels::NodeKernel> host)
+      : ctx_(ctx), host_(std::move(host)) {}
+
+  void run(const kernels::KernelArgs &args) override {
+    if (ctx_.capturing) {
+      ctx_.captureFailed = true;
+      return;
+    }
+    const Node *n = args.node;
+    prepareBuffers(args);
+    for (size_t i = 0; i < args.inputs.size(); ++i)
+      copyIn(args.inputs[i], inputs_[i], n);
+    check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize (host fallback)", n);
+    // Results that share a buffer with an operand (in-place updates) start
+    // from the operand's value, as they would on the device.
+    for (size_t o = 0; o < args.outputs.size(); ++o) {
+      for (size_t i = 0; i < args.inputs.size(); ++i)
+        if (args.outputs[o].data == args.inputs[i].data) {
+          std::memcpy(outputs_[o].get(), inputs_[i].get(), bytesOf(args.outputs[o]));
+          break;
+        }
+    }
+    kernels::KernelArgs host = args;
+    host.inputs = hostIn_;
+    host.outputs = hostOut_;
+    host_->run(host);
+    for (size_t o = 0; o < args.outputs.size(); ++o)
+      if (size_t bytes = bytesOf(args.outputs[o]))
+        check(cudaMemcpyAsync(args.outputs[o].data, outputs_[o].get(), bytes,
+                              cudaMemcpyHostToDevice, ctx_.stream),
+              "cudaMemcpyAsync (host fallback result)", n);
+    // The source buffers are reused next step: wait for the copies.
+    check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize (host fallback)", n);
+  }
+
+private:
+  static size_t bytesOf(const kernels::TensorArg &t) {
+    return static_cast<size_t>(t.type->sizeInBytes());
+  }
+  void copyIn(const kernels::TensorArg &t, std::unique_ptr<char[]> &buffer, const Node *n) {
+    if (size_t bytes = bytesOf(t))
+      check(cudaMemcpyAsync(buffer.get(), t.data, bytes, cudaMemcpyDeviceToHost, ctx_.stream),
+            "cudaMemcpyAsync (host fallback operand)", n);
+  }
+  void prepareBuffers(const kernels::KernelArgs &args) {
+    if (!hostIn_.empty() || !hostOut_.empty() || (args.inputs.empty() && args.outputs.empty()))
+      return;
+    for (const kernels::TensorArg &t : args.inputs) {
+      inputs_.push_back(std::make_unique<char[]>(bytesOf(t) + 64));
+      hostIn_.push_back({inputs_.back().get(), t.type});
+    }
+    for (const kernels::TensorArg &t : args.outputs) {
+      outputs_.push_back(std::make_unique<char[]>(bytesOf(t) + 64));
+      hostOut_.push_back({outputs_.back().get(), t.type});
+    }
+  }
+
+  CudaContext &ctx_;
+  std::unique_ptr<kernels::NodeKernel> host_;
+  std::vector<std::unique_ptr<char[]>> inputs_, outputs_;
+  std::vector<kernels::TensorArg> hostIn_, hostOut_;
+};
+
+} // namespace
+
+std::unique_ptr<kernels::NodeKernel> makeHostFallback(CudaContext &ctx, const Node &n,
+                                                      std::unique_ptr<kernels::NodeKernel> host) {
+  if (!host)
+    return nullptr;
+  return std::make_unique<HostFallbackKernel>(ctx, std::move(host));
+}
+
+//===----------------------------------------------------------------------===//
+// The backend
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+class CudaBackend final : public Backend {
+public:
+  explicit CudaBackend(const CudaOptions &opts) : opts_(opts) { ctx_.allowTf32 = opts.allowTf32; }
+  ~CudaBackend() override {
+    for (auto &entry : graphs_)
+      if (entry.second.exec)
+        cudaGraphExecDestroy(entry.second.exec);
+    if (!initialized_)
+      return;
+    cudaStreamSynchronize(ctx_.stream);
+    if (ctx_.cudnn)
+      cudnnDestroy(ctx_.cudnn);
+    if (ctx_.cublas)
+      cublasDestroy(ctx_.cublas);
+    cudaFree(ctx_.workspace);
+    cudaFree(ctx_.cublasWorkspace);
+    cudaFree(ctx_.deviceStep);
+    cudaStreamDestroy(ctx_.stream);
+  }
+
+  llvm::StringRef name() const override { return "cuda"; }
+  bool supports(const OpInfo &op, DType dtype) const override {
+    // Every op runs: natively, or through the host fallback.
+    if (op.kind == OpKind::Custom)
+      return kernels::customKernelSupports(op, dtype);
+    return kernels::referenceSupports(op, dtype);
+  }
+  kernels::KernelFn kernelFor(const Node &n) const override {
+    return kernels::referenceKernel(n.kind());
+  }
+  std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override {
+    std::string err;
+    if (!initialize(err)) {
+      llvm::errs() << "error: cuda: " << err << "\n";
+      return nullptr;
+    }
+    if (n.kind() == OpKind::Custom)
+      return makeHostFallback(ctx_, n, kernels::prepareCustomCpuKernel(n));
+    if (std::unique_ptr<kernels::NodeKernel> k = prepareCudaKernel(ctx_, n))
+      return k;
+    return makeHostFallback(ctx_, n, Backend::prepare(n));
+  }
+
+  void *allocate(size_t bytes) override {
+    std::string err;
+    if (!initialize(err)) {
+      llvm::errs() << "error: cuda: " << err << "\n";
+      return nullptr;
+    }
+    void *p = nullptr;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 64);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      llvm::errs() << "error: cuda: cudaMalloc of " << bytes << " bytes failed: " << errorText(e)
+                   << "\n";
+      return nullptr;
+    }
+    sizes_[p] = bytes;
+    inUse_ += bytes;
+    return p;
+  }
+  void deallocate(void *p) override {
+    auto it = sizes_.find(p);
+    if (it == sizes_.end())
+      return;
+    inUse_ -= it->second;
+    sizes_.erase(it);
+    // Kernels may still be using it.
+    check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize (free)");
+    check(cudaFree(p), "cudaFree");
+  }
+  bool hostAccessible() const override { return false; }
+  uint64_t bytesInUse() const override { return inUse_; }
+
+  void copyToBackend(void *dst, const void *hostSrc, size_t bytes) override {
+    if (bytes)
+      check(cudaMemcpyAsync(dst, hostSrc, bytes, cudaMemcpyHostToDevice, ctx_.stream),
+            "cudaMemcpyAsync (host to device)");
+  }
+  void copyToHost(void *hostDst, const void *src, size_t bytes) override {
+    if (!bytes)
+      return;
+    check(cudaMemcpyAsync(hostDst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream),
+          "cudaMemcpyAsync (device to host)");
+    check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize (device to host)");
+  }
+  void copyWithin(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx_.stream),
+            "cudaMemcpyAsync (device to device)");
+  }
+
+  void runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
+               llvm::function_ref<void()> issue) override {
+    // The step word: a pageable copy returns once the source is staged.
+    hostStep_ = step;
+    check(cudaMemcpyAsync(ctx_.deviceStep, &hostStep_, sizeof hostStep_, cudaMemcpyHostToDevice,
+                          ctx_.stream),
+          "cudaMemcpyAsync (step)");
+    ProgramGraph &g = graphs_[program];
+    bool same = g.exec && llvm::ArrayRef<unsigned>(g.positions) == positions;
+    if (opts_.cudaGraphs && g.capturable && same) {
+      check(cudaGraphLaunch(g.exec, ctx_.stream), "cudaGraphLaunch");
+      return;
+    }
+    // The first step runs eagerly (it fills caches and sizes nothing
+    // lazily, but a failure shows up outside a capture); later ones are
+    // captured while the positions stay the same.
+    if (!opts_.cudaGraphs || !g.capturable || g.steps++ == 0) {
+      issue();
+      return;
+    }
+    if (g.exec) {
+      check(cudaGraphExecDestroy(g.exec), "cudaGraphExecDestroy");
+      g.exec = nullptr;
+    }
+    check(cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
+    ctx_.capturing = true;
+    ctx_.captureFailed = false;
+    issue();
+    ctx_.capturing = false;
+    cudaGraph_t graph = nullptr;
+    cudaError_t ended = cudaStreamEndCapture(ctx_.stream, &graph);
+    cudaError_t made = cudaSuccess;
+    if (ended == cudaSuccess && !ctx_.captureFailed)
+      made = cudaGraphInstantiate(&g.exec, graph, 0);
+    if (graph)
+      cudaGraphDestroy(graph);
+    if (ended != cudaSuccess || made != cudaSuccess || ctx_.captureFailed) {
+      // A host fallback node, or a call that cannot be captured: nothing
+      // ran during the capture. Run eagerly now and from here on.
+      if (ended != cudaSuccess || made != cudaSuccess) {
+        cudaGetLastError();
+        llvm::errs() << "warning: cuda: the step could not be captured into a CUDA graph ("
+                     << errorText(ended != cudaSuccess ? ended : made)
+                     << "); running it without graphs\n";
+      }
+      g.exec = nullptr;
+      g.capturable = false;
+      issue();
+      return;
+    }
+    g.positions.assign(positions.begin(), positions.end());
+    check(cudaGraphLaunch(g.exec, ctx_.stream), "cudaGraphLaunch");
+  }
+  void forgetProgram(const void *program) override {
+    auto it = graphs_.find(program);
+    if (it == graphs_.end())
+      return;
+    if (it->second.exec)
+      cudaGraphExecDestroy(it->second.exec);
+    graphs_.erase(it);
+  }
+  void synchronize() override {
+    check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize (end of step)");
+  }
+
+private:
+  struct ProgramGraph {
+    cudaGraphExec_t exec = nullptr;
+    std::vector<unsigned> positions;
+    uint64_t steps = 0;
+    bool capturable = true;
+  };
+
+  /// Creates the stream and library handles on first use, so that merely
+  /// creating the backend (the passes ask it what it supports) touches
+  /// nothing.
+  bool initialize(std::string &err) {
+    if (initialized_)
+      return initError_.empty() || (err = initError_, false);
+    initialized_ = true;
+    auto fail = [&](const std::string &what) {
+      initError_ = what;
+      err = what;
+      return false;
+    };
+    cudaError_t e;
+    if ((e = cudaSetDevice(0)) != cudaSuccess)
+      return fail("cudaSetDevice(0) failed: " + errorText(e));
+    if ((e = cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking)) != cudaSuccess)
+      return fail("cudaStreamCreate failed: " + errorText(e));
+    if ((e = cudaMalloc(reinterpret_cast<void **>(&ctx_.deviceStep), sizeof(uint64_t))) !=
+        cudaSuccess)
+      return fail("cudaMalloc (step word) failed: " + errorText(e));
+    cublasStatus_t s;
+    if ((s = cublasCreate(&ctx_.cublas)) != CUBLAS_STATUS_SUCCESS)
+      return fail("cublasCreate failed: " + errorText(s));
+    if ((s = cublasSetStream(ctx_.cublas, ctx_.stream)) != CUBLAS_STATUS_SUCCESS)
+      return fail("cublasSetStream failed: " + errorText(s));
+    // f32 accumulation all the way, also in split-K reductions of half GEMMs.
+    if ((s = cublasSetMathMode(
+             ctx_.cublas,
+             static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                       CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))) !=
+        CUBLAS_STATUS_SUCCESS)
+      return fail("cublasSetMathMode failed: " + errorText(s));
+    constexpr size_t kCublasWorkspace = size_t(32) << 20;
+    if ((e = cudaMalloc(&ctx_.cublasWorkspace, kCublasWorkspace)) != cudaSuccess)
+      return fail("cudaMalloc (cuBLAS workspace) failed: " + errorText(e));
+    if ((s = cublasSetWorkspace(ctx_.cublas, ctx_.cublasWorkspace, kCublasWorkspace)) !=
+        CUBLAS_STATUS_SUCCESS)
+      return fail("cublasSetWorkspace failed: " + errorText(s));
+    cudnnStatus_t d;
+    if ((d = cudnnCreate(&ctx_.cudnn)) != CUDNN_STATUS_SUCCESS)
+      return fail("cudnnCreate failed: " + errorText(d));
+    if ((d = cudnnSetStream(ctx_.cudnn, ctx_.stream)) != CUDNN_STATUS_SUCCESS)
+      return fail("cudnnSetStream failed: " + errorText(d));
+    return true;
+  }
+
+  CudaOptions opts_;
+  CudaContext ctx_;
+  bool initialized_ = false;
+  std::string initError_;
+  llvm::DenseMap<void *, uint64_t> sizes_;
+  uint64_t inUse_ = 0;
+  uint64_t hostStep_ = 0;
+  llvm::DenseMap<const void *, ProgramGraph> graphs_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCudaBackend(const CudaOptions &opts) {
+  return std::make_unique<CudaBackend>(opts);
+}
+
+} // namespace ampc::cuda

@@ -1,0 +1,103 @@
+//===- CudaContext.h - What every CUDA node kernel shares -----------------===//
+//
+// The stream every kernel, copy and library call goes to (one stream: the
+// schedule is sequential), the cuBLAS and cuDNN handles bound to it, a
+// workspace sized at compile time for the largest cuDNN need, and the device
+// word holding the current step (kernels read the step there, so a captured
+// CUDA graph replays with the current one).
+//
+// Errors: every CUDA, cuBLAS and cuDNN status is checked. At compile time
+// (prepare) a failure is reported and the node gets no kernel; during a
+// step there is no way back to the caller, so cuda::fatal prints which call
+// failed on which node and exits with status 1.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_CUDA_CUDACONTEXT_H
+#define AMPC_RUNTIME_CUDA_CUDACONTEXT_H
+
+#include "ir/Graph.h"
+#include "kernels/KernelArgs.h"
+#include "kernels/cuda/CudaKernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ampc::cuda {
+
+[[noreturn]] void fatal(const std::string &message);
+
+std::string errorText(cudaError_t e);
+std::string errorText(cublasStatus_t s);
+std::string errorText(cudnnStatus_t s);
+
+/// Exits with a message naming `what` (and `node`, when given) unless ok.
+void check(cudaError_t e, const char *what, const Node *node = nullptr);
+void check(cublasStatus_t s, const char *what, const Node *node = nullptr);
+void check(cudnnStatus_t s, const char *what, const Node *node = nullptr);
+
+struct CudaContext {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  /// The current step, on the device.
+  uint64_t *deviceStep = nullptr;
+  /// cuBLAS's own workspace (set with cublasSetWorkspace: no allocation
+  /// inside a captured graph).
+  void *cublasWorkspace = nullptr;
+  /// Shared cuDNN workspace, grown at compile time (never during a step).
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  bool allowTf32 = false;
+  /// Set while a step is being captured into a CUDA graph: a node kernel
+  /// that cannot be captured (the host fallback) sets captureFailed and
+  /// does nothing; the backend then runs the step eagerly.
+  bool capturing = false;
+  bool captureFailed = false;
+
+  kernels::cuda::Launch launch() const { return {stream, deviceStep}; }
+  /// Makes the shared workspace at least `bytes` (compile time only).
+  bool reserveWorkspace(size_t bytes, std::string &err);
+  /// Device scratch for one node (freed with the kernel).
+  static void *allocateScratch(size_t bytes, const Node &n);
+};
+
+/// Device scratch owned by a node kernel.
+struct DeviceScratch {
+  void *ptr = nullptr;
+  DeviceScratch() = default;
+  DeviceScratch(size_t bytes, const Node &n) : ptr(CudaContext::allocateScratch(bytes, n)) {}
+  DeviceScratch(const DeviceScratch &) = delete;
+  DeviceScratch &operator=(const DeviceScratch &) = delete;
+  ~DeviceScratch();
+};
+
+/// The CUDA node kernel for `n`, or nullptr where the op has no CUDA kernel
+/// for these dtypes/attributes (the backend then uses the host fallback).
+/// CudaKernelTable.cpp; GEMMs in GemmKernels.cpp; cuDNN in CudnnKernels.cpp.
+std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const Node &n);
+std::unique_ptr<kernels::NodeKernel> prepareGemmKernel(CudaContext &ctx, const Node &n);
+std::unique_ptr<kernels::NodeKernel> prepareCudnnKernel(CudaContext &ctx, const Node &n);
+
+/// Runs `host` (a reference or custom CPU kernel) on host copies of the
+/// operands and copies the results back: slow, but every op runs.
+std::unique_ptr<kernels::NodeKernel> makeHostFallback(CudaContext &ctx, const Node &n,
+                                                      std::unique_ptr<kernels::NodeKernel> host);
+
+/// Helpers for the tables.
+inline kernels::cuda::Tensor tensorOf(const kernels::TensorArg &t) {
+  return {t.data, t.dtype(), t.numElements()};
+}
+inline kernels::cuda::MutableTensor mutableOf(const kernels::TensorArg &t) {
+  return {t.data, t.dtype(), t.numElements()};
+}
+inline kernels::cuda::Scalar scalarOf(const kernels::TensorArg &t) { return {t.data, t.dtype()}; }
+
+} // namespace ampc::cuda
+
+#endif

@@ -1,0 +1,595 @@
+//===- CudaKernelTable.cpp - OpKind -> CUDA node kernel --------------------===//
+//
+// Per node, at compile time: the shapes and attributes each launcher of
+// kernels/cuda needs, captured once; run() only launches. GEMMs go to
+// GemmKernels.cpp (cuBLAS), convolutions and batchnorm to CudnnKernels.cpp
+// (cuDNN). An op listed as "host fallback" below returns nullptr and the
+// backend runs its reference kernel on host copies (docs/cuda.md lists them).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaContext.h"
+
+#include "kernels/common/OptimizerMath.h"
+#include "kernels/common/Random.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ampc::cuda {
+
+namespace kc = kernels::cuda;
+using kernels::KernelArgs;
+
+namespace {
+
+/// A node kernel from a launcher closure; a failing launch is fatal with
+/// the op's name.
+class LaunchKernel final : public kernels::NodeKernel {
+public:
+  using Fn = std::function<cudaError_t(const KernelArgs &, const kc::Launch &)>;
+  LaunchKernel(CudaContext &ctx, std::string what, Fn fn)
+      : ctx_(ctx), what_(std::move(what)), fn_(std::move(fn)) {}
+  void run(const KernelArgs &a) override { check(fn_(a, ctx_.launch()), what_.c_str(), a.node); }
+
+private:
+  CudaContext &ctx_;
+  std::string what_;
+  Fn fn_;
+};
+
+std::unique_ptr<kernels::NodeKernel> make(CudaContext &ctx, const Node &n, LaunchKernel::Fn fn) {
+  return std::make_unique<LaunchKernel>(ctx, "launch of the " + n.opName().str() + " kernel",
+                                        std::move(fn));
+}
+
+bool floating(DType t) { return isFloating(t); }
+
+unsigned normalizeDim(int64_t dim, size_t rank) {
+  return static_cast<unsigned>(dim < 0 ? dim + static_cast<int64_t>(rank) : dim);
+}
+
+kc::AxisShape axisShape(llvm::ArrayRef<int64_t> dims, int64_t dim) {
+  unsigned axis = normalizeDim(dim, dims.size());
+  kc::AxisShape s;
+  for (unsigned d = 0; d < dims.size(); ++d) {
+    if (d < axis)
+      s.outer *= dims[d];
+    else if (d == axis)
+      s.size = dims[d];
+    else
+      s.inner *= dims[d];
+  }
+  return s;
+}
+
+/// Numpy broadcasting strides of `dims` against `outDims`; false when the
+/// rank is beyond what the kernels take.
+bool broadcastShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
+                    llvm::ArrayRef<int64_t> out, kc::BroadcastShape &s) {
+  if (out.size() > static_cast<size_t>(kc::kMaxRank))
+    return false;
+  s.rank = static_cast<int>(out.size());
+  auto strides = [&](llvm::ArrayRef<int64_t> dims, int64_t *result) {
+    size_t offset = out.size() - dims.size();
+    int64_t stride = 1;
+    for (size_t d = 0; d < out.size(); ++d)
+      result[d] = 0;
+    for (size_t d = dims.size(); d-- > 0;) {
+      result[d + offset] = dims[d] == 1 && out[d + offset] != 1 ? 0 : stride;
+      stride *= dims[d];
+    }
+  };
+  for (size_t d = 0; d < out.size(); ++d)
+    s.outDims[d] = out[d];
+  strides(lhs, s.lhsStrides);
+  strides(rhs, s.rhsStrides);
+  return true;
+}
+
+bool permuteShape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<unsigned> perm, kc::PermuteShape &s) {
+  if (in.size() > static_cast<size_t>(kc::kMaxRank))
+    return false;
+  std::vector<int64_t> inStrides(in.size(), 1);
+  for (size_t d = in.size(); d-- > 1;)
+    inStrides[d - 1] = inStrides[d] * in[d];
+  s.rank = static_cast<int>(in.size());
+  for (size_t d = 0; d < perm.size(); ++d) {
+    s.outDims[d] = in[perm[d]];
+    s.inStrides[d] = inStrides[perm[d]];
+  }
+  return true;
+}
+
+bool reduceShape(const Node &n, kc::ReduceShape &s) {
+  llvm::ArrayRef<int64_t> dims = n.operand(0)->type().dims();
+  if (dims.size() > static_cast<size_t>(kc::kMaxRank))
+    return false;
+  const std::vector<int64_t> &axes = n.attr("dims").getInts();
+  std::vector<bool> reduced(dims.size(), axes.empty());
+  for (int64_t d : axes)
+    reduced[normalizeDim(d, dims.size())] = true;
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * dims[d];
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (reduced[d]) {
+      s.reducedDims[s.reducedRank] = dims[d];
+      s.reducedStrides[s.reducedRank++] = strides[d];
+      s.reducedCount *= dims[d];
+    } else {
+      s.keptDims[s.keptRank] = dims[d];
+      s.keptStrides[s.keptRank++] = strides[d];
+      s.outputs *= dims[d];
+    }
+  }
+  return true;
+}
+
+bool poolShape(const Node &n, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y,
+               kc::PoolShape &s) {
+  const std::vector<int64_t> &kernel = n.attr("kernel").getInts();
+  std::vector<int64_t> stride = n.attr("stride").getInts();
+  const std::vector<int64_t> &padding = n.attr("padding").getInts();
+  if (stride.empty())
+    stride = kernel;
+  if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2 || x.size() != 4)
+    return false;
+  s.planes = x[0] * x[1];
+  s.inH = x[2];
+  s.inW = x[3];
+  s.outH = y[2];
+  s.outW = y[3];
+  for (int d = 0; d < 2; ++d) {
+    s.kernel[d] = kernel[d];
+    s.stride[d] = stride[d];
+    s.padding[d] = padding[d];
+  }
+  if (const Attribute *a = n.findAttr("count_include_pad"))
+    s.countIncludePad = a->getBool();
+  return true;
+}
+
+/// unary ops: y = op(x).
+std::unique_ptr<kernels::NodeKernel> unaryKernel(CudaContext &ctx, const Node &n, kc::UnaryOp op,
+                                                 double factor = 0) {
+  DType t = n.operand(0)->dtype();
+  if (!floating(t))
+    return nullptr;
+  return make(ctx, n, [op, t, factor](const KernelArgs &a, const kc::Launch &l) {
+    return kc::unary(l, op, t, a.in(0).data, a.out().data, a.out().numElements(), factor);
+  });
+}
+
+std::unique_ptr<kernels::NodeKernel> gradKernel(CudaContext &ctx, const Node &n, kc::GradOp op) {
+  DType t = n.result()->dtype();
+  if (!floating(t) || n.operand(0)->dtype() != t || n.operand(1)->dtype() != t)
+    return nullptr;
+  return make(ctx, n, [op, t](const KernelArgs &a, const kc::Launch &l) {
+    return kc::unaryGrad(l, op, t, a.in(0).data, a.in(1).data, a.out().data, a.out().numElements());
+  });
+}
+
+std::unique_ptr<kernels::NodeKernel> binaryKernel(CudaContext &ctx, const Node &n,
+                                                  kc::BinaryOp op) {
+  DType t = n.result()->dtype();
+  kc::BroadcastShape s;
+  if (!floating(t) || n.operand(0)->dtype() != t || n.operand(1)->dtype() != t ||
+      !broadcastShape(n.operand(0)->type().dims(), n.operand(1)->type().dims(),
+                      n.result()->type().dims(), s))
+    return nullptr;
+  return make(ctx, n, [op, t, s](const KernelArgs &a, const kc::Launch &l) {
+    return kc::binary(l, op, t, a.in(0).data, a.in(1).data, a.out().data, a.out().numElements(), s);
+  });
+}
+
+std::unique_ptr<kernels::NodeKernel> copyKernel(CudaContext &ctx, const Node &n) {
+  return make(ctx, n, [](const KernelArgs &a, const kc::Launch &l) {
+    size_t bytes = static_cast<size_t>(a.out().type->sizeInBytes());
+    if (bytes == 0 || a.in(0).data == a.out().data)
+      return cudaSuccess;
+    return cudaMemcpyAsync(a.out().data, a.in(0).data, bytes, cudaMemcpyDeviceToDevice, l.stream);
+  });
+}
+
+std::unique_ptr<kernels::NodeKernel> permuteKernel(CudaContext &ctx, const Node &n,
+                                                   llvm::ArrayRef<unsigned> perm) {
+  kc::PermuteShape s;
+  if (!permuteShape(n.operand(0)->type().dims(), perm, s))
+    return nullptr;
+  unsigned size = dtypeSize(n.operand(0)->dtype());
+  return make(ctx, n, [s, size](const KernelArgs &a, const kc::Launch &l) {
+    return kc::permute(l, size, a.in(0).data, a.out().data, a.out().numElements(), s);
+  });
+}
+
+/// sgd_update / sgd_momentum_update / adam_update (operand layout:
+/// ir/ops/Optimizer.cpp, as the reference reads it).
+std::unique_ptr<kernels::NodeKernel> updateKernel(CudaContext &ctx, const Node &n,
+                                                  kc::UpdateKind kind) {
+  unsigned numState = kind == kc::UpdateKind::Sgd ? 0 : kind == kc::UpdateKind::SgdMomentum ? 1 : 2;
+  unsigned lrIndex = kind == kc::UpdateKind::Sgd ? 2 : kind == kc::UpdateKind::SgdMomentum ? 4 : 5;
+  kc::UpdateArgs base;
+  base.kind = kind;
+  base.numState = static_cast<int>(numState);
+  base.accumulate = n.attr("accumulate").getInt();
+  base.weightDecay = n.attr("weight_decay").getFloat();
+  if (kind == kc::UpdateKind::SgdMomentum) {
+    base.momentum = n.attr("momentum").getFloat();
+    base.dampening = n.attr("dampening").getFloat();
+    base.nesterov = n.attr("nesterov").getBool();
+  }
+  if (kind == kc::UpdateKind::Adam) {
+    base.beta1 = n.attr("beta1").getFloat();
+    base.beta2 = n.attr("beta2").getFloat();
+    base.eps = n.attr("eps").getFloat();
+    base.decoupledWeightDecay = n.attr("decoupled_weight_decay").getBool();
+  }
+  unsigned numOperands = n.numOperands();
+  return make(ctx, n,
+              [base, numState, lrIndex, numOperands](const KernelArgs &a, const kc::Launch &l) {
+                kc::UpdateArgs u = base;
+                u.param = tensorOf(a.in(0));
+                u.grad = tensorOf(a.in(1));
+                u.paramOut = mutableOf(a.out(0));
+                for (unsigned s = 0; s < numState; ++s) {
+                  u.state[s] = tensorOf(a.in(2 + s));
+                  u.stateOut[s] = mutableOf(a.out(1 + s));
+                }
+                if (numState > 0)
+                  u.stepCount = scalarOf(a.in(lrIndex - 1));
+                u.lr = scalarOf(a.in(lrIndex));
+                if (numOperands > lrIndex + 1)
+                  u.gradScale = scalarOf(a.in(lrIndex + 1));
+                if (numOperands > lrIndex + 2)
+                  u.skip = scalarOf(a.in(lrIndex + 2));
+                if (numOperands > lrIndex + 3) {
+                  u.modelParam = tensorOf(a.in(lrIndex + 3));
+                  u.modelOut = mutableOf(a.outputs.back());
+                }
+                return kc::optimizerUpdate(l, u);
+              });
+}
+
+} // namespace
+
+std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const Node &n) {
+  auto inType = [&](unsigned i) -> const TensorType & { return n.operand(i)->type(); };
+  auto outType = [&](unsigned i) -> const TensorType & { return n.result(i)->type(); };
+  switch (n.kind()) {
+  // cuBLAS.
+  case OpKind::Linear:
+  case OpKind::MatMul:
+  case OpKind::BatchMatMul:
+    return prepareGemmKernel(ctx, n);
+  // cuDNN.
+  case OpKind::Conv2d:
+  case OpKind::Conv2dGradInput:
+  case OpKind::Conv2dGradWeight:
+  case OpKind::BatchNorm2d:
+  case OpKind::BatchNorm2dGrad:
+    return prepareCudnnKernel(ctx, n);
+
+  case OpKind::LayerNorm: {
+    DType t = inType(0).dtype();
+    int64_t size = inType(1).numElements();
+    if (!floating(t) || size == 0)
+      return nullptr;
+    int64_t rows = inType(0).numElements() / size;
+    double eps = n.attr("eps").getNumber();
+    return make(ctx, n, [t, rows, size, eps](const KernelArgs &a, const kc::Launch &l) {
+      return kc::layerNorm(l, t, a.in(0).data, tensorOf(a.in(1)), tensorOf(a.in(2)), a.out().data,
+                           rows, size, eps);
+    });
+  }
+  case OpKind::LayerNormGrad: {
+    DType t = inType(1).dtype();
+    int64_t size = inType(2).numElements();
+    if (!floating(t) || size == 0 || inType(0).dtype() != t)
+      return nullptr;
+    int64_t rows = inType(1).numElements() / size;
+    double eps = n.attr("eps").getNumber();
+    auto scratch = std::make_shared<DeviceScratch>(kc::layerNormScratchBytes(rows), n);
+    return make(ctx, n, [t, rows, size, eps, scratch](const KernelArgs &a, const kc::Launch &l) {
+      return kc::layerNormGrad(l, t, a.in(0).data, a.in(1).data, tensorOf(a.in(2)), a.out(0).data,
+                               mutableOf(a.out(1)), mutableOf(a.out(2)), rows, size, eps,
+                               scratch->ptr);
+    });
+  }
+
+  // Activations.
+  case OpKind::Relu:
+    return unaryKernel(ctx, n, kc::UnaryOp::Relu);
+  case OpKind::Gelu:
+    return unaryKernel(ctx, n,
+                       n.attr("approximate").getString() == "tanh" ? kc::UnaryOp::GeluTanh
+                                                                   : kc::UnaryOp::GeluErf);
+  case OpKind::Sigmoid:
+    return unaryKernel(ctx, n, kc::UnaryOp::Sigmoid);
+  case OpKind::Tanh:
+    return unaryKernel(ctx, n, kc::UnaryOp::Tanh);
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax: {
+    DType t = inType(0).dtype();
+    if (!floating(t))
+      return nullptr;
+    kc::AxisShape s = axisShape(inType(0).dims(), n.attr("dim").getInt());
+    bool log = n.kind() == OpKind::LogSoftmax;
+    return make(ctx, n, [t, s, log](const KernelArgs &a, const kc::Launch &l) {
+      return kc::softmax(l, t, a.in(0).data, a.out().data, s, log);
+    });
+  }
+  case OpKind::Dropout: {
+    DType t = inType(0).dtype();
+    if (!floating(t))
+      return nullptr;
+    double p = n.attr("p").getFloat();
+    bool training = n.attr("training").getBool();
+    int64_t attrSeed = n.attr("seed").getInt();
+    return make(ctx, n, [t, p, training, attrSeed](const KernelArgs &a, const kc::Launch &l) {
+      uint64_t seed = kernels::opSeed(a.runSeed, static_cast<uint64_t>(attrSeed));
+      return kc::dropout(l, t, a.in(0).data, a.out().data, a.out().numElements(), p, training,
+                         seed);
+    });
+  }
+
+  // Elementwise arithmetic.
+  case OpKind::Add:
+    return binaryKernel(ctx, n, kc::BinaryOp::Add);
+  case OpKind::Sub:
+    return binaryKernel(ctx, n, kc::BinaryOp::Sub);
+  case OpKind::Mul:
+    return binaryKernel(ctx, n, kc::BinaryOp::Mul);
+  case OpKind::Div:
+    return binaryKernel(ctx, n, kc::BinaryOp::Div);
+  case OpKind::Scale:
+    return unaryKernel(ctx, n, kc::UnaryOp::Scale, n.attr("factor").getFloat());
+
+  // Pooling.
+  case OpKind::MaxPool2d:
+  case OpKind::AvgPool2d: {
+    DType t = inType(0).dtype();
+    kc::PoolShape s;
+    if (!floating(t) || !poolShape(n, inType(0).dims(), outType(0).dims(), s))
+      return nullptr;
+    bool max = n.kind() == OpKind::MaxPool2d;
+    return make(ctx, n, [t, s, max](const KernelArgs &a, const kc::Launch &l) {
+      return max ? kc::maxPool2d(l, t, a.in(0).data, a.out().data, s)
+                 : kc::avgPool2d(l, t, a.in(0).data, a.out().data, s);
+    });
+  }
+  case OpKind::MaxPool2dGrad: {
+    DType t = outType(0).dtype();
+    kc::PoolShape s;
+    if (!floating(t) || !poolShape(n, outType(0).dims(), inType(0).dims(), s))
+      return nullptr;
+    return make(ctx, n, [t, s](const KernelArgs &a, const kc::Launch &l) {
+      return kc::maxPool2dGrad(l, t, a.in(0).data, a.in(1).data, a.out().data, s);
+    });
+  }
+  case OpKind::AvgPool2dGrad: {
+    DType t = outType(0).dtype();
+    kc::PoolShape s;
+    if (!floating(t) || !poolShape(n, outType(0).dims(), inType(0).dims(), s))
+      return nullptr;
+    return make(ctx, n, [t, s](const KernelArgs &a, const kc::Launch &l) {
+      return kc::avgPool2dGrad(l, t, a.in(0).data, a.out().data, s);
+    });
+  }
+  case OpKind::GlobalAvgPool:
+  case OpKind::GlobalAvgPoolGrad: {
+    bool grad = n.kind() == OpKind::GlobalAvgPoolGrad;
+    const TensorType &x = grad ? outType(0) : inType(0);
+    DType t = x.dtype();
+    if (!floating(t) || x.dims().size() != 4)
+      return nullptr;
+    int64_t planes = x.dims()[0] * x.dims()[1], planeSize = x.dims()[2] * x.dims()[3];
+    return make(ctx, n, [t, planes, planeSize, grad](const KernelArgs &a, const kc::Launch &l) {
+      return grad ? kc::globalAvgPoolGrad(l, t, a.in(0).data, a.out().data, planes, planeSize)
+                  : kc::globalAvgPool(l, t, a.in(0).data, a.out().data, planes, planeSize);
+    });
+  }
+
+  // Shape and data movement.
+  case OpKind::Flatten:
+  case OpKind::Reshape:
+    return copyKernel(ctx, n);
+  case OpKind::Transpose: {
+    size_t rank = inType(0).dims().size();
+    std::vector<unsigned> perm;
+    for (unsigned d = 0; d < rank; ++d)
+      perm.push_back(d);
+    std::swap(perm[normalizeDim(n.attr("dim0").getInt(), rank)],
+              perm[normalizeDim(n.attr("dim1").getInt(), rank)]);
+    return permuteKernel(ctx, n, perm);
+  }
+  case OpKind::Permute: {
+    size_t rank = inType(0).dims().size();
+    std::vector<unsigned> perm;
+    for (int64_t d : n.attr("dims").getInts())
+      perm.push_back(normalizeDim(d, rank));
+    return permuteKernel(ctx, n, perm);
+  }
+  case OpKind::Cast:
+    return make(ctx, n, [](const KernelArgs &a, const kc::Launch &l) {
+      return kc::cast(l, tensorOf(a.in(0)), mutableOf(a.out()));
+    });
+
+  // Losses.
+  case OpKind::MseLoss: {
+    DType t = inType(0).dtype();
+    if (!floating(t) || inType(1).dtype() != t)
+      return nullptr;
+    return make(ctx, n, [t](const KernelArgs &a, const kc::Launch &l) {
+      return kc::mseLoss(l, t, a.in(0).data, a.in(1).data, a.out().data, a.in(0).numElements());
+    });
+  }
+  case OpKind::MseLossGrad: {
+    DType t = outType(0).dtype();
+    if (!floating(t) || inType(0).dtype() != t || inType(1).dtype() != t || inType(2).dtype() != t)
+      return nullptr;
+    return make(ctx, n, [t](const KernelArgs &a, const kc::Launch &l) {
+      return kc::mseLossGrad(l, t, a.in(0).data, a.in(1).data, a.in(2).data, a.out().data,
+                             a.out().numElements());
+    });
+  }
+  case OpKind::CrossEntropy:
+  case OpKind::CrossEntropyGrad: {
+    bool grad = n.kind() == OpKind::CrossEntropyGrad;
+    const TensorType &logits = inType(grad ? 1 : 0), &labels = inType(grad ? 2 : 1);
+    DType t = logits.dtype();
+    if (!floating(t) || logits.dims().size() != 2 || isFloating(labels.dtype()) ||
+        labels.dtype() == DType::Bool || (grad && inType(0).dtype() != t))
+      return nullptr;
+    kc::CrossEntropyShape s;
+    s.rows = logits.dims()[0];
+    s.classes = logits.dims()[1];
+    s.ignoreIndex = n.attr("ignore_index").getInt();
+    s.labelSmoothing = n.attr("label_smoothing").getFloat();
+    s.labelType = labels.dtype();
+    if (!grad)
+      return make(ctx, n, [t, s](const KernelArgs &a, const kc::Launch &l) {
+        return kc::crossEntropy(l, t, a.in(0).data, a.in(1).data, a.out().data, s);
+      });
+    auto scratch = std::make_shared<DeviceScratch>(16, n);
+    return make(ctx, n, [t, s, scratch](const KernelArgs &a, const kc::Launch &l) {
+      return kc::crossEntropyGrad(l, t, a.in(0).data, a.in(1).data, a.in(2).data, a.out().data, s,
+                                  scratch->ptr);
+    });
+  }
+
+  // Reductions and constants.
+  case OpKind::ReduceSum: {
+    DType t = inType(0).dtype();
+    kc::ReduceShape s;
+    if (!floating(t) || !reduceShape(n, s))
+      return nullptr;
+    auto scratch = std::make_shared<DeviceScratch>(kc::reduceSumScratchBytes(t, s), n);
+    return make(ctx, n, [t, s, scratch](const KernelArgs &a, const kc::Launch &l) {
+      return kc::reduceSum(l, t, a.in(0).data, a.out().data, s, scratch->ptr);
+    });
+  }
+  case OpKind::Fill: {
+    double value = n.attr("value").getFloat();
+    return make(ctx, n, [value](const KernelArgs &a, const kc::Launch &l) {
+      return kc::fill(l, mutableOf(a.out()), value);
+    });
+  }
+
+  // Activation backward ops.
+  case OpKind::ReluGrad:
+    return gradKernel(ctx, n, kc::GradOp::Relu);
+  case OpKind::GeluGrad:
+    return gradKernel(ctx, n,
+                      n.attr("approximate").getString() == "tanh" ? kc::GradOp::GeluTanh
+                                                                  : kc::GradOp::GeluErf);
+  case OpKind::SigmoidGrad:
+    return gradKernel(ctx, n, kc::GradOp::Sigmoid);
+  case OpKind::TanhGrad:
+    return gradKernel(ctx, n, kc::GradOp::Tanh);
+  case OpKind::SoftmaxGrad:
+  case OpKind::LogSoftmaxGrad: {
+    DType t = outType(0).dtype();
+    if (!floating(t) || inType(0).dtype() != t || inType(1).dtype() != t)
+      return nullptr;
+    kc::AxisShape s = axisShape(outType(0).dims(), n.attr("dim").getInt());
+    bool log = n.kind() == OpKind::LogSoftmaxGrad;
+    return make(ctx, n, [t, s, log](const KernelArgs &a, const kc::Launch &l) {
+      return kc::softmaxGrad(l, t, a.in(0).data, a.in(1).data, a.out().data, s, log);
+    });
+  }
+
+  // Optimizer ops.
+  case OpKind::LearningRate: {
+    using kernels::LrSchedule;
+    kernels::LrScheduleParams p;
+    const std::string &schedule = n.attr("schedule").getString();
+    p.kind = schedule == "step"     ? LrSchedule::Step
+             : schedule == "cosine" ? LrSchedule::Cosine
+                                    : LrSchedule::Constant;
+    p.lr = n.attr("lr").getFloat();
+    p.warmupSteps = n.attr("warmup_steps").getInt();
+    p.stepSize = n.attr("step_size").getInt();
+    p.gamma = n.attr("gamma").getFloat();
+    p.totalSteps = n.attr("total_steps").getInt();
+    p.minLr = n.attr("min_lr").getFloat();
+    int64_t accumulate = n.attr("accumulate").getInt();
+    return make(ctx, n, [p, accumulate](const KernelArgs &a, const kc::Launch &l) {
+      return kc::learningRate(l, mutableOf(a.out()), p, accumulate);
+    });
+  }
+  case OpKind::StepCounter: {
+    int64_t accumulate = n.attr("accumulate").getInt();
+    return make(ctx, n, [accumulate](const KernelArgs &a, const kc::Launch &l) {
+      kc::Scalar skip = a.inputs.size() > 1 ? scalarOf(a.in(1)) : kc::Scalar{};
+      return kc::stepCounter(l, scalarOf(a.in(0)), skip, mutableOf(a.out()), accumulate);
+    });
+  }
+  case OpKind::AccumulateGrad: {
+    int64_t accumulate = n.attr("accumulate").getInt();
+    return make(ctx, n, [accumulate](const KernelArgs &a, const kc::Launch &l) {
+      return kc::accumulateGrad(l, tensorOf(a.in(0)), tensorOf(a.in(1)), mutableOf(a.out()),
+                                accumulate);
+    });
+  }
+  case OpKind::ClipCoefficient: {
+    double maxNorm = n.attr("max_norm").getFloat();
+    return make(ctx, n, [maxNorm](const KernelArgs &a, const kc::Launch &l) {
+      kc::Scalar scale = a.inputs.size() > 1 ? scalarOf(a.in(1)) : kc::Scalar{};
+      return kc::clipCoefficient(l, scalarOf(a.in(0)), scale, mutableOf(a.out()), maxNorm);
+    });
+  }
+  case OpKind::SgdUpdate:
+    return updateKernel(ctx, n, kc::UpdateKind::Sgd);
+  case OpKind::SgdMomentumUpdate:
+    return updateKernel(ctx, n, kc::UpdateKind::SgdMomentum);
+  case OpKind::AdamUpdate:
+    return updateKernel(ctx, n, kc::UpdateKind::Adam);
+
+  // Loss scaling.
+  case OpKind::UnscaleCheck: {
+    int64_t accumulate = n.attr("accumulate").getInt();
+    auto scratch = std::make_shared<DeviceScratch>(sizeof(int), n);
+    return make(ctx, n, [accumulate, scratch](const KernelArgs &a, const kc::Launch &l) {
+      std::vector<kc::Tensor> grads;
+      for (size_t g = 1; g < a.inputs.size(); ++g)
+        grads.push_back(tensorOf(a.in(g)));
+      return kc::unscaleCheck(l, scalarOf(a.in(0)), grads.data(), static_cast<int>(grads.size()),
+                              mutableOf(a.out(0)), mutableOf(a.out(1)), mutableOf(a.out(2)),
+                              accumulate, scratch->ptr);
+    });
+  }
+  case OpKind::UpdateLossScale: {
+    kc::LossScaleParamsArg p;
+    p.growthFactor = n.attr("growth_factor").getFloat();
+    p.backoffFactor = n.attr("backoff_factor").getFloat();
+    p.growthInterval = n.attr("growth_interval").getInt();
+    p.minScale = n.attr("min_scale").getFloat();
+    p.maxScale = n.attr("max_scale").getFloat();
+    int64_t accumulate = n.attr("accumulate").getInt();
+    return make(ctx, n, [p, accumulate](const KernelArgs &a, const kc::Launch &l) {
+      return kc::updateLossScale(l, scalarOf(a.in(0)), scalarOf(a.in(1)), scalarOf(a.in(2)),
+                                 mutableOf(a.out(0)), mutableOf(a.out(1)), p, accumulate);
+    });
+  }
+
+  // Host fallback (docs/cuda.md): rare here, or no CUDA kernel yet.
+  case OpKind::ScaledDotProductAttention:
+  case OpKind::ScaledDotProductAttentionGrad:
+  case OpKind::Concat:
+  case OpKind::Embedding:
+  case OpKind::EmbeddingGrad:
+  case OpKind::Slice:
+  case OpKind::BroadcastTo:
+  case OpKind::BinaryCrossEntropy:
+  case OpKind::BinaryCrossEntropyGradInput:
+  case OpKind::BinaryCrossEntropyGradTarget:
+  case OpKind::GlobalNorm:
+  case OpKind::Custom:
+    return nullptr;
+  }
+  return nullptr;
+}
+
+} // namespace ampc::cuda

@@ -1,0 +1,58 @@
+//===- CudaTestUtil.h - A fake device for testing the device paths --------===//
+//
+// cpu-ref's kernels behind the copy hooks of Backend.h, reporting memory the
+// host may not address: a Program on it takes every path a CUDA Program
+// takes between host and device, on any machine.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_TESTS_UNIT_CUDATESTUTIL_H
+#define AMPC_TESTS_UNIT_CUDATESTUTIL_H
+
+#include "runtime/Backend.h"
+
+#include <cstring>
+#include <memory>
+
+namespace ampc::testing {
+
+/// cpu-ref's kernels on memory the Program must treat as device memory:
+/// everything between host and arenas goes through the copy hooks.
+class FakeDeviceBackend final : public Backend {
+public:
+  FakeDeviceBackend() : host_(createCpuRefBackend()) {}
+  llvm::StringRef name() const override { return "fake-device"; }
+  bool supports(const OpInfo &op, DType dtype) const override { return host_->supports(op, dtype); }
+  kernels::KernelFn kernelFor(const Node &n) const override { return host_->kernelFor(n); }
+  std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override { return host_->prepare(n); }
+  void *allocate(size_t bytes) override { return host_->allocate(bytes); }
+  void deallocate(void *p) override { host_->deallocate(p); }
+  bool hostAccessible() const override { return false; }
+  uint64_t bytesInUse() const override { return host_->bytesInUse(); }
+  void copyToBackend(void *dst, const void *src, size_t bytes) override {
+    ++toDevice;
+    std::memcpy(dst, src, bytes);
+  }
+  void copyToHost(void *dst, const void *src, size_t bytes) override {
+    ++toHost;
+    std::memcpy(dst, src, bytes);
+  }
+  void copyWithin(void *dst, const void *src, size_t bytes) override {
+    ++within;
+    std::memcpy(dst, src, bytes);
+  }
+  void runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
+               llvm::function_ref<void()> issue) override {
+    ++steps;
+    issue();
+  }
+  void synchronize() override { ++syncs; }
+
+  unsigned toDevice = 0, toHost = 0, within = 0, steps = 0, syncs = 0;
+
+private:
+  std::unique_ptr<Backend> host_;
+};
+
+} // namespace ampc::testing
+
+#endif

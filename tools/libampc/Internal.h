@@ -1,0 +1,83 @@
+//===- Internal.h - What the API's implementation files share -------------===//
+//
+// Conversions between the public types and the internal IR, and the Access
+// struct the public classes befriend so their handles stay private.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_TOOLS_LIBAMPC_INTERNAL_H
+#define AMPC_TOOLS_LIBAMPC_INTERNAL_H
+
+#include "ampc/ampc.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+#include "kernels/KernelArgs.h"
+#include "runtime/data/DataSource.h"
+
+#include <memory>
+#include <string>
+
+namespace ampc::api {
+
+inline ampc::DType toInternal(DType t) { return static_cast<ampc::DType>(t); }
+inline DType toPublic(ampc::DType t) { return static_cast<DType>(t); }
+static_assert(static_cast<int>(ampc::DType::Bool) == static_cast<int>(DType::Bool));
+static_assert(static_cast<int>(ampc::NodeRole::LossScale) == static_cast<int>(NodeRole::LossScale));
+static_assert(static_cast<int>(ampc::StateKind::ScalerState) ==
+              static_cast<int>(StateKind::ScalerState));
+static_assert(static_cast<int>(ampc::PrecisionCategory::Banned) ==
+              static_cast<int>(Category::Banned));
+
+ampc::Attribute toInternal(const AttrValue &v);
+AttrValue toPublic(const ampc::Attribute &a);
+
+/// Every diagnostic of `diag` as a Status (a failure when any is an error).
+Status toStatus(const DiagnosticEngine &diag);
+Diagnostic toPublic(const ampc::Diagnostic &d);
+
+/// Where the model came from, so evaluation can import it again.
+struct ModelSource {
+  enum class Kind { File, String, IR } kind = Kind::IR;
+  std::string pathOrText;
+  std::string bufferName;
+  std::string baseDir = ".";
+  LoadOptions load;
+};
+
+struct Model::Impl {
+  std::unique_ptr<ampc::Graph> graph;
+  ModelSource source;
+  std::optional<Stage> rewritten;
+  // The training data once openData() opened it, and planTraining()'s split
+  // (the subsets read `data`): shared with the Programs compiled from the
+  // model, which may outlive a moved-from Model's handles.
+  std::shared_ptr<DataSource> data, trainPart, evalPart;
+  DataInfo dataInfo;
+};
+
+/// The graph's "amp.opt_level" ("O0" when none is set).
+std::string optLevelOf(const ampc::Graph &g);
+/// An integer setting of the graph's meta, or `fallback`.
+int64_t metaInt(const ampc::Graph &g, const char *key, int64_t fallback);
+
+struct Access {
+  static ValueView value(const ampc::Value *v) { return ValueView(v); }
+  static NodeView node(const ampc::Node *n) { return NodeView(n); }
+  static GraphView graph(const ampc::Graph *g) { return GraphView(g); }
+  static GraphEditor editor(ampc::Graph *g) { return GraphEditor(g); }
+  static const ampc::Value *get(const ValueView &v) { return v.v_; }
+  static const ampc::Node *get(const NodeView &n) { return n.n_; }
+  static const ampc::Graph *get(const GraphView &g) { return g.g_; }
+  static Model::Impl &impl(const Model &m) { return *m.impl_; }
+  static Model make(std::unique_ptr<Model::Impl> impl) { return Model(std::move(impl)); }
+  static ShapeContext shapeContext(const ampc::InferContext &ctx) { return ShapeContext(ctx); }
+  static GradientContext gradientContext(ampc::GradientBuilder &gb, const ampc::Node &n,
+                                         void *resultGrads, void *operandGrads) {
+    return GradientContext(gb, n, resultGrads, operandGrads);
+  }
+  static KernelContext kernelContext(const ampc::kernels::KernelArgs &args);
+};
+
+} // namespace ampc::api
+
+#endif

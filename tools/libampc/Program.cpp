@@ -1,0 +1,442 @@
+//===- Program.cpp - Compile, run, train, evaluate, checkpoints -----------===//
+#include "Internal.h"
+
+#include "frontends/yaml/ModelLoader.h"
+#include "ir/Verifier.h"
+#include "kernels/common/Storage.h"
+#include "passes/EvalMode.h"
+#include "passes/PassManager.h"
+#include "passes/StandardPipeline.h"
+#include "runtime/Backend.h"
+#include "runtime/Program.h"
+#include "runtime/data/DataSource.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/Trainer.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+namespace ampc::api {
+
+struct Program::Impl {
+  const Model::Impl *model = nullptr;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<ampc::Program> program;
+  ampc::CompileOptions compileOptions;
+  int64_t stepsDone = 0;
+  uint64_t microSteps = 0;
+  /// The checkpoint loadCheckpoint restored: train() resumes from it.
+  std::string resumePath;
+  /// The model's data (shared with it when Model::openData opened it) and
+  /// planTraining's split of it.
+  std::shared_ptr<DataSource> data, trainPart, evalPart;
+  std::unique_ptr<Graph> evalGraph;
+  std::unique_ptr<ampc::Program> evalProgram;
+
+  const Graph &graph() const { return *model->graph; }
+};
+
+Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Program::Program(Program &&) noexcept = default;
+Program &Program::operator=(Program &&) noexcept = default;
+Program::~Program() = default;
+
+namespace {
+
+/// Hands progress to the host one line at a time, as the lines complete.
+class LineStream final : public llvm::raw_ostream {
+public:
+  explicit LineStream(const std::function<void(std::string_view)> &sink) : sink_(sink) {
+    SetUnbuffered();
+  }
+  ~LineStream() override {
+    if (!pending_.empty())
+      sink_(pending_);
+  }
+
+private:
+  void write_impl(const char *ptr, size_t size) override {
+    pos_ += size;
+    for (size_t i = 0; i < size; ++i) {
+      // A progress bar redraws with '\r': each redraw is a line of its own.
+      if (ptr[i] == '\n' || ptr[i] == '\r') {
+        if (!pending_.empty())
+          sink_(pending_);
+        pending_.clear();
+        continue;
+      }
+      pending_ += ptr[i];
+    }
+  }
+  uint64_t current_pos() const override { return pos_; }
+
+  const std::function<void(std::string_view)> &sink_;
+  std::string pending_;
+  uint64_t pos_ = 0;
+};
+
+/// Forwards the trainer's progress to the host as raw text, at the points
+/// the trainer flushes it (each progress update), so the host can pass
+/// those on as they come.
+class TextStream final : public llvm::raw_ostream {
+public:
+  explicit TextStream(const std::function<void(std::string_view)> &sink) : sink_(sink) {}
+  ~TextStream() override { flush(); }
+
+private:
+  void write_impl(const char *ptr, size_t size) override {
+    pos_ += size;
+    sink_(std::string_view(ptr, size));
+  }
+  uint64_t current_pos() const override { return pos_; }
+
+  const std::function<void(std::string_view)> &sink_;
+  uint64_t pos_ = 0;
+};
+
+ProgressStyle toInternal(Progress p) {
+  switch (p) {
+  case Progress::Auto:
+    return ProgressStyle::Auto;
+  case Progress::Bar:
+    return ProgressStyle::Bar;
+  case Progress::Lines:
+    return ProgressStyle::Lines;
+  case Progress::None:
+    return ProgressStyle::None;
+  }
+  return ProgressStyle::None;
+}
+
+/// The evaluation program: the model as written (imported again, with
+/// `batch` if given), in inference mode, at the training graph's policy (so
+/// the parameters it shares by name have the same dtypes), its loss's input
+/// kept as an output for accuracy.
+bool buildEvalProgram(Program::Impl &p, std::optional<int64_t> batch, DiagnosticEngine &diag) {
+  const Model::Impl &m = *p.model;
+  ampc::LoadOptions load;
+  load.maxElements = m.source.load.maxElements;
+  load.batchOverride = batch ? batch : m.source.load.batch;
+  std::unique_ptr<Graph> g =
+      m.source.kind == ModelSource::Kind::File
+          ? loadModelFile(m.source.pathOrText, diag, load)
+          : loadModelString(m.source.pathOrText, m.source.bufferName, diag, load, m.source.baseDir);
+  if (!g)
+    return false;
+  for (const auto &[key, value] : p.graph().meta())
+    if (llvm::StringRef(key).startswith("amp."))
+      g->meta()[key] = value;
+  PassManager pm;
+  pm.setTarget(p.backend.get());
+  pm.add(std::make_unique<EvalModePass>());
+  if (!addStandardPipeline(pm, PipelineStage::Forward, diag) || !pm.run(*g, diag) ||
+      !verifyGraph(*g, diag))
+    return false;
+  for (Node &n : g->nodes())
+    if (n.role() == ampc::NodeRole::Loss && n.numOperands() > 0)
+      g->addOutput(n.operand(0));
+  std::unique_ptr<ampc::Program> ev =
+      ampc::Program::compile(*g, *p.backend, diag, p.compileOptions);
+  if (!ev)
+    return false;
+  p.evalGraph = std::move(g);
+  p.evalProgram = std::move(ev);
+  return true;
+}
+} // namespace
+
+Result<DeviceChoice> selectDevice(std::string_view device) {
+  std::string err, note;
+  std::unique_ptr<Backend> backend =
+      createBackend(llvm::StringRef(device.data(), device.size()), err, &note);
+  if (!backend)
+    return Status::error(err);
+  return DeviceChoice{backend->name().str(), note};
+}
+
+Result<Program> Program::compile(const Model &model, const CompileOptions &opts) {
+  auto impl = std::make_unique<Impl>();
+  impl->model = &Access::impl(model);
+  std::string err;
+  impl->backend = createBackend(opts.device, err);
+  if (!impl->backend)
+    return Status::error(err);
+  const Graph &g = impl->graph();
+  ampc::CompileOptions &c = impl->compileOptions;
+  c.initSeed = static_cast<uint64_t>(metaInt(g, "init.seed", 0));
+  c.runSeed = static_cast<uint64_t>(metaInt(g, "train.seed", 0));
+  c.baseDir = opts.baseDir.empty() ? impl->model->source.baseDir : opts.baseDir;
+  c.castCache = opts.castCache;
+  DiagnosticEngine diag;
+  impl->program = ampc::Program::compile(g, *impl->backend, diag, c);
+  if (!impl->program)
+    return toStatus(diag);
+  const Model::Impl &m = *impl->model;
+  impl->data = m.data;
+  impl->trainPart = m.trainPart;
+  impl->evalPart = m.evalPart;
+  // A training run that evaluates on a held-out part: its evaluation
+  // program now, so a model the evaluation graph cannot be built for fails
+  // here, before anything runs. Its batch fits the held-out samples.
+  if (impl->evalPart && m.rewritten == Stage::Train && m.source.kind != ModelSource::Kind::IR &&
+      !buildEvalProgram(*impl, std::min(m.dataInfo.batchSize, m.dataInfo.heldOut), diag))
+    return toStatus(diag);
+  return Result<Program>(Program(std::move(impl)), toStatus(diag));
+}
+
+std::string Program::device() const { return impl_->backend->name().str(); }
+uint64_t Program::plannedBytes() const { return impl_->program->plan().peakBytes(); }
+size_t Program::numScheduledOps() const { return impl_->program->schedule().size(); }
+
+std::string Program::memoryPlan() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  impl_->program->plan().print(os);
+  return os.str();
+}
+
+CastCacheStats Program::castCacheStats() const {
+  const ampc::CastCacheStats &c = impl_->program->castCacheStats();
+  CastCacheStats out{c.hits, c.misses, c.bytesSaved, {}};
+  llvm::raw_string_ostream os(out.str);
+  c.print(os);
+  os.flush();
+  while (!out.str.empty() && out.str.back() == '\n')
+    out.str.pop_back();
+  return out;
+}
+
+Result<ForwardReport> Program::runForward() {
+  Impl &p = *impl_;
+  const Graph &g = p.graph();
+  if (!p.backend->hostAccessible())
+    return Status::error("runForward() reads the outputs in host memory; the '" +
+                         p.backend->name().str() + "' device's are not");
+  DiagnosticEngine diag;
+  if (!p.data) {
+    p.data = createDataSource(g, p.compileOptions.baseDir, diag);
+    if (!p.data)
+      return toStatus(diag);
+  }
+  Batcher batcher(*p.data, batchOptionsFromMeta(g));
+  auto batch = makeBatchTensors(g);
+  ForwardReport report;
+  std::string err;
+  if (!batcher.next(batch, report.samples, err))
+    return Status::error(err);
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    std::memcpy(p.program->data(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
+  p.program->run(0);
+  MeasuredMemory measured = p.program->measure();
+  report.dataKind = p.data->kind().str();
+  for (const ampc::Value *out : g.outputs()) {
+    ForwardReport::Output o;
+    o.name = out->name();
+    o.info = Access::value(out).info();
+    o.typeStr = out->type().str();
+    const void *data = p.program->data(out);
+    int64_t n = out->type().numElements();
+    if (out->type().rank() == 0) {
+      o.value = kernels::loadAsDouble(out->dtype(), data, 0);
+    } else {
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i)
+        sum += kernels::loadAsDouble(out->dtype(), data, i);
+      o.value = sum / n;
+    }
+    report.outputs.push_back(std::move(o));
+  }
+  report.plannedBytes = p.program->plan().peakBytes();
+  report.allocatedBytes = measured.allocatedBytes;
+  report.touchedStepBytes = measured.touchedStepBytes;
+  report.stepBytes = p.program->plan().stepBytes;
+  report.guardsIntact = measured.guardsIntact;
+  return report;
+}
+int64_t Program::stepsDone() const { return impl_->stepsDone; }
+
+static Result<const ampc::Value *> findTensor(const Graph &g, std::string_view name,
+                                              const Backend &backend) {
+  const ampc::Value *v = g.lookup(llvm::StringRef(name.data(), name.size()));
+  if (!v)
+    return Status::error("no tensor named '" + std::string(name) + "' in graph " + g.name());
+  if (!backend.hostAccessible())
+    return Status::error("tensors of the '" + backend.name().str() +
+                         "' device are not in host memory");
+  return v;
+}
+
+Status Program::write(std::string_view name, const std::vector<double> &values) {
+  Result<const ampc::Value *> v = findTensor(impl_->graph(), name, *impl_->backend);
+  if (!v)
+    return v.status();
+  const ampc::Value *value = *v;
+  if (!value->isInput() && !value->isState())
+    return Status::error("'" + std::string(name) +
+                         "' is computed by the graph; only inputs and "
+                         "state tensors can be written");
+  int64_t n = value->type().numElements();
+  if (static_cast<int64_t>(values.size()) != n)
+    return Status::error("'" + std::string(name) + "' has " + std::to_string(n) +
+                         " elements, got " + std::to_string(values.size()) + " values");
+  // Non-const access: a state tensor's version moves on, so cached casts of
+  // it are recomputed.
+  void *data = impl_->program->data(value);
+  for (int64_t i = 0; i < n; ++i)
+    kernels::storeFromDouble(value->dtype(), data, i, values[i]);
+  return {};
+}
+
+Result<std::vector<double>> Program::read(std::string_view name) const {
+  Result<const ampc::Value *> v = findTensor(impl_->graph(), name, *impl_->backend);
+  if (!v)
+    return v.status();
+  const ampc::Value *value = *v;
+  const ampc::Program &p = *impl_->program;
+  const void *data = p.data(value);
+  if (!data)
+    return Status::error("'" + std::string(name) + "' has no storage after the step");
+  std::vector<double> out(value->type().numElements());
+  for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i)
+    out[i] = kernels::loadAsDouble(value->dtype(), data, i);
+  return out;
+}
+
+Status Program::step() {
+  impl_->program->run(impl_->microSteps++);
+  return {};
+}
+
+Result<TrainReport> Program::train(const TrainOptions &opts) {
+  Impl &p = *impl_;
+  const Graph &g = p.graph();
+  if (!g.lookup("loss") || !g.meta().count("optimizer"))
+    return Status::error("train() needs a model rewritten at the Train stage (a loss and an "
+                         "optimizer)");
+  if (p.stepsDone > 0 && p.resumePath.empty())
+    return Status::error("this program has trained " + std::to_string(p.stepsDone) +
+                         " steps already; to continue, saveCheckpoint() and loadCheckpoint() "
+                         "(training resumes from a checkpoint, bit for bit)");
+  DiagnosticEngine diag;
+  if (!p.data) {
+    p.data = createDataSource(g, p.compileOptions.baseDir, diag);
+    if (!p.data)
+      return toStatus(diag);
+  }
+  if (opts.evalEvery > 0 && !p.evalPart)
+    return Status::error("evaluating while training needs a held-out part of the data: plan the "
+                         "model with train.eval_every > 0 (Model::planTraining) before compiling");
+  if (opts.evalEvery > 0 && !p.evalProgram && !buildEvalProgram(p, std::nullopt, diag))
+    return toStatus(diag);
+  ampc::TrainOptions t;
+  t.steps = opts.steps ? *opts.steps : metaInt(g, "train.steps", 1);
+  t.accumulate = std::max<int64_t>(1, metaInt(g, "train.accumulate", 1));
+  t.logEvery = opts.logEvery;
+  t.evalEvery = opts.evalEvery;
+  t.progress = opts.progress       ? toInternal(*opts.progress)
+               : opts.logEvery > 0 ? ProgressStyle::Lines
+                                   : ProgressStyle::None;
+  t.metricsPath = opts.metricsPath;
+  t.checkpointPath = opts.checkpointPath;
+  t.checkpointEvery = opts.checkpointEvery;
+  t.resumePath = p.resumePath;
+  t.optLevel = optLevelOf(g);
+  if (t.steps <= 0)
+    return Status::error("train steps must be positive");
+
+  DataSource &trainData = p.trainPart ? *p.trainPart : *p.data;
+  Evaluator evaluator;
+  if (opts.evalEvery > 0)
+    evaluator = {p.evalProgram.get(), p.evalPart.get()};
+  ampc::Trainer trainer(*p.program, trainData, batchOptionsFromMeta(g), t, evaluator);
+  ampc::TrainResult r;
+  std::string err;
+  bool ok;
+  if (opts.output) {
+    TextStream out(opts.output);
+    ok = trainer.run(out, r, err);
+  } else if (opts.log) {
+    LineStream out(opts.log);
+    ok = trainer.run(out, r, err);
+  } else {
+    ok = trainer.run(llvm::outs(), r, err);
+    llvm::outs().flush();
+  }
+  if (!ok)
+    return Status::error(err);
+  p.stepsDone = r.steps;
+  p.microSteps = static_cast<uint64_t>(r.steps * t.accumulate);
+  p.resumePath.clear();
+
+  TrainReport report;
+  report.firstStep = r.firstStep;
+  report.steps = r.steps;
+  report.firstLoss = r.firstLoss;
+  report.finalLoss = r.finalLoss;
+  report.skippedSteps = r.skippedSteps;
+  report.finalLossScale = r.finalLossScale;
+  report.meanStepMs = r.meanStepMs;
+  report.meanDataMs = r.meanDataMs;
+  report.stepMs = r.stepMs;
+  if (r.eval)
+    report.eval = EvalReport{r.eval->loss, r.eval->accuracy, r.eval->samples};
+  report.plannedBytes = r.plannedBytes;
+  report.allocatedBytes = r.allocatedBytes;
+  llvm::raw_string_ostream os(report.summary);
+  printTrainSummary(r, os);
+  os.flush();
+  return report;
+}
+
+Result<EvalReport> Program::evaluate() {
+  Impl &p = *impl_;
+  const Model::Impl &m = *p.model;
+  if (m.rewritten != Stage::Train)
+    return Status::error("evaluate() needs a model rewritten at the Train stage");
+  if (m.source.kind == ModelSource::Kind::IR)
+    return Status::error("evaluate() imports the model again in inference mode; a model read "
+                         "from textual IR cannot be");
+  DiagnosticEngine diag;
+  if (!p.data) {
+    p.data = createDataSource(p.graph(), p.compileOptions.baseDir, diag);
+    if (!p.data)
+      return toStatus(diag);
+  }
+  if (!p.evalProgram && !buildEvalProgram(p, std::nullopt, diag))
+    return toStatus(diag);
+  ampc::Trainer trainer(*p.program, *p.data, batchOptionsFromMeta(p.graph()), ampc::TrainOptions{},
+                        {p.evalProgram.get(), p.evalPart ? p.evalPart.get() : p.data.get()});
+  ampc::EvalResult r;
+  std::string err;
+  if (!trainer.evaluate(r, err))
+    return Status::error(err);
+  return EvalReport{r.loss, r.accuracy, r.samples};
+}
+
+Status Program::saveCheckpoint(const std::string &path) const {
+  const Graph &g = impl_->graph();
+  CheckpointInfo info;
+  info.model = g.name();
+  info.modelHash = modelHash(g);
+  info.optLevel = optLevelOf(g);
+  info.step = static_cast<uint64_t>(impl_->stepsDone);
+  info.microStep = impl_->microSteps;
+  std::string err;
+  if (!ampc::saveCheckpoint(path, *impl_->program, info, err))
+    return Status::error(err);
+  return {};
+}
+
+Status Program::loadCheckpoint(const std::string &path) {
+  CheckpointInfo info;
+  std::string err;
+  if (!ampc::loadCheckpoint(path, *impl_->program, info, err))
+    return Status::error(err);
+  impl_->stepsDone = static_cast<int64_t>(info.step);
+  impl_->microSteps = info.microStep;
+  impl_->resumePath = path;
+  return {};
+}
+
+} // namespace ampc::api

@@ -1,0 +1,192 @@
+//===- ampc/Program.h - Compiled models: run, train, evaluate -*- C++ -*-===//
+#ifndef AMPC_PUBLIC_PROGRAM_H
+#define AMPC_PUBLIC_PROGRAM_H
+
+#include "ampc/Export.h"
+#include "ampc/Model.h"
+#include "ampc/Status.h"
+#include "ampc/Types.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ampc::api {
+
+struct CompileOptions {
+  /// "cpu" (oneDNN + OpenMP), "cpu-ref" (the reference kernels), "cuda",
+  /// "auto" (CUDA when a GPU is present, else the CPU).
+  std::string device = "cpu";
+  /// Serve casts of state tensors from the cast cache.
+  bool castCache = true;
+  /// Folder that relative data and weight paths are resolved against; the
+  /// model file's folder when empty.
+  std::string baseDir;
+};
+
+/// The device a name selects: "auto" picks CUDA when a GPU is present,
+/// else the CPU, and says which in `note`.
+struct DeviceChoice {
+  std::string name; ///< "cpu", "cpu-ref" or "cuda"
+  /// For "auto": one line saying what it picked and why
+  /// ("device: auto -> cpu (...)"); "" otherwise.
+  std::string note;
+};
+/// Checks that `device` exists and can run here; an error naming why not
+/// (an unknown name, no CUDA device).
+AMPC_API Result<DeviceChoice> selectDevice(std::string_view device);
+
+/// How progress is shown while training.
+enum class Progress {
+  Auto,  ///< a bar when writing to a terminal's stdout, lines otherwise
+  Bar,   ///< one line redrawn in place ('\r')
+  Lines, ///< one line per logged step
+  None,  ///< only what must be said (resuming, evaluation at the end)
+};
+
+/// The runtime's cast cache over a run: casts of state tensors served from
+/// the cache (hits) and recomputed (misses).
+struct CastCacheStats {
+  uint64_t hits = 0, misses = 0;
+  uint64_t bytesSaved = 0;
+  /// "cast cache: H hits, M misses, B bytes saved".
+  std::string str;
+};
+
+/// One forward batch (Program::runForward).
+struct ForwardReport {
+  int64_t samples = 0;  ///< rows of the batch
+  std::string dataKind; ///< where they came from ("synthetic", ...)
+  struct Output {
+    std::string name;
+    TensorInfo info;
+    std::string typeStr;
+    /// A scalar's value; the mean of the elements otherwise.
+    double value = 0;
+  };
+  std::vector<Output> outputs;
+  uint64_t plannedBytes = 0, allocatedBytes = 0;
+  /// Of the step arena's stepBytes, the bytes the kernels touched.
+  uint64_t touchedStepBytes = 0, stepBytes = 0;
+  /// False when a kernel wrote past the end of an arena (a bug).
+  bool guardsIntact = true;
+};
+
+struct EvalReport {
+  double loss = 0;
+  std::optional<double> accuracy; ///< classification losses only
+  int64_t samples = 0;
+};
+
+struct TrainOptions {
+  /// Optimizer steps to reach, counting those already done; the model's
+  /// `train.steps` when unset.
+  std::optional<int64_t> steps;
+  /// A progress line every N steps (0: none), handed to `log`.
+  int64_t logEvery = 0;
+  /// Where progress lines go; stdout when empty.
+  std::function<void(std::string_view line)> log;
+  /// Where progress goes as raw text, a terminal's view ('\r' redraws a
+  /// bar, lines end in '\n'), handed over at each progress update (a point
+  /// to flush a buffered stream); takes precedence over `log`.
+  std::function<void(std::string_view text)> output;
+  /// Lines when logEvery > 0, else none, when unset; Auto is a bar only when
+  /// progress goes to stdout (no log or output) and stdout is a terminal.
+  std::optional<Progress> progress;
+  /// Evaluate on the held-out tenth every N steps and at the end (0:
+  /// never): needs a model planned with `train.eval_every` > 0 (the tenth
+  /// is held out then).
+  int64_t evalEvery = 0;
+  /// One JSON object per step to this file ("" = none).
+  std::string metricsPath;
+  /// Write a checkpoint here at the end (and every checkpointEvery steps).
+  std::string checkpointPath;
+  int64_t checkpointEvery = 0;
+};
+
+struct TrainReport {
+  int64_t firstStep = 0; ///< steps already done when the run started
+  int64_t steps = 0;     ///< steps done in total
+  double firstLoss = 0, finalLoss = 0;
+  int64_t skippedSteps = 0;             ///< steps the loss scaler skipped
+  std::optional<double> finalLossScale; ///< with loss scaling
+  double meanStepMs = 0;
+  /// Of meanStepMs, loading and binding batches.
+  double meanDataMs = 0;
+  /// Each step's time in this run, in order (the first pays for first
+  /// touches of memory and JIT compilation).
+  std::vector<double> stepMs;
+  /// The last evaluation (with evalEvery).
+  std::optional<EvalReport> eval;
+  uint64_t plannedBytes = 0, allocatedBytes = 0;
+  /// The end-of-run summary `ampc` prints.
+  std::string summary;
+};
+
+/// A Model compiled for a device: schedule, memory plan, kernels and state.
+/// The Model must outlive its Program and must not be rewritten while the
+/// Program exists. Not thread-safe: one thread at a time per Program;
+/// different Programs (of different Models) may run on different threads.
+class AMPC_API Program {
+public:
+  static Result<Program> compile(const Model &model, const CompileOptions &opts = {});
+  Program(Program &&) noexcept;
+  Program &operator=(Program &&) noexcept;
+  ~Program();
+
+  /// The device it runs on ("cpu", ...).
+  std::string device() const;
+  /// Bytes the memory plan needs at peak.
+  uint64_t plannedBytes() const;
+  /// Ops the schedule runs per step.
+  size_t numScheduledOps() const;
+  /// The memory plan as `ampc plan` prints it: peak bytes by what they hold
+  /// (parameters, optimizer state, activations, ...), one row a line.
+  std::string memoryPlan() const;
+  /// The cast cache's counts so far (all zero when nothing cacheable ran).
+  CastCacheStats castCacheStats() const;
+
+  /// Runs one batch of the model's data (its first) through the graph:
+  /// `ampc --run forward`. Opens the data if Model::openData() did not.
+  Result<ForwardReport> runForward();
+
+  /// Writes an input or state tensor from doubles (converted to its dtype);
+  /// `values` must have its element count.
+  Status write(std::string_view name, const std::vector<double> &values);
+  /// Reads an input, a state tensor, or (after a step) an output.
+  Result<std::vector<double>> read(std::string_view name) const;
+  /// Runs one step on the inputs as written (a training step on a Train
+  /// graph: forward, backward, optimizer update).
+  Status step();
+
+  /// Trains on the model's `train.data` from stepsDone() to opts.steps.
+  Result<TrainReport> train(const TrainOptions &opts = {});
+  /// The loss (and accuracy) over every full batch of the model's data, with
+  /// the current parameters, in inference mode. Needs a Train-stage model
+  /// loaded from a file or string (the evaluation graph is imported afresh).
+  Result<EvalReport> evaluate();
+  /// Optimizer steps done (by train(), or restored by loadCheckpoint()).
+  int64_t stepsDone() const;
+
+  /// Every state tensor (parameters, optimizer state, master weights, loss
+  /// scaler) and the step, atomically.
+  Status saveCheckpoint(const std::string &path) const;
+  /// Restores a checkpoint of the same model (refused, changing nothing, for
+  /// another model, a corrupt file or mismatched tensors); train() then
+  /// continues from its step.
+  Status loadCheckpoint(const std::string &path);
+
+  struct Impl;
+
+private:
+  explicit Program(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ampc::api
+
+#endif

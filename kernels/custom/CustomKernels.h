@@ -28,7 +28,8 @@ struct CustomKernels {
   /// `cpu` backends. Required.
   CustomKernelFn cpu;
   /// Runs on device memory with device pointers, for the CUDA backend;
-  /// empty when the op has none (the CUDA backend then refuses the node).
+  /// empty when the op has none (the CUDA backend then runs `cpu` on host
+  /// copies of the operands).
   CustomKernelFn cuda;
   /// The floating compute dtypes the kernels handle. The precision passes
   /// ask the backend, which answers from this list, so an op whose kernels

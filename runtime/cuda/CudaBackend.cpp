@@ -235,6 +235,31 @@ private:
   std::vector<kernels::TensorArg> hostIn_, hostOut_;
 };
 
+/// A host program's own CUDA kernel for a custom op (CustomOpSpec::cudaKernel):
+/// it gets device pointers and launches on a stream of its choosing, which
+/// ours knows nothing of, so the step's stream is drained before and the
+/// device after. Not capturable into a CUDA graph: a step with one runs
+/// eagerly.
+class CustomDeviceKernel final : public kernels::NodeKernel {
+public:
+  CustomDeviceKernel(CudaContext &ctx, std::unique_ptr<kernels::NodeKernel> kernel)
+      : ctx_(ctx), kernel_(std::move(kernel)) {}
+
+  void run(const kernels::KernelArgs &args) override {
+    if (ctx_.capturing) {
+      ctx_.captureFailed = true;
+      return;
+    }
+    check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize (custom kernel)", args.node);
+    kernel_->run(args);
+    check(cudaDeviceSynchronize(), "the custom op's CUDA kernel", args.node);
+  }
+
+private:
+  CudaContext &ctx_;
+  std::unique_ptr<kernels::NodeKernel> kernel_;
+};
+
 } // namespace
 
 std::unique_ptr<kernels::NodeKernel> makeHostFallback(CudaContext &ctx, const Node &n,
@@ -286,8 +311,11 @@ public:
       llvm::errs() << "error: cuda: " << err << "\n";
       return nullptr;
     }
-    if (n.kind() == OpKind::Custom)
+    if (n.kind() == OpKind::Custom) {
+      if (std::unique_ptr<kernels::NodeKernel> device = kernels::prepareCustomCudaKernel(n))
+        return std::make_unique<CustomDeviceKernel>(ctx_, std::move(device));
       return makeHostFallback(ctx_, n, kernels::prepareCustomCpuKernel(n));
+    }
     if (std::unique_ptr<kernels::NodeKernel> k = prepareCudaKernel(ctx_, n))
       return k;
     return makeHostFallback(ctx_, n, Backend::prepare(n));

@@ -832,7 +832,7 @@ private:
   }
 
   void annotate(Node &n, const NodePlan &p) {
-    DType dtype;
+    DType dtype = DType::F32; // every case below sets it
     std::string detail = p.detail;
     switch (p.kind) {
     case NodePlan::Kind::Integer:

@@ -96,6 +96,12 @@ struct OpInfo {
   /// memory planner then updates the state in place instead of double
   /// buffering it (runtime/MemoryPlanner.cpp).
   bool updatesStateInPlace = false;
+  /// Elementwise: each result element is a function of the same-index
+  /// elements of the operands (which have the result's shape, or broadcast
+  /// to it) and of the attributes alone, with no state, randomness or side
+  /// effects. A backend may then run a chain of such nodes in one pass over
+  /// the elements (Backend::prepareFused, runtime/Program.cpp).
+  bool elementwise = false;
   /// The gradient rule; nullptr for ops that are not differentiated (backward
   /// and optimizer ops themselves).
   GradientFn gradient = nullptr;
@@ -203,6 +209,10 @@ public:
   }
   OpRow &updatesStateInPlace() {
     info_.updatesStateInPlace = true;
+    return *this;
+  }
+  OpRow &elementwise() {
+    info_.elementwise = true;
     return *this;
   }
 

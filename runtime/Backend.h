@@ -31,6 +31,21 @@ public:
     kernels::KernelFn fn = kernelFor(n);
     return fn ? std::make_unique<kernels::FunctionKernel>(fn) : nullptr;
   }
+  /// Whether `n` may be part of a chain given to prepareFused: an
+  /// elementwise op (OpInfo::elementwise) with the dtypes and attributes the
+  /// backend's fused kernel takes. False by default (no fusion).
+  virtual bool fusable(const Node &n) const { return false; }
+  /// One kernel for a chain of fusable nodes, adjacent in the schedule, of
+  /// one result shape, each node's result the only use of it being an
+  /// operand of the next (runtime/Program.cpp finds them). It runs in the
+  /// last node's place with that node's result as its one output and as its
+  /// inputs, in order, every operand of the chain's nodes that is not the
+  /// previous node's result; the intermediate results are not written. It
+  /// must give the last result's bits that running the nodes one by one
+  /// gives. Null (the default): the nodes run one by one.
+  virtual std::unique_ptr<kernels::NodeKernel> prepareFused(llvm::ArrayRef<const Node *> chain) {
+    return nullptr;
+  }
   /// One allocation per arena, aligned to at least 64 bytes.
   virtual void *allocate(size_t bytes) = 0;
   virtual void deallocate(void *p) = 0;

@@ -38,6 +38,10 @@ public:
       return fast;
     return Backend::prepare(n);
   }
+  bool fusable(const Node &n) const override { return kernels::cpu::fusableCpuNode(n); }
+  std::unique_ptr<kernels::NodeKernel> prepareFused(llvm::ArrayRef<const Node *> chain) override {
+    return kernels::cpu::prepareFusedCpuKernel(chain);
+  }
   void *allocate(size_t bytes) override {
     size_t rounded = (bytes + 63) / 64 * 64;
     void *p = std::aligned_alloc(64, rounded ? rounded : 64);

@@ -6,10 +6,12 @@
 #include "kernels/common/Storage.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace ampc {
@@ -81,6 +83,10 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
   }
   p->stateUnchanged_ = std::make_unique<bool[]>(p->schedule_.size());
   p->castCache_.init(g, p->schedule_, opts.castCache);
+  p->fusedAway_.assign(p->schedule_.size(), false);
+  const char *noFusion = std::getenv("AMPC_NO_FUSION");
+  if (opts.fuseElementwise && !(noFusion && llvm::StringRef(noFusion) != "0"))
+    p->fuseElementwiseChains();
 
   // A node's "unchanged" report covers the state updates it feeds, but only
   // where the updated state is one of its operands: then the result it
@@ -100,6 +106,82 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
   if (!backend.hostAccessible())
     p->flushHostWrites(/*release=*/true);
   return p;
+}
+
+void Program::fuseElementwiseChains() {
+  const Graph &g = graph_;
+  // Values that outlive their reader: the step's results the host reads and
+  // the new state values. They are always written, so they end a chain.
+  llvm::DenseSet<const Value *> kept(g.outputs().begin(), g.outputs().end());
+  for (const StateUpdate &u : g.stateUpdates())
+    kept.insert(u.newValue);
+  auto sameShape = [](const Node *n) {
+    for (const Value *v : n->operands())
+      if (v->type().dims() != n->result()->type().dims())
+        return false;
+    return true;
+  };
+  // A link: elementwise (the registry says), fused by this backend, one
+  // result, its operands of its result's shape, and not a cast the cast
+  // cache serves (its result must be in its own buffer).
+  auto fusable = [&](const Node *n) {
+    return n->op().elementwise && n->numResults() == 1 && backend_.fusable(*n) && sameShape(n) &&
+           !isCacheableStateCast(*n);
+  };
+  // `next` continues a chain ending in `last`: same shape, and the only
+  // reader of last's result, which nobody else needs.
+  auto continues = [&](const Node *last, const Node *next) {
+    const Value *r = last->result();
+    return fusable(next) && r->type().dims() == next->result()->type().dims() && !kept.count(r) &&
+           r->uses().size() == 1 && r->uses().front().user == next;
+  };
+  auto bytesOf = [&](const Value *v) {
+    const char *begin = static_cast<const char *>(storage(v));
+    return std::make_pair(begin, begin + v->type().sizeInBytes());
+  };
+  const unsigned end = schedule_.size();
+  for (unsigned first = 0; first < end;) {
+    unsigned last = first;
+    if (fusable(schedule_[first]))
+      while (last + 1 < end && continues(schedule_[last], schedule_[last + 1]))
+        ++last;
+    if (last == first) {
+      ++first;
+      continue;
+    }
+    llvm::ArrayRef<const Node *> chain(&schedule_[first], last - first + 1);
+    std::unique_ptr<kernels::NodeKernel> fused = backend_.prepareFused(chain);
+    // The chain's inputs from outside it, in order (Backend::prepareFused).
+    std::vector<kernels::TensorArg> ins;
+    for (unsigned i = first; i <= last; ++i)
+      for (const Value *v : schedule_[i]->operands())
+        if (i == first || v != schedule_[i - 1]->result())
+          ins.push_back({storage(v), &v->type()});
+    // The kernel writes the result block by block after reading the same
+    // blocks of its inputs: an input may share the result's bytes exactly
+    // (the memory plan reused a dead input's buffer), but not overlap them
+    // otherwise.
+    auto [outBegin, outEnd] = bytesOf(schedule_[last]->result());
+    unsigned outSize = dtypeSize(schedule_[last]->result()->dtype());
+    for (unsigned i = first; fused && i <= last; ++i)
+      for (const Value *v : schedule_[i]->operands()) {
+        if (i != first && v == schedule_[i - 1]->result())
+          continue; // never written: its bytes may well be the result's
+        auto [inBegin, inEnd] = bytesOf(v);
+        bool overlaps = inBegin < outEnd && outBegin < inEnd;
+        if (overlaps && !(inBegin == outBegin && dtypeSize(v->dtype()) == outSize))
+          fused = nullptr;
+      }
+    if (fused) {
+      kernels_[last] = std::move(fused);
+      inputArgs_[last] = std::move(ins);
+      for (unsigned i = first; i < last; ++i)
+        fusedAway_[i] = true;
+      ++fusedChains_;
+      fusedNodes_ += last - first + 1;
+    }
+    first = last + 1;
+  }
 }
 
 void *Program::data(const Value *v) {
@@ -226,7 +308,7 @@ void Program::run(uint64_t step) {
   positions_.clear();
   for (unsigned i = 0; i < schedule_.size(); ++i) {
     stateUnchanged_[i] = false;
-    if (!castCache_.serve(i))
+    if (!castCache_.serve(i) && !fusedAway_[i])
       positions_.push_back(i);
   }
   llvm::ArrayRef<StateUpdate> updates = graph_.stateUpdates();

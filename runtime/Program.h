@@ -37,6 +37,11 @@ struct CompileOptions {
   /// step-arena buffer copied back after the step (same results, bit for
   /// bit; for tests).
   bool inPlaceStateUpdates = true;
+  /// Run chains of elementwise nodes as one kernel where the backend offers
+  /// one (Backend::prepareFused; the `cpu` backend does). Off, or with the
+  /// environment variable AMPC_NO_FUSION set to anything but "0", every
+  /// node runs its own kernel (same results, bit for bit).
+  bool fuseElementwise = true;
 };
 
 /// Bytes the executor actually holds and touched, to set against the plan.
@@ -74,7 +79,8 @@ public:
   void *data(const Value *v) const { return hostView(v, /*writable=*/false); }
 
   /// Runs one step: every node in schedule order (cacheable casts of state
-  /// whose cached result is current are skipped), then the state updates -
+  /// whose cached result is current are skipped; a fused elementwise chain
+  /// runs as one kernel in its last node's place), then the state updates -
   /// except those fed by a node that reported its state results equal its
   /// state operands (KernelArgs::stateUnchanged), which keep their value
   /// and version.
@@ -89,10 +95,17 @@ public:
 
   /// What the arenas hold; scans the step arena for the touched high-water mark.
   MeasuredMemory measure() const;
+  /// Chains of elementwise nodes that run as one kernel
+  /// (CompileOptions::fuseElementwise), and the nodes in them.
+  unsigned fusedChains() const { return fusedChains_; }
+  unsigned fusedNodes() const { return fusedNodes_; }
 
 private:
   Program(const Graph &g, Backend &backend) : graph_(g), backend_(backend) {}
   bool initializeState(const CompileOptions &opts, DiagnosticEngine &diag);
+  /// Finds chains of elementwise nodes and runs each as one kernel where the
+  /// backend has one: the last node's position runs it, the others none.
+  void fuseElementwiseChains();
   void *storage(const Value *v) const;
   /// data(): storage(v) on host backends, else v's host copy.
   void *hostView(const Value *v, bool writable) const;
@@ -121,6 +134,11 @@ private:
   CastCache castCache_;
   /// Schedule positions that run this step (reused across steps).
   std::vector<unsigned> positions_;
+  /// Per schedule position: part of a fused chain other than its last node
+  /// (runs nothing; the last node's fused kernel computes its result into
+  /// a block buffer, and its own buffer stays unwritten).
+  std::vector<bool> fusedAway_;
+  unsigned fusedChains_ = 0, fusedNodes_ = 0;
   /// Device backends: host copies of values handed out by data().
   struct HostCopy {
     std::unique_ptr<char[]> bytes;

@@ -117,14 +117,27 @@ static void gradDropout(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Val
 }
 
 void registerActivationOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::Relu)).operand("input").infer(inferUnaryFloat).gradient(gradRelu);
+  OpRow(r.define(OpKind::Relu))
+      .operand("input")
+      .infer(inferUnaryFloat)
+      .gradient(gradRelu)
+      .elementwise();
   OpRow(r.define(OpKind::Gelu))
       .operand("input")
       .attr("approximate", AttrType::String, "none")
       .infer(inferGelu)
-      .gradient(gradGelu);
-  OpRow(r.define(OpKind::Sigmoid)).operand("input").infer(inferUnaryFloat).gradient(gradSigmoid);
-  OpRow(r.define(OpKind::Tanh)).operand("input").infer(inferUnaryFloat).gradient(gradTanh);
+      .gradient(gradGelu)
+      .elementwise();
+  OpRow(r.define(OpKind::Sigmoid))
+      .operand("input")
+      .infer(inferUnaryFloat)
+      .gradient(gradSigmoid)
+      .elementwise();
+  OpRow(r.define(OpKind::Tanh))
+      .operand("input")
+      .infer(inferUnaryFloat)
+      .gradient(gradTanh)
+      .elementwise();
   OpRow(r.define(OpKind::Softmax))
       .operand("input")
       .attr("dim", AttrType::Int, -1)
@@ -144,14 +157,27 @@ void registerActivationOps(OpRegistry &r) {
       .gradient(gradDropout);
 
   // Backward ops (not differentiated again).
-  OpRow(r.define(OpKind::ReluGrad)).operand("grad").operand("input").infer(inferActivationGrad);
+  OpRow(r.define(OpKind::ReluGrad))
+      .operand("grad")
+      .operand("input")
+      .infer(inferActivationGrad)
+      .elementwise();
   OpRow(r.define(OpKind::GeluGrad))
       .operand("grad")
       .operand("input")
       .attr("approximate", AttrType::String, "none")
-      .infer(inferGeluGrad);
-  OpRow(r.define(OpKind::SigmoidGrad)).operand("grad").operand("output").infer(inferActivationGrad);
-  OpRow(r.define(OpKind::TanhGrad)).operand("grad").operand("output").infer(inferActivationGrad);
+      .infer(inferGeluGrad)
+      .elementwise();
+  OpRow(r.define(OpKind::SigmoidGrad))
+      .operand("grad")
+      .operand("output")
+      .infer(inferActivationGrad)
+      .elementwise();
+  OpRow(r.define(OpKind::TanhGrad))
+      .operand("grad")
+      .operand("output")
+      .infer(inferActivationGrad)
+      .elementwise();
   OpRow(r.define(OpKind::SoftmaxGrad))
       .operand("grad")
       .operand("output")

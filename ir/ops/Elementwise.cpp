@@ -73,16 +73,37 @@ static void gradScale(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value
 }
 
 void registerElementwiseOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::Add)).operand("a").operand("b").infer(inferBinary).gradient(gradAdd);
-  OpRow(r.define(OpKind::Sub)).operand("a").operand("b").infer(inferBinary).gradient(gradSub);
-  OpRow(r.define(OpKind::Mul)).operand("a").operand("b").infer(inferBinary).gradient(gradMul);
-  OpRow(r.define(OpKind::Div)).operand("a").operand("b").infer(inferBinary).gradient(gradDiv);
+  OpRow(r.define(OpKind::Add))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradAdd)
+      .elementwise();
+  OpRow(r.define(OpKind::Sub))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradSub)
+      .elementwise();
+  OpRow(r.define(OpKind::Mul))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradMul)
+      .elementwise();
+  OpRow(r.define(OpKind::Div))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradDiv)
+      .elementwise();
   // scale(x) = x * factor, a constant known when the graph is built.
   OpRow(r.define(OpKind::Scale))
       .operand("input")
       .attr("factor", AttrType::Float)
       .infer(inferUnaryFloat)
-      .gradient(gradScale);
+      .gradient(gradScale)
+      .elementwise();
 }
 
 } // namespace ampc

@@ -315,7 +315,8 @@ void registerShapeOps(OpRegistry &r) {
       .attr("to", AttrType::DType)
       .attr("cacheable", AttrType::Bool, false)
       .infer(inferCast)
-      .gradient(gradCast);
+      .gradient(gradCast)
+      .elementwise();
   // slice is concat's backward and has no gradient itself.
   OpRow(r.define(OpKind::Slice))
       .operand("input")

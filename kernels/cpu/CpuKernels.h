@@ -20,6 +20,15 @@ namespace ampc::kernels::cpu {
 /// there is none (the caller then uses the reference kernel).
 std::unique_ptr<NodeKernel> prepareCpuKernel(const Node &n);
 
+/// Whether `n` can be part of a fused elementwise chain: an elementwise op
+/// (OpInfo::elementwise) the fused loops have an element function for, in
+/// dtypes they take (kernels/cpu/LoopFused.cpp).
+bool fusableCpuNode(const Node &n);
+/// One kernel running `chain` in a single blocked pass (the contract of
+/// Backend::prepareFused), or null when some node is not fusableCpuNode or
+/// the nodes are not a same-shape chain.
+std::unique_ptr<NodeKernel> prepareFusedCpuKernel(llvm::ArrayRef<const Node *> chain);
+
 /// Threads the CPU kernels use (OpenMP's and oneDNN's).
 int cpuThreads();
 

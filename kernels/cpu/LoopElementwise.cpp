@@ -5,8 +5,11 @@
 // result's dims: a bias row, a per-channel [C, 1, 1] or a scalar),
 // mse_loss_grad and global_avgpool_grad, in f32, bf16 and f16. Each element
 // runs the reference's element function from kernels/common, so the results
-// are the reference's bits. (f16 loads do not vectorize -- halfBitsToFloat
-// loops over subnormals -- so f16 gains only the threads.)
+// are the reference's bits. f16 elements are converted a block at a time in
+// hardware (vcvtph2ps / vcvtps2ph, see halvesToFloats in LoopSupport.h, with
+// the scalar conversions' bits) into float buffers the element function runs
+// over, so f16 loops vectorize too; cast between f32 and f16 is the
+// conversion alone. (f64 -> f16 is not a loop: it rounds through f32.)
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/common/ActivationMath.h"
@@ -75,16 +78,93 @@ template <DType To> struct CastFn {
   float operator()(float x) const { return castValue<To>(x); }
 };
 
+/// Elements [i, i + n) of a D buffer as floats: an f16 block converted into
+/// `buffer`, the elements themselves for f32, loaded into `buffer` otherwise.
+template <DType D>
+AMPC_LOOP_BODY inline const float *loadBlock(const void *p, int64_t i, int64_t n, float *buffer) {
+  if constexpr (D == DType::F16) {
+    return loadHalfBlock(p, i, n, buffer);
+  } else if constexpr (D == DType::F32) {
+    return static_cast<const float *>(p) + i;
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      buffer[j] = load<D>(p, i + j);
+    return buffer;
+  }
+}
+
+/// Where a block's results go before storeBlock: the elements themselves for
+/// f32, `buffer` otherwise.
+template <DType D> AMPC_LOOP_BODY inline float *resultBlock(void *p, int64_t i, float *buffer) {
+  if constexpr (D == DType::F32)
+    return static_cast<float *>(p) + i;
+  else
+    return buffer;
+}
+
+/// Stores a block's results (from resultBlock) as elements [i, i + n).
+template <DType D>
+AMPC_LOOP_BODY inline void storeBlock(const float *values, void *p, int64_t i, int64_t n) {
+  if constexpr (D == DType::F16) {
+    storeHalfBlock(values, p, i, n);
+  } else if constexpr (D != DType::F32) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      store<D>(p, i + j, values[j]);
+  }
+}
+
+/// Calls block(i, n) for blocks of kHalfBlock elements (the last shorter)
+/// covering [begin, end).
+template <class Block>
+AMPC_LOOP_BODY inline void forBlocks(int64_t begin, int64_t end, Block block) {
+  for (int64_t i = begin; i < end; i += kHalfBlock)
+    block(i, std::min(kHalfBlock, end - i));
+}
+
 template <DType In, DType Out, class Fn> void unaryMap(const KernelArgs &a, const LoopPlan &) {
   const void *x = a.in(0).data;
   void *y = a.out().data;
   Fn f(a);
-  parallelForElements(a.out().numElements(), kElementwiseGrain,
-                      [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+  if constexpr (In == DType::F16 || Out == DType::F16) {
+    parallelForElements(a.out().numElements(), kElementwiseGrain,
+                        [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+                          float xs[kHalfBlock], ys[kHalfBlock];
+                          forBlocks(begin, end, [&](int64_t i, int64_t n) AMPC_LOOP_BODY {
+                            const float *xv = loadBlock<In>(x, i, n, xs);
+                            float *yv = resultBlock<Out>(y, i, ys);
 #pragma omp simd
-                        for (int64_t i = begin; i < end; ++i)
-                          store<Out>(y, i, f(load<In>(x, i)));
-                      });
+                            for (int64_t j = 0; j < n; ++j)
+                              yv[j] = f(xv[j]);
+                            storeBlock<Out>(yv, y, i, n);
+                          });
+                        });
+  } else {
+    parallelForElements(a.out().numElements(), kElementwiseGrain,
+                        [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+#pragma omp simd
+                          for (int64_t i = begin; i < end; ++i)
+                            store<Out>(y, i, f(load<In>(x, i)));
+                        });
+  }
+}
+
+/// cast f32 -> f16 and f16 -> f32: the conversion alone.
+void castF32ToF16(const KernelArgs &a, const LoopPlan &) {
+  const float *x = static_cast<const float *>(a.in(0).data);
+  uint16_t *y = static_cast<uint16_t *>(a.out().data);
+  parallelForElements(a.out().numElements(), kElementwiseGrain, [=](int64_t begin, int64_t end) {
+    floatsToHalves(x + begin, y + begin, end - begin);
+  });
+}
+
+void castF16ToF32(const KernelArgs &a, const LoopPlan &) {
+  const uint16_t *x = static_cast<const uint16_t *>(a.in(0).data);
+  float *y = static_cast<float *>(a.out().data);
+  parallelForElements(a.out().numElements(), kElementwiseGrain, [=](int64_t begin, int64_t end) {
+    halvesToFloats(x + begin, y + begin, end - begin);
+  });
 }
 
 void copyBytes(const KernelArgs &a, const LoopPlan &) {
@@ -136,6 +216,64 @@ struct TanhGradFn {
 /// plan.variant of a binary map: both operands have the result's shape, or
 /// one of them (the other has the result's shape) is broadcast.
 enum BinaryVariant : int { kSameShape = 0, kRhsBroadcast = 1, kLhsBroadcast = 2 };
+
+/// binaryMap for f16: the same loops, over blocks converted to float buffers.
+template <class Fn> void binaryMapHalf(const KernelArgs &a, const LoopPlan &plan) {
+  constexpr DType D = DType::F16;
+  const void *lhs = a.in(0).data, *rhs = a.in(1).data;
+  void *out = a.out().data;
+  int64_t n = a.out().numElements();
+  Fn f;
+  if (plan.variant == kSameShape)
+    return parallelForElements(
+        n, kElementwiseGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+          float ls[kHalfBlock], rs[kHalfBlock], os[kHalfBlock];
+          forBlocks(begin, end, [&](int64_t i, int64_t len) AMPC_LOOP_BODY {
+            const float *lv = loadBlock<D>(lhs, i, len, ls), *rv = loadBlock<D>(rhs, i, len, rs);
+#pragma omp simd
+            for (int64_t j = 0; j < len; ++j)
+              os[j] = f(lv[j], rv[j]);
+            storeBlock<D>(os, out, i, len);
+          });
+        });
+  bool rhsBroadcast = plan.variant == kRhsBroadcast;
+  const void *full = rhsBroadcast ? lhs : rhs, *broadcast = rhsBroadcast ? rhs : lhs;
+  auto apply = [=](float fullValue, float broadcastValue) AMPC_LOOP_BODY {
+    return rhsBroadcast ? f(fullValue, broadcastValue) : f(broadcastValue, fullValue);
+  };
+  int64_t middle = plan.middle, inner = plan.inner;
+  if (inner == 1) {
+    int64_t rows = n / middle;
+    return parallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / middle),
+                       [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+                         float fs[kHalfBlock], bs[kHalfBlock], os[kHalfBlock];
+                         for (int64_t r = begin; r < end; ++r)
+                           forBlocks(0, middle, [&](int64_t m, int64_t len) AMPC_LOOP_BODY {
+                             const float *fv = loadBlock<D>(full, r * middle + m, len, fs);
+                             const float *bv = loadBlock<D>(broadcast, m, len, bs);
+#pragma omp simd
+                             for (int64_t j = 0; j < len; ++j)
+                               os[j] = apply(fv[j], bv[j]);
+                             storeBlock<D>(os, out, r * middle + m, len);
+                           });
+                       });
+  }
+  int64_t blocks = n / inner;
+  parallelFor(blocks, std::max<int64_t>(1, kElementwiseGrain / inner),
+              [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+                float fs[kHalfBlock], os[kHalfBlock];
+                for (int64_t b = begin; b < end; ++b) {
+                  float value = load<D>(broadcast, b % middle);
+                  forBlocks(b * inner, (b + 1) * inner, [&](int64_t i, int64_t len) AMPC_LOOP_BODY {
+                    const float *fv = loadBlock<D>(full, i, len, fs);
+#pragma omp simd
+                    for (int64_t j = 0; j < len; ++j)
+                      os[j] = apply(fv[j], value);
+                    storeBlock<D>(os, out, i, len);
+                  });
+                }
+              });
+}
 
 /// out = f(lhs, rhs). A broadcast operand holds plan.middle elements: block b
 /// of plan.inner consecutive result elements reads its element b % middle.
@@ -241,7 +379,10 @@ template <class Fn> std::unique_ptr<NodeKernel> prepareBinary(const Node &n) {
   }
   return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
-    return makeLoopKernel(&binaryMap<D, Fn>, plan);
+    if constexpr (D == DType::F16)
+      return makeLoopKernel(&binaryMapHalf<Fn>, plan);
+    else
+      return makeLoopKernel(&binaryMap<D, Fn>, plan);
   });
 }
 
@@ -255,11 +396,24 @@ template <DType D> void mseLossGradLoop(const KernelArgs &a, const LoopPlan &) {
   void *out = a.out().data;
   int64_t n = a.out().numElements();
   float scale = load<D>(a.in(0).data, 0) / float(n);
-  parallelForElements(n, kElementwiseGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+  if constexpr (D == DType::F16) {
+    parallelForElements(n, kElementwiseGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+      float is[kHalfBlock], ts[kHalfBlock], os[kHalfBlock];
+      forBlocks(begin, end, [&](int64_t i, int64_t len) AMPC_LOOP_BODY {
+        const float *iv = loadBlock<D>(input, i, len, is), *tv = loadBlock<D>(target, i, len, ts);
 #pragma omp simd
-    for (int64_t i = begin; i < end; ++i)
-      store<D>(out, i, squaredErrorGradTerm(load<D>(input, i), load<D>(target, i), scale));
-  });
+        for (int64_t j = 0; j < len; ++j)
+          os[j] = squaredErrorGradTerm(iv[j], tv[j], scale);
+        storeBlock<D>(os, out, i, len);
+      });
+    });
+  } else {
+    parallelForElements(n, kElementwiseGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i)
+        store<D>(out, i, squaredErrorGradTerm(load<D>(input, i), load<D>(target, i), scale));
+    });
+  }
 }
 
 /// dy [N, C, 1, 1] -> dx [N, C, H, W]: each plane gets dy / (H W).
@@ -272,9 +426,18 @@ template <DType D> void globalAvgPoolGradLoop(const KernelArgs &a, const LoopPla
               [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
                 for (int64_t p = begin; p < end; ++p) {
                   float share = load<D>(dy, p) / static_cast<float>(planeSize);
+                  if constexpr (D == DType::F16) {
+                    // One conversion per plane, then a fill.
+                    uint16_t bits = floatToHalfBits(share);
+                    uint16_t *plane = static_cast<uint16_t *>(dx) + p * planeSize;
 #pragma omp simd
-                  for (int64_t e = 0; e < planeSize; ++e)
-                    store<D>(dx, p * planeSize + e, share);
+                    for (int64_t e = 0; e < planeSize; ++e)
+                      plane[e] = bits;
+                  } else {
+#pragma omp simd
+                    for (int64_t e = 0; e < planeSize; ++e)
+                      store<D>(dx, p * planeSize + e, share);
+                  }
                 }
               });
 }
@@ -288,7 +451,12 @@ std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n) {
   return dispatchLoopFloat(from, std::unique_ptr<NodeKernel>(), [&](auto fromTag) {
     return dispatchLoopFloat(to, std::unique_ptr<NodeKernel>(), [&](auto toTag) {
       constexpr DType From = decltype(fromTag)::value, To = decltype(toTag)::value;
-      return makeLoopKernel(&unaryMap<From, To, CastFn<To>>);
+      if constexpr (From == DType::F32 && To == DType::F16)
+        return makeLoopKernel(&castF32ToF16);
+      else if constexpr (From == DType::F16 && To == DType::F32)
+        return makeLoopKernel(&castF16ToF32);
+      else
+        return makeLoopKernel(&unaryMap<From, To, CastFn<To>>);
     });
   });
 }

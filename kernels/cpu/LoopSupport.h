@@ -17,6 +17,15 @@
 //   the scalar ones; erf, exp and tanh stay calls to the same libm functions.
 //   So an elementwise loop gives the reference's bits, in either copy.
 //
+// - f16 conversion in hardware. halvesToFloats() and floatsToHalves()
+//   convert whole runs of f16 elements with AVX-512F's vcvtph2ps/vcvtps2ph
+//   (16 lanes) in the wide copy, with F16C's (8 lanes) on CPUs that have
+//   F16C and AVX2 but not the loops' AVX-512, and with the scalar functions
+//   otherwise; every way gives halfBitsToFloat's / floatToHalfBits' bits.
+//   f64 -> f16 stays with the reference (it rounds through f32). A loop
+//   over f16 tensors converts a block of elements into a float buffer, runs
+//   its element function over the buffer, and converts the results back.
+//
 // - Threads. parallelFor() splits a range into chunks run by OpenMP (the
 //   libgomp oneDNN uses too), in the calling thread when there is only one.
 //   Sums are split by the shapes alone (fixed pieces, kLanes lanes) and
@@ -27,12 +36,17 @@
 #ifndef AMPC_KERNELS_CPU_LOOPSUPPORT_H
 #define AMPC_KERNELS_CPU_LOOPSUPPORT_H
 
+#include "ir/HalfConversion.h"
 #include "kernels/KernelArgs.h"
 #include "kernels/common/Storage.h"
 
 #include <cstdint>
 #include <memory>
 #include <utility>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ampc::kernels::cpu {
 
@@ -107,6 +121,7 @@ template <class R, class F> R dispatchLoopFloat(DType t, R otherwise, F &&f) {
 #if defined(__GNUC__) && defined(__x86_64__)
 #define AMPC_LOOP_HAVE_WIDE 1
 #define AMPC_LOOP_WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define AMPC_LOOP_F16C_TARGET __attribute__((target("avx2,f16c")))
 #else
 #define AMPC_LOOP_HAVE_WIDE 0
 #define AMPC_LOOP_WIDE_TARGET
@@ -145,6 +160,137 @@ template <class Body> inline void runVectorized(const Body &body, int64_t begin,
     return runWide(body, begin, end);
 #endif
   runNarrow(body, begin, end);
+}
+
+//===----------------------------------------------------------------------===//
+// f16 conversion
+//===----------------------------------------------------------------------===//
+
+/// Elements a loop over f16 tensors converts at a time (into float buffers
+/// on its stack).
+constexpr int64_t kHalfBlock = 256;
+
+#if AMPC_LOOP_HAVE_WIDE
+namespace detail {
+
+/// Whether the CPU has F16C (and AVX2, which the 8-lane copy also uses).
+inline bool cpuHasF16c() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  return has;
+}
+
+// vcvtps2ph with round to nearest even (the immediate, not MXCSR) is
+// floatToHalfBits exactly: subnormal results, overflow to infinity, and a NaN
+// keeps its sign and top payload bits with the quiet bit set (checked for all
+// 2^32 inputs). vcvtph2ps is exact too, except that it quiets a signalling
+// NaN, which halfBitsToFloat keeps signalling: the sNaN lanes get their quiet
+// bit (f32 bit 22) cleared again. Neither depends on MXCSR's FTZ / DAZ.
+// (The zero-masking forms with every lane set are the plain instructions; the
+// unmasked intrinsics trip GCC 12's -Wmaybe-uninitialized.)
+constexpr int kToHalfRounding = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+constexpr __mmask16 kAllLanes = 0xffff;
+
+AMPC_LOOP_WIDE_TARGET inline __m512 widenHalves16(__m256i h) {
+  __m256i magnitude = _mm256_and_si256(h, _mm256_set1_epi16(0x7fff));
+  __mmask16 signalling = _mm256_cmpgt_epu16_mask(magnitude, _mm256_set1_epi16(0x7c00)) &
+                         _mm256_cmplt_epu16_mask(magnitude, _mm256_set1_epi16(0x7e00));
+  __m512i bits = _mm512_castps_si512(_mm512_maskz_cvtph_ps(kAllLanes, h));
+  bits = _mm512_mask_xor_epi32(bits, signalling, bits, _mm512_set1_epi32(0x00400000));
+  return _mm512_castsi512_ps(bits);
+}
+
+AMPC_LOOP_WIDE_TARGET inline void halvesToFloatsWide(const uint16_t *from, float *to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(from + i));
+    _mm512_storeu_ps(to + i, widenHalves16(h));
+  }
+  if (i < n) {
+    __mmask16 lanes = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    __m256i h = _mm256_maskz_loadu_epi16(lanes, from + i);
+    _mm512_mask_storeu_ps(to + i, lanes, widenHalves16(h));
+  }
+}
+
+AMPC_LOOP_WIDE_TARGET inline void floatsToHalvesWide(const float *from, uint16_t *to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm512_maskz_cvtps_ph(kAllLanes, _mm512_loadu_ps(from + i), kToHalfRounding);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(to + i), h);
+  }
+  if (i < n) {
+    __mmask16 lanes = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    __m256i h =
+        _mm512_maskz_cvtps_ph(kAllLanes, _mm512_maskz_loadu_ps(lanes, from + i), kToHalfRounding);
+    _mm256_mask_storeu_epi16(to + i, lanes, h);
+  }
+}
+
+AMPC_LOOP_F16C_TARGET inline void halvesToFloatsF16c(const uint16_t *from, float *to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(from + i));
+    __m128i magnitude = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+    // Signed 16-bit compares: magnitudes are below 0x8000.
+    __m128i signalling = _mm_and_si128(_mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7c00)),
+                                       _mm_cmplt_epi16(magnitude, _mm_set1_epi16(0x7e00)));
+    __m256i quietBit =
+        _mm256_and_si256(_mm256_cvtepi16_epi32(signalling), _mm256_set1_epi32(0x00400000));
+    __m256i bits = _mm256_castps_si256(_mm256_cvtph_ps(h));
+    _mm256_storeu_ps(to + i, _mm256_castsi256_ps(_mm256_xor_si256(bits, quietBit)));
+  }
+  for (; i < n; ++i)
+    to[i] = halfBitsToFloat(from[i]);
+}
+
+AMPC_LOOP_F16C_TARGET inline void floatsToHalvesF16c(const float *from, uint16_t *to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(from + i), kToHalfRounding);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(to + i), h);
+  }
+  for (; i < n; ++i)
+    to[i] = floatToHalfBits(from[i]);
+}
+
+} // namespace detail
+#endif
+
+/// to[i] = halfBitsToFloat(from[i]) for i in [0, n), in hardware where the
+/// CPU converts (the AVX-512 copy only while loopsUseWideVectors()).
+inline void halvesToFloats(const uint16_t *from, float *to, int64_t n) {
+#if AMPC_LOOP_HAVE_WIDE
+  if (loopsUseWideVectors())
+    return detail::halvesToFloatsWide(from, to, n);
+  if (detail::cpuHasF16c())
+    return detail::halvesToFloatsF16c(from, to, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = halfBitsToFloat(from[i]);
+}
+
+/// to[i] = floatToHalfBits(from[i]) for i in [0, n), likewise.
+inline void floatsToHalves(const float *from, uint16_t *to, int64_t n) {
+#if AMPC_LOOP_HAVE_WIDE
+  if (loopsUseWideVectors())
+    return detail::floatsToHalvesWide(from, to, n);
+  if (detail::cpuHasF16c())
+    return detail::floatsToHalvesF16c(from, to, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = floatToHalfBits(from[i]);
+}
+
+/// Elements [i, i + n) of an f16 buffer as floats, converted into `buffer`.
+AMPC_LOOP_BODY inline const float *loadHalfBlock(const void *p, int64_t i, int64_t n,
+                                                 float *buffer) {
+  halvesToFloats(static_cast<const uint16_t *>(p) + i, buffer, n);
+  return buffer;
+}
+
+/// Stores n floats as elements [i, i + n) of an f16 buffer.
+AMPC_LOOP_BODY inline void storeHalfBlock(const float *values, void *p, int64_t i, int64_t n) {
+  floatsToHalves(values, static_cast<uint16_t *>(p) + i, n);
 }
 
 //===----------------------------------------------------------------------===//

@@ -240,7 +240,7 @@ bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info
     const StoredTensor &t = it->second;
     std::optional<DType> dt = parseDType(t.dtype);
     if (!dt || t.dims != std::vector<int64_t>(v->type().dims().begin(), v->type().dims().end()) ||
-        *dt != v->dtype() || t.bytes.size() != v->type().sizeInBytes()) {
+        *dt != v->dtype() || static_cast<int64_t>(t.bytes.size()) != v->type().sizeInBytes()) {
       std::string dims;
       for (size_t i = 0; i < t.dims.size(); ++i)
         dims += (i ? "," : "") + std::to_string(t.dims[i]);

@@ -158,10 +158,12 @@ TEST(CastCache, AccumulationCastsOncePerOptimizerStep) {
     bindBatch(*p, *g, m);
     p->run(m);
     // The weight changes only on micro-steps 2 and 5 (m % 3 == 2).
-    if (m == 0 || m == 1)
+    if (m == 0 || m == 1) {
       EXPECT_EQ(read(*p, w), before) << m;
-    if (m == 2)
+    }
+    if (m == 2) {
       EXPECT_NE(read(*p, w), before);
+    }
   }
   // Misses at micro-steps 0, 3 and 6 (after the updates at 2 and 5): one per
   // optimizer step; the other 2 * 7 - 3 casts hit.

@@ -1,6 +1,6 @@
 //===- GraphTest.cpp - Values, nodes, use lists, state ---------------------===//
-#include "ir/Builder.h"
 #include "ir/Graph.h"
+#include "ir/Builder.h"
 
 #include <gtest/gtest.h>
 
@@ -22,11 +22,10 @@ struct SmallLinear {
   SmallLinear() {
     x = g.addInput("x", TensorType(DType::F32, {8, 4}));
     w = g.addState("w", TensorType(DType::F32, {3, 4}), StateKind::Parameter,
-                   {InitSpec::Kind::Uniform, -0.5, 0.5});
+                   {InitSpec::Kind::Uniform, -0.5, 0.5, {}});
     b = g.addState("b", TensorType(DType::F32, {3}), StateKind::Parameter,
-                   {InitSpec::Kind::Zeros});
-    fc = buildNode(g, op("linear"), {x, w, b}, {}, Location::inFile("m.yaml", 3, 5), diag,
-                   {"fc"});
+                   {InitSpec::Kind::Zeros, 0, 0, {}});
+    fc = buildNode(g, op("linear"), {x, w, b}, {}, Location::inFile("m.yaml", 3, 5), diag, {"fc"});
   }
 };
 

@@ -443,10 +443,11 @@ TEST(LossScaleTraining, ScaledStepEqualsUnscaledStep) {
       EXPECT_NEAR(scaled.scalar("loss"), plain.scalar("loss"), 1e-6);
       for (const char *name : {"fc.weight", "fc.bias"}) {
         EXPECT_TRUE(allClose(scaled.read(name), plain.read(name), 1e-6)) << name;
-        if (c.dtype != DType::F32)
+        if (c.dtype != DType::F32) {
           EXPECT_TRUE(allClose(scaled.read(std::string(name) + ".master"),
                                plain.read(std::string(name) + ".master"), 1e-6))
               << name;
+        }
       }
       EXPECT_NE(scaled.read("fc.weight"), std::vector<double>(6, 0.0));
     }

@@ -121,9 +121,9 @@ TEST(Program, InitialisesStateDeterministically) {
   DiagnosticEngine diag;
   Value *x = g.addInput("x", TensorType(DType::F32, {2, 4}));
   Value *w = g.addState("w", TensorType(DType::F32, {3, 4}), StateKind::Parameter,
-                        {InitSpec::Kind::Uniform, -0.5, 0.5});
-  Value *b =
-      g.addState("b", TensorType(DType::F32, {3}), StateKind::Parameter, {InitSpec::Kind::Ones});
+                        {InitSpec::Kind::Uniform, -0.5, 0.5, {}});
+  Value *b = g.addState("b", TensorType(DType::F32, {3}), StateKind::Parameter,
+                        {InitSpec::Kind::Ones, 0, 0, {}});
   Node *fc = buildNode(g, op("linear"), {x, w, b}, {}, {}, diag);
   g.addOutput(fc->result());
   auto backend = createCpuRefBackend();

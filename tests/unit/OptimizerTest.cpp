@@ -650,12 +650,14 @@ TEST(OptimizerPass, AccumulationEqualsOneStepOnTheMeanGradient) {
         EXPECT_TRUE(allClose(after, read(*pb, big->lookup(params[i])), 1e-6))
             << params[i] << " after optimizer step " << step;
       }
-      if (big->lookup("grad_norm"))
+      if (big->lookup("grad_norm")) {
         EXPECT_NEAR(read(*pm, micro->lookup("grad_norm"))[0],
                     read(*pb, big->lookup("grad_norm"))[0], 1e-6);
+      }
     }
-    if (micro->lookup("optimizer.step"))
+    if (micro->lookup("optimizer.step")) {
       EXPECT_EQ(read(*pm, micro->lookup("optimizer.step"))[0], 2);
+    }
   }
 }
 

@@ -16,12 +16,14 @@
 #include "kernels/common/CastMath.h"
 #include "kernels/common/ElementwiseMath.h"
 #include "kernels/common/LossMath.h"
+#include "kernels/cpu/ElementFunctors.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
 
 #include <algorithm>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace ampc::kernels::cpu {
@@ -42,41 +44,16 @@ bool allOfDType(const Node &n, DType t) {
 // Unary maps: out[i] = f(in[i])
 //===----------------------------------------------------------------------===//
 
-struct ReluFn {
-  explicit ReluFn(const KernelArgs &) {}
-  float operator()(float x) const { return reluOp(x); }
-};
+using namespace elem;
 
-struct ScaleFn {
-  double factor;
-  explicit ScaleFn(const KernelArgs &a) : factor(a.attr("factor").getFloat()) {}
-  float operator()(float x) const { return scaleOp(x, factor); }
-};
-
-struct GeluErfFn {
-  explicit GeluErfFn(const KernelArgs &) {}
-  float operator()(float x) const { return geluErfOp(x); }
-};
-
-struct GeluTanhFn {
-  explicit GeluTanhFn(const KernelArgs &) {}
-  float operator()(float x) const { return geluTanhOp(x); }
-};
-
-struct SigmoidFn {
-  explicit SigmoidFn(const KernelArgs &) {}
-  float operator()(float x) const { return sigmoidOp(x); }
-};
-
-struct TanhFn {
-  explicit TanhFn(const KernelArgs &) {}
-  float operator()(float x) const { return tanhOp(x); }
-};
-
-template <DType To> struct CastFn {
-  explicit CastFn(const KernelArgs &) {}
-  float operator()(float x) const { return castValue<To>(x); }
-};
+/// A unary element function for node `a`: scale's factor from its
+/// attribute, the rest take none.
+template <class Fn> Fn makeUnary(const KernelArgs &a) {
+  if constexpr (std::is_same_v<Fn, ScaleFn>)
+    return Fn{a.attr("factor").getFloat()};
+  else
+    return Fn{0.0};
+}
 
 /// Elements [i, i + n) of a D buffer as floats: an f16 block converted into
 /// `buffer`, the elements themselves for f32, loaded into `buffer` otherwise.
@@ -126,7 +103,7 @@ AMPC_LOOP_BODY inline void forBlocks(int64_t begin, int64_t end, Block block) {
 template <DType In, DType Out, class Fn> void unaryMap(const KernelArgs &a, const LoopPlan &) {
   const void *x = a.in(0).data;
   void *y = a.out().data;
-  Fn f(a);
+  Fn f = makeUnary<Fn>(a);
   if constexpr (In == DType::F16 || Out == DType::F16) {
     parallelForElements(a.out().numElements(), kElementwiseGrain,
                         [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
@@ -184,34 +161,6 @@ template <class Fn> std::unique_ptr<NodeKernel> prepareSameDTypeUnary(const Node
 //===----------------------------------------------------------------------===//
 // Binary maps: out[i] = f(lhs[i'], rhs[i''])
 //===----------------------------------------------------------------------===//
-
-struct AddFn {
-  float operator()(float x, float y) const { return addOp(x, y); }
-};
-struct SubFn {
-  float operator()(float x, float y) const { return subOp(x, y); }
-};
-struct MulFn {
-  float operator()(float x, float y) const { return mulOp(x, y); }
-};
-struct DivFn {
-  float operator()(float x, float y) const { return divOp(x, y); }
-};
-struct ReluGradFn {
-  float operator()(float dy, float x) const { return reluGradOp(dy, x); }
-};
-struct GeluErfGradFn {
-  float operator()(float dy, float x) const { return geluErfGradOp(dy, x); }
-};
-struct GeluTanhGradFn {
-  float operator()(float dy, float x) const { return geluTanhGradOp(dy, x); }
-};
-struct SigmoidGradFn {
-  float operator()(float dy, float y) const { return sigmoidGradOp(dy, y); }
-};
-struct TanhGradFn {
-  float operator()(float dy, float y) const { return tanhGradOp(dy, y); }
-};
 
 /// plan.variant of a binary map: both operands have the result's shape, or
 /// one of them (the other has the result's shape) is broadcast.

@@ -16,6 +16,7 @@
 #include "kernels/common/CastMath.h"
 #include "kernels/common/ElementwiseMath.h"
 #include "kernels/cpu/CpuKernels.h"
+#include "kernels/cpu/ElementFunctors.h"
 #include "kernels/cpu/LoopSupport.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -56,62 +57,8 @@ void binaryStage(const void *a, const void *b, void *out, int64_t n, double) {
       0, n);
 }
 
-// The element functions: the same kernels/common calls as the unfused loops.
-struct ReluFn {
-  double unused;
-  float operator()(float x) const { return reluOp(x); }
-};
-struct ScaleFn {
-  double factor;
-  float operator()(float x) const { return scaleOp(x, factor); }
-};
-struct GeluErfFn {
-  double unused;
-  float operator()(float x) const { return geluErfOp(x); }
-};
-struct GeluTanhFn {
-  double unused;
-  float operator()(float x) const { return geluTanhOp(x); }
-};
-struct SigmoidFn {
-  double unused;
-  float operator()(float x) const { return sigmoidOp(x); }
-};
-struct TanhFn {
-  double unused;
-  float operator()(float x) const { return tanhOp(x); }
-};
-template <DType To> struct CastFn {
-  double unused;
-  float operator()(float x) const { return castValue<To>(x); }
-};
-struct AddFn {
-  float operator()(float x, float y) const { return addOp(x, y); }
-};
-struct SubFn {
-  float operator()(float x, float y) const { return subOp(x, y); }
-};
-struct MulFn {
-  float operator()(float x, float y) const { return mulOp(x, y); }
-};
-struct DivFn {
-  float operator()(float x, float y) const { return divOp(x, y); }
-};
-struct ReluGradFn {
-  float operator()(float dy, float x) const { return reluGradOp(dy, x); }
-};
-struct GeluErfGradFn {
-  float operator()(float dy, float x) const { return geluErfGradOp(dy, x); }
-};
-struct GeluTanhGradFn {
-  float operator()(float dy, float x) const { return geluTanhGradOp(dy, x); }
-};
-struct SigmoidGradFn {
-  float operator()(float dy, float y) const { return sigmoidGradOp(dy, y); }
-};
-struct TanhGradFn {
-  float operator()(float dy, float y) const { return tanhGradOp(dy, y); }
-};
+// The element functions: the unfused loops' own (ElementFunctors.h).
+using namespace elem;
 
 template <class Fn> StageFn sameDTypeUnary(DType t) {
   return dispatchLoopFloat(t, StageFn(nullptr), [](auto tag) {

@@ -13,6 +13,8 @@
 
 #include "llvm/ADT/ArrayRef.h"
 
+#include <cstdint>
+
 namespace ampc::kernels {
 
 /// A tensor's storage: elements in C order, in the storage format of
@@ -20,6 +22,13 @@ namespace ampc::kernels {
 struct TensorArg {
   void *data = nullptr;
   const TensorType *type = nullptr;
+  /// Inputs only, where the runtime knows it: the bytes at `data` change
+  /// only between runs and only when *stableVersion changes (a state tensor
+  /// the program never updates, or a cached cast of one). A kernel may then
+  /// keep something derived from them - oneDNN kernels keep weights
+  /// reordered into the primitive's layout - for as long as `data` and
+  /// *stableVersion stay as they were. Null: may change on every run.
+  const uint64_t *stableVersion = nullptr;
 
   template <class T> T *as() const { return static_cast<T *>(data); }
   int64_t numElements() const { return type->numElements(); }
@@ -66,6 +75,9 @@ class NodeKernel {
 public:
   virtual ~NodeKernel() = default;
   virtual void run(const KernelArgs &args) = 0;
+  /// Memory the kernel holds between runs outside the program's arenas (say,
+  /// weights kept reordered; TensorArg::stableVersion), in bytes.
+  virtual uint64_t heldBytes() const { return 0; }
 };
 
 class FunctionKernel final : public NodeKernel {

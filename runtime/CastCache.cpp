@@ -70,4 +70,9 @@ uint64_t CastCache::version(const Value *state) const {
   return it == stateIndex_.end() ? 0 : versions_[it->second];
 }
 
+const uint64_t *CastCache::versionSlot(const Value *state) const {
+  auto it = stateIndex_.find(state);
+  return it == stateIndex_.end() ? nullptr : &versions_[it->second];
+}
+
 } // namespace ampc

@@ -61,6 +61,9 @@ public:
   void bump(const Value *state);
   /// How many times `state` was written since compile; 0 for non-state values.
   uint64_t version(const Value *state) const;
+  /// Where `state`'s version is counted (stable from init() on, for
+  /// TensorArg::stableVersion); null for non-state values.
+  const uint64_t *versionSlot(const Value *state) const;
 
   /// Whether the node at `pos` is served from the cache.
   bool isCached(unsigned pos) const { return pos < entryAt_.size() && entryAt_[pos] >= 0; }

@@ -72,17 +72,19 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
     std::memset(p->step_ + p->plan_.stepBytes, kGuardByte, kArenaGuard);
   }
 
+  p->castCache_.init(g, p->schedule_, opts.castCache);
+  if (opts.markStableInputs)
+    p->findStableValues();
   for (const Node *n : p->schedule_) {
     std::vector<kernels::TensorArg> ins, outs;
     for (const Value *v : n->operands())
-      ins.push_back({p->storage(v), &v->type()});
+      ins.push_back(p->inputArg(v));
     for (unsigned r = 0; r < n->numResults(); ++r)
       outs.push_back({p->storage(n->result(r)), &n->result(r)->type()});
     p->inputArgs_.push_back(std::move(ins));
     p->outputArgs_.push_back(std::move(outs));
   }
   p->stateUnchanged_ = std::make_unique<bool[]>(p->schedule_.size());
-  p->castCache_.init(g, p->schedule_, opts.castCache);
   p->fusedAway_.assign(p->schedule_.size(), false);
   const char *noFusion = std::getenv("AMPC_NO_FUSION");
   if (opts.fuseElementwise && !(noFusion && llvm::StringRef(noFusion) != "0"))
@@ -156,7 +158,7 @@ void Program::fuseElementwiseChains() {
     for (unsigned i = first; i <= last; ++i)
       for (const Value *v : schedule_[i]->operands())
         if (i == first || v != schedule_[i - 1]->result())
-          ins.push_back({storage(v), &v->type()});
+          ins.push_back(inputArg(v));
     // The kernel writes the result block by block after reading the same
     // blocks of its inputs: an input may share the result's bytes exactly
     // (the memory plan reused a dead input's buffer), but not overlap them
@@ -182,6 +184,29 @@ void Program::fuseElementwiseChains() {
     }
     first = last + 1;
   }
+}
+
+void Program::findStableValues() {
+  // A state tensor keeps its bytes between runs unless a state update of
+  // this graph writes it; the host's writes move its version on.
+  llvm::DenseSet<const Value *> updated;
+  for (const StateUpdate &u : graph_.stateUpdates())
+    updated.insert(u.state);
+  for (const Value *v : graph_.state())
+    if (!updated.count(v))
+      stableVersion_[v] = castCache_.versionSlot(v);
+  // A cast the cache serves keeps its result in the persistent arena and
+  // rewrites it only when its state's version moves on.
+  for (unsigned pos = 0; pos < schedule_.size(); ++pos)
+    if (castCache_.isCached(pos)) {
+      auto it = stableVersion_.find(schedule_[pos]->operand(0));
+      if (it != stableVersion_.end())
+        stableVersion_[schedule_[pos]->result()] = it->second;
+    }
+}
+
+kernels::TensorArg Program::inputArg(const Value *v) const {
+  return {storage(v), &v->type(), stableVersion_.lookup(v)};
 }
 
 void *Program::data(const Value *v) {
@@ -341,6 +366,8 @@ void Program::run(uint64_t step) {
 MeasuredMemory Program::measure() const {
   MeasuredMemory m;
   m.allocatedBytes = allocatedBytes_;
+  for (const auto &k : kernels_)
+    m.kernelHeldBytes += k->heldBytes();
   if (!backend_.hostAccessible())
     return m;
   for (uint64_t i = plan_.stepBytes; i > 0; --i)

@@ -42,6 +42,14 @@ struct CompileOptions {
   /// environment variable AMPC_NO_FUSION set to anything but "0", every
   /// node runs its own kernel (same results, bit for bit).
   bool fuseElementwise = true;
+  /// Tell kernels which inputs keep their bytes from one run to the next
+  /// (TensorArg::stableVersion: state the graph never updates - parameters
+  /// in evaluation and inference, frozen ones in training - and cached
+  /// casts of it), so that they may keep derived copies: the `cpu` backend's
+  /// convolutions then keep such weights in oneDNN's layout instead of
+  /// reordering them every run. Off, nothing is kept (same results, bit for
+  /// bit; for benchmarks).
+  bool markStableInputs = true;
 };
 
 /// Bytes the executor actually holds and touched, to set against the plan.
@@ -49,6 +57,9 @@ struct MeasuredMemory {
   uint64_t allocatedBytes = 0;   ///< arena bytes as the backend's allocator counts them
   uint64_t touchedStepBytes = 0; ///< highest step-arena byte written + 1
   bool guardsIntact = true;      ///< nothing wrote past an arena's end
+  /// Held by kernels outside the arenas between runs (NodeKernel::heldBytes:
+  /// weights kept in oneDNN's layout).
+  uint64_t kernelHeldBytes = 0;
 };
 
 class Program {
@@ -106,7 +117,12 @@ private:
   /// Finds chains of elementwise nodes and runs each as one kernel where the
   /// backend has one: the last node's position runs it, the others none.
   void fuseElementwiseChains();
+  /// Fills stableVersion_ (CompileOptions::markStableInputs).
+  void findStableValues();
   void *storage(const Value *v) const;
+  /// A kernel's view of `v` as an input: its storage, type and, where it
+  /// keeps its bytes between runs, its version (markStableInputs).
+  kernels::TensorArg inputArg(const Value *v) const;
   /// data(): storage(v) on host backends, else v's host copy.
   void *hostView(const Value *v, bool writable) const;
   /// Device backends: sends host copies handed out writable to the device;
@@ -138,6 +154,9 @@ private:
   /// (runs nothing; the last node's fused kernel computes its result into
   /// a block buffer, and its own buffer stays unwritten).
   std::vector<bool> fusedAway_;
+  /// Values whose bytes change only when a state version does, with the
+  /// version that counts (CompileOptions::markStableInputs).
+  llvm::DenseMap<const Value *, const uint64_t *> stableVersion_;
   unsigned fusedChains_ = 0, fusedNodes_ = 0;
   /// Device backends: host copies of values handed out by data().
   struct HostCopy {

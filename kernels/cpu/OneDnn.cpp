@@ -65,6 +65,17 @@ dnnl::primitive_attr userScratchpadAttr() {
 
 namespace {
 
+/// 64-byte aligned memory for oneDNN; there is nobody to report a failure
+/// to mid-step.
+std::byte *allocateOrDie(size_t bytes, const char *what) {
+  auto *p = static_cast<std::byte *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  if (!p) {
+    std::fprintf(stderr, "ampc: out of memory allocating %zu bytes of %s\n", bytes, what);
+    std::abort();
+  }
+  return p;
+}
+
 /// Scratch memory for the oneDNN kernels running on one thread: slot 0 for
 /// the primitive's scratchpad, slot 1 + i for the staging buffer of the
 /// i-th reordered argument. A slot grows to the largest request and stays.
@@ -75,11 +86,7 @@ public:
   void *slot(unsigned i, size_t bytes) {
     Buffer &b = slots_[i];
     if (b.bytes < bytes) {
-      b.data.reset(static_cast<std::byte *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-      if (!b.data) {
-        std::fprintf(stderr, "ampc: out of memory allocating %zu bytes of oneDNN scratch\n", bytes);
-        std::abort();
-      }
+      b.data.reset(allocateOrDie(bytes, "oneDNN scratch"));
       b.bytes = bytes;
     }
     return b.data.get();
@@ -103,6 +110,8 @@ Workspace &workspace() {
 
 } // namespace
 
+void OneDnnPrimitiveKernel::FreeBytes::operator()(std::byte *p) const { std::free(p); }
+
 OneDnnPrimitiveKernel::OneDnnPrimitiveKernel(const dnnl::primitive_desc &pd,
                                              dnnl::primitive primitive,
                                              llvm::ArrayRef<OneDnnBinding> bindings)
@@ -118,37 +127,74 @@ OneDnnPrimitiveKernel::OneDnnPrimitiveKernel(const dnnl::primitive_desc &pd,
       continue;
     }
     dnnl::memory staged(b.primitiveDesc, engine, DNNL_MEMORY_NONE);
-    scratch_.push_back({nextSlot++, b.primitiveDesc.get_size(), staged});
-    if (b.isOutput)
-      reorders_.push_back(
-          {true, dnnl::reorder(staged, user), {{DNNL_ARG_FROM, staged}, {DNNL_ARG_TO, user}}});
-    else
-      reorders_.push_back(
-          {false, dnnl::reorder(user, staged), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, staged}}});
+    Reorder r;
+    r.afterPrimitive = b.isOutput;
+    r.index = b.index;
+    r.staged = staged;
+    r.slot = nextSlot++;
+    r.bytes = b.primitiveDesc.get_size();
+    if (b.isOutput) {
+      r.primitive = dnnl::reorder(staged, user);
+      r.arguments = {{DNNL_ARG_FROM, staged}, {DNNL_ARG_TO, user}};
+    } else {
+      r.primitive = dnnl::reorder(user, staged);
+      r.arguments = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, staged}};
+    }
+    reorders_.push_back(std::move(r));
     arguments_.emplace(b.argument, staged);
   }
   dnnl::memory::desc scratchpad = pd.scratchpad_desc();
   if (size_t bytes = scratchpad.get_size()) {
-    dnnl::memory memory(scratchpad, engine, DNNL_MEMORY_NONE);
-    scratch_.push_back({0, bytes, memory});
-    arguments_.emplace(DNNL_ARG_SCRATCHPAD, memory);
+    scratchpad_ = dnnl::memory(scratchpad, engine, DNNL_MEMORY_NONE);
+    scratchpadBytes_ = bytes;
+    arguments_.emplace(DNNL_ARG_SCRATCHPAD, *scratchpad_);
   }
+}
+
+uint64_t OneDnnPrimitiveKernel::heldBytes() const {
+  uint64_t bytes = 0;
+  for (const Reorder &r : reorders_)
+    if (r.kept)
+      bytes += r.bytes;
+  return bytes;
 }
 
 void OneDnnPrimitiveKernel::run(const KernelArgs &args) {
   for (Bound &b : bound_)
     b.memory.set_data_handle(b.isOutput ? args.out(b.index).data : args.in(b.index).data);
   Workspace &w = workspace();
-  for (Scratch &s : scratch_)
-    s.memory.set_data_handle(w.slot(s.slot, s.bytes));
+  if (scratchpad_)
+    scratchpad_->set_data_handle(w.slot(0, scratchpadBytes_));
+  reordersSkipped_ = 0;
   // Descriptors and shapes were checked when the primitive was created, so
   // execution fails only on a broken oneDNN install; there is nobody to
   // report to mid-step, and continuing would train on garbage.
   try {
     dnnl::stream &stream = oneDnnStream();
-    for (Reorder &r : reorders_)
-      if (!r.afterPrimitive)
+    for (Reorder &r : reorders_) {
+      if (r.afterPrimitive)
+        continue;
+      const TensorArg &operand = args.in(r.index);
+      if (!operand.stableVersion) {
+        r.staged.set_data_handle(w.slot(r.slot, r.bytes));
         r.primitive.execute(stream, r.arguments);
+        continue;
+      }
+      if (!r.kept)
+        r.kept.reset(allocateOrDie(r.bytes, "reordered weights"));
+      r.staged.set_data_handle(r.kept.get());
+      bool current = r.keptFrom == operand.data && r.keptVersion == *operand.stableVersion;
+      if (current) {
+        ++reordersSkipped_;
+        continue;
+      }
+      r.primitive.execute(stream, r.arguments);
+      r.keptFrom = operand.data;
+      r.keptVersion = *operand.stableVersion;
+    }
+    for (Reorder &r : reorders_)
+      if (r.afterPrimitive)
+        r.staged.set_data_handle(w.slot(r.slot, r.bytes));
     primitive_.execute(stream, arguments_);
     for (Reorder &r : reorders_)
       if (r.afterPrimitive)
@@ -163,6 +209,20 @@ void OneDnnPrimitiveKernel::run(const KernelArgs &args) {
 
 bool isOneDnnKernel(const NodeKernel &k) {
   return dynamic_cast<const OneDnnPrimitiveKernel *>(&k) != nullptr;
+}
+
+OneDnnReorderCounts OneDnnPrimitiveKernel::reorderCounts() const {
+  OneDnnReorderCounts counts;
+  for (const Reorder &r : reorders_)
+    counts.operands += !r.afterPrimitive;
+  counts.skipped = reordersSkipped_;
+  return counts;
+}
+
+OneDnnReorderCounts oneDnnReorderCounts(const NodeKernel &k) {
+  if (const auto *p = dynamic_cast<const OneDnnPrimitiveKernel *>(&k))
+    return p->reorderCounts();
+  return {};
 }
 
 std::string oneDnnImplementation(const NodeKernel &k) {

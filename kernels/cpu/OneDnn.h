@@ -22,6 +22,15 @@ bool isOneDnnKernel(const NodeKernel &k);
 /// or "" when `k` is not a oneDNN kernel. For diagnostics, not for dispatch.
 std::string oneDnnImplementation(const NodeKernel &k);
 
+/// What `k`'s last run did with its operands' reorders into the primitive's
+/// layout: how many it has, and how many it skipped because the operand's
+/// kept copy was current (TensorArg::stableVersion). Zeros when `k` is not
+/// a oneDNN kernel.
+struct OneDnnReorderCounts {
+  unsigned operands = 0, skipped = 0;
+};
+OneDnnReorderCounts oneDnnReorderCounts(const NodeKernel &k);
+
 } // namespace ampc::kernels::cpu
 
 #endif

@@ -14,6 +14,7 @@
 #define AMPC_KERNELS_CPU_ONEDNNCONTEXT_H
 
 #include "kernels/KernelArgs.h"
+#include "kernels/cpu/OneDnn.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -63,16 +64,24 @@ struct OneDnnBinding {
 /// reordered arguments) lives in a per-thread workspace shared by all
 /// kernels, sized for the largest of them: kernels run one at a time, so a
 /// program holds the biggest scratch once instead of the sum over its nodes.
+///
+/// An operand that keeps its bytes between runs (TensorArg::stableVersion:
+/// the weights in evaluation and inference, frozen ones in training) is
+/// reordered into a buffer of the kernel's own instead, and only when its
+/// buffer or version changed: such weights stay in the layout the primitive
+/// wants.
 class OneDnnPrimitiveKernel final : public NodeKernel {
 public:
   /// `pd` must have been created with userScratchpadAttr().
   OneDnnPrimitiveKernel(const dnnl::primitive_desc &pd, dnnl::primitive primitive,
                         llvm::ArrayRef<OneDnnBinding> bindings);
   void run(const KernelArgs &args) override;
+  uint64_t heldBytes() const override;
   /// oneDNN's name for the implementation it picked (e.g. "brg:avx512_core").
   const std::string &implementation() const { return implementation_; }
-  /// How many arguments go through a reorder (0 on plain layouts).
-  unsigned numReorders() const { return reorders_.size(); }
+  /// Operands that go through a reorder, and how many of those the last
+  /// run() skipped because the operand's kept copy was current.
+  OneDnnReorderCounts reorderCounts() const;
 
 private:
   struct Bound {
@@ -80,27 +89,36 @@ private:
     unsigned index;
     dnnl::memory memory; ///< wraps the node's buffer
   };
-  /// A memory object over a workspace slot, pointed there before each run.
-  struct Scratch {
-    unsigned slot;
-    size_t bytes;
-    dnnl::memory memory;
+  struct FreeBytes {
+    void operator()(std::byte *p) const;
   };
   /// user -> staging before the primitive (operands), staging -> user after
   /// it (results).
   struct Reorder {
-    bool afterPrimitive;
+    bool afterPrimitive = false;
+    unsigned index = 0; ///< of the operand or result
     dnnl::primitive primitive;
     std::unordered_map<int, dnnl::memory> arguments;
+    dnnl::memory staged; ///< the argument in the primitive's layout
+    unsigned slot = 0; ///< the workspace slot `staged` uses
+    size_t bytes = 0;
+    /// A stable operand's copy in the primitive's layout, and what it was
+    /// made from.
+    std::unique_ptr<std::byte, FreeBytes> kept;
+    const void *keptFrom = nullptr;
+    uint64_t keptVersion = 0;
   };
   dnnl::primitive primitive_;
   llvm::SmallVector<Bound, 4> bound_;
-  llvm::SmallVector<Scratch, 4> scratch_;
+  /// The primitive's scratchpad, when it has one (workspace slot 0).
+  std::optional<dnnl::memory> scratchpad_;
+  size_t scratchpadBytes_ = 0;
   llvm::SmallVector<Reorder, 3> reorders_;
   /// What execute() takes: the memory objects above (memory is a shared
   /// handle, so pointing those at new buffers updates these) by argument.
   std::unordered_map<int, dnnl::memory> arguments_;
   std::string implementation_;
+  unsigned reordersSkipped_ = 0;
 };
 
 /// A primitive attribute with the user scratchpad mode, so the scratchpad

@@ -13,7 +13,7 @@
 // labels and indices. Buffers carry guard bytes.
 //
 //===----------------------------------------------------------------------===//
-#include "KernelTestUtil.h"
+#include "CpuLoopTestUtil.h"
 
 #include "frontends/yaml/ModelLoader.h"
 #include "kernels/cpu/CpuKernels.h"
@@ -35,26 +35,9 @@
 namespace {
 
 using namespace ampc;
-using ampc::testing::GuardedBuffer;
+using namespace ampc::testing;
 
-using Bytes = std::vector<unsigned char>;
 using Dims = std::vector<int64_t>;
-
-struct Operand {
-  TensorType type;
-  Bytes bytes;
-};
-
-Bytes fromDoubles(const TensorType &t, const std::vector<double> &values) {
-  Bytes b(t.sizeInBytes());
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    kernels::storeFromDouble(t.dtype(), b.data(), i, values[i % values.size()]);
-  return b;
-}
-
-Operand uniform(const TensorType &t, uint64_t seed, double lo = -2, double hi = 2) {
-  return {t, fromDoubles(t, ampc::testing::randomValues(t.numElements(), seed, lo, hi))};
-}
 
 /// Values from {0, 1, 2, 3} (many ties), a NaN and infinities at the front.
 Operand fewValues(const TensorType &t, uint64_t seed, bool specials) {
@@ -71,129 +54,12 @@ Operand fewValues(const TensorType &t, uint64_t seed, bool specials) {
 
 Operand values(const TensorType &t, const std::vector<double> &v) { return {t, fromDoubles(t, v)}; }
 
-/// A node of `op` over operands of the given types, in its own graph.
-struct OneNode {
-  Graph graph{"more_loops_test"};
-  Node *node = nullptr;
-  std::string error;
-
-  OneNode(const std::string &opName, const std::vector<Operand> &operands, AttrMap attrs) {
-    const OpInfo *op = OpRegistry::builtin().lookup(opName);
-    if (!op) {
-      error = "unknown op " + opName;
-      return;
-    }
-    std::vector<Value *> values;
-    for (size_t i = 0; i < operands.size(); ++i)
-      values.push_back(graph.addInput("in" + std::to_string(i), operands[i].type));
-    DiagnosticEngine diag;
-    node = buildNode(graph, *op, values, std::move(attrs), Location(), diag);
-    if (!node)
-      error = diag.diagnostics().empty() ? "build failed" : diag.diagnostics()[0].str();
-  }
-};
-
-struct Results {
-  std::vector<Bytes> outputs;
-  bool guardsIntact = true;
-};
-
 constexpr uint64_t kRunSeed = 0x5eed;
-
-Results runKernel(kernels::NodeKernel &kernel, const Node &node,
-                  const std::vector<Operand> &operands, uint64_t step, uint64_t runSeed) {
-  std::vector<GuardedBuffer> buffers;
-  buffers.reserve(operands.size() + node.numResults());
-  std::vector<kernels::TensorArg> ins, outs;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    buffers.emplace_back(operands[i].bytes.size());
-    std::memcpy(buffers.back().data(), operands[i].bytes.data(), operands[i].bytes.size());
-    ins.push_back({buffers.back().data(), &node.operand(i)->type()});
-  }
-  for (unsigned r = 0; r < node.numResults(); ++r) {
-    const TensorType &t = node.result(r)->type();
-    buffers.emplace_back(t.sizeInBytes());
-    std::memset(buffers.back().data(), 0x7f, t.sizeInBytes());
-    outs.push_back({buffers.back().data(), &t});
-  }
-  kernels::KernelArgs args;
-  args.node = &node;
-  args.inputs = ins;
-  args.outputs = outs;
-  args.step = step;
-  args.runSeed = runSeed;
-  kernel.run(args);
-  Results results;
-  for (const GuardedBuffer &b : buffers)
-    results.guardsIntact &= b.guardsIntact();
-  for (const kernels::TensorArg &out : outs) {
-    const unsigned char *p = static_cast<const unsigned char *>(out.data);
-    results.outputs.emplace_back(p, p + out.type->sizeInBytes());
-  }
-  return results;
-}
-
-std::unique_ptr<kernels::NodeKernel> loopKernelFor(const Node &node) {
-  std::unique_ptr<kernels::NodeKernel> k = kernels::cpu::prepareCpuKernel(node);
-  EXPECT_TRUE(k && kernels::cpu::isLoopKernel(*k))
-      << node.opName().str() << " did not get a loop kernel";
-  if (k && !kernels::cpu::isLoopKernel(*k))
-    return nullptr;
-  return k;
-}
-
-std::string describe(const std::string &op, const std::vector<Operand> &operands) {
-  std::string s = op + "(";
-  for (size_t i = 0; i < operands.size(); ++i)
-    s += (i ? ", " : "") + operands[i].type.str();
-  return s + ")";
-}
-
-/// Index of the first element whose bits differ, or -1.
-int64_t firstDifference(const TensorType &t, const Bytes &a, const Bytes &b) {
-  size_t size = dtypeSize(t.dtype());
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    if (std::memcmp(a.data() + i * size, b.data() + i * size, size) != 0)
-      return i;
-  return -1;
-}
-
-/// The loop kernel's results must be the reference kernel's bits, with the
-/// wide and the baseline vector copies and on 1, 3 and all threads.
-void expectBitIdentical(const std::string &op, const std::vector<Operand> &operands,
-                        AttrMap attrs = {}, uint64_t step = 0, uint64_t runSeed = 0) {
-  SCOPED_TRACE(describe(op, operands) + " at step " + std::to_string(step));
-  OneNode one(op, operands, std::move(attrs));
-  ASSERT_TRUE(one.node) << one.error;
-  std::unique_ptr<kernels::NodeKernel> fast = loopKernelFor(*one.node);
-  ASSERT_TRUE(fast);
-  kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
-  Results expected = runKernel(ref, *one.node, operands, step, runSeed);
-  int threads = omp_get_max_threads();
-  for (int t : {threads, 1, 3})
-    for (bool wide : {true, false}) {
-      SCOPED_TRACE(std::string(wide ? "wide" : "baseline") + " vectors, " + std::to_string(t) +
-                   " threads");
-      omp_set_num_threads(t);
-      kernels::cpu::setLoopWideVectorsAllowed(wide);
-      Results got = runKernel(*fast, *one.node, operands, step, runSeed);
-      kernels::cpu::setLoopWideVectorsAllowed(true);
-      omp_set_num_threads(threads);
-      EXPECT_TRUE(got.guardsIntact) << "a kernel wrote outside its buffers";
-      for (unsigned r = 0; r < one.node->numResults(); ++r) {
-        const TensorType &type = one.node->result(r)->type();
-        int64_t i = firstDifference(type, got.outputs[r], expected.outputs[r]);
-        ASSERT_EQ(i, -1) << "result " << r << " element " << i << ": "
-                         << kernels::loadAsDouble(type.dtype(), got.outputs[r].data(), i) << " vs "
-                         << kernels::loadAsDouble(type.dtype(), expected.outputs[r].data(), i);
-      }
-    }
-}
 
 void expectDeclined(const std::string &op, const std::vector<Operand> &operands,
                     AttrMap attrs = {}) {
   SCOPED_TRACE(describe(op, operands));
-  OneNode one(op, operands, std::move(attrs));
+  OneLoopNode one(op, operands, std::move(attrs));
   ASSERT_TRUE(one.node) << one.error;
   EXPECT_FALSE(kernels::cpu::prepareLoopKernel(*one.node));
 }
@@ -556,18 +422,18 @@ TEST(CpuLoopsMoreOpsTest, GlobalNormMatchesTheReference) {
   std::vector<Operand> grads = {uniform(of(DType::BF16, {300, 257}), 1),
                                 uniform(of(DType::F32, {7}), 2), uniform(of(DType::F16, {5, 3}), 3),
                                 uniform(of(DType::F32, {200001}), 4, -1e-3, 1e-3)};
-  OneNode one("global_norm", grads, {});
+  OneLoopNode one("global_norm", grads, {});
   ASSERT_TRUE(one.node) << one.error;
   std::unique_ptr<kernels::NodeKernel> fast = loopKernelFor(*one.node);
   ASSERT_TRUE(fast);
   kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
-  Results expected = runKernel(ref, *one.node, grads, 0, 0);
+  LoopResults expected = runLoopKernel(ref, *one.node, grads, 0, 0);
   float reference = kernels::load<DType::F32>(expected.outputs[0].data(), 0);
   int threads = omp_get_max_threads();
   std::vector<Bytes> seen;
   for (int t : {threads, 1, 3}) {
     omp_set_num_threads(t);
-    Results got = runKernel(*fast, *one.node, grads, 0, 0);
+    LoopResults got = runLoopKernel(*fast, *one.node, grads, 0, 0);
     omp_set_num_threads(threads);
     EXPECT_TRUE(got.guardsIntact);
     float value = kernels::load<DType::F32>(got.outputs[0].data(), 0);

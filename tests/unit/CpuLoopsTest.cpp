@@ -16,7 +16,7 @@
 // where the op passes them through. Buffers carry guard bytes.
 //
 //===----------------------------------------------------------------------===//
-#include "KernelTestUtil.h"
+#include "CpuLoopTestUtil.h"
 
 #include "frontends/yaml/ModelLoader.h"
 #include "kernels/cpu/CpuKernels.h"
@@ -38,27 +38,7 @@
 namespace {
 
 using namespace ampc;
-using ampc::testing::GuardedBuffer;
-
-using Bytes = std::vector<unsigned char>;
-
-/// One operand: its type and contents (as storage bytes).
-struct Operand {
-  TensorType type;
-  Bytes bytes;
-};
-
-Bytes fromDoubles(const TensorType &t, const std::vector<double> &values) {
-  Bytes b(t.sizeInBytes());
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    kernels::storeFromDouble(t.dtype(), b.data(), i, values[i % values.size()]);
-  return b;
-}
-
-/// Seeded values in [lo, hi), stored (rounded) in t's dtype.
-Operand uniform(const TensorType &t, uint64_t seed, double lo = -2, double hi = 2) {
-  return {t, fromDoubles(t, ampc::testing::randomValues(t.numElements(), seed, lo, hi))};
-}
+using namespace ampc::testing;
 
 /// Random storage bits: every exponent, NaNs with payloads, infinities,
 /// subnormals, both zeros -- plus a run of chosen special values at the front.
@@ -88,122 +68,6 @@ Operand scalar(double v, DType t = DType::F32) {
   return {type, fromDoubles(type, {v})};
 }
 
-/// A node of `op` over operands of the given types, in its own graph.
-struct OneNode {
-  Graph graph{"loops_test"};
-  Node *node = nullptr;
-  std::string error;
-
-  OneNode(const std::string &opName, const std::vector<Operand> &operands, AttrMap attrs) {
-    const OpInfo *op = OpRegistry::builtin().lookup(opName);
-    if (!op) {
-      error = "unknown op " + opName;
-      return;
-    }
-    std::vector<Value *> values;
-    for (size_t i = 0; i < operands.size(); ++i)
-      values.push_back(graph.addInput("in" + std::to_string(i), operands[i].type));
-    DiagnosticEngine diag;
-    node = buildNode(graph, *op, values, std::move(attrs), Location(), diag);
-    if (!node)
-      error = diag.diagnostics().empty() ? "build failed" : diag.diagnostics()[0].str();
-  }
-};
-
-/// What one kernel run produced.
-struct Results {
-  std::vector<Bytes> outputs;
-  bool stateUnchanged = false;
-  bool guardsIntact = true;
-};
-
-Results runKernel(kernels::NodeKernel &kernel, const Node &node,
-                  const std::vector<Operand> &operands, uint64_t step) {
-  std::vector<GuardedBuffer> buffers;
-  buffers.reserve(operands.size() + node.numResults());
-  std::vector<kernels::TensorArg> ins, outs;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    buffers.emplace_back(operands[i].bytes.size());
-    std::memcpy(buffers.back().data(), operands[i].bytes.data(), operands[i].bytes.size());
-    ins.push_back({buffers.back().data(), &node.operand(i)->type()});
-  }
-  for (unsigned r = 0; r < node.numResults(); ++r) {
-    const TensorType &t = node.result(r)->type();
-    buffers.emplace_back(t.sizeInBytes());
-    std::memset(buffers.back().data(), 0x7f, t.sizeInBytes());
-    outs.push_back({buffers.back().data(), &t});
-  }
-  Results results;
-  kernels::KernelArgs args;
-  args.node = &node;
-  args.inputs = ins;
-  args.outputs = outs;
-  args.step = step;
-  args.stateUnchanged = &results.stateUnchanged;
-  kernel.run(args);
-  for (const GuardedBuffer &b : buffers)
-    results.guardsIntact &= b.guardsIntact();
-  for (const kernels::TensorArg &out : outs) {
-    const unsigned char *p = static_cast<const unsigned char *>(out.data);
-    results.outputs.emplace_back(p, p + out.type->sizeInBytes());
-  }
-  return results;
-}
-
-/// The node's cpu-backend kernel, which must be a loop kernel.
-std::unique_ptr<kernels::NodeKernel> loopKernelFor(const Node &node) {
-  std::unique_ptr<kernels::NodeKernel> k = kernels::cpu::prepareCpuKernel(node);
-  EXPECT_TRUE(k && kernels::cpu::isLoopKernel(*k))
-      << node.opName().str() << " did not get a loop kernel";
-  if (k && !kernels::cpu::isLoopKernel(*k))
-    return nullptr;
-  return k;
-}
-
-std::string describe(const std::string &op, const std::vector<Operand> &operands) {
-  std::string s = op + "(";
-  for (size_t i = 0; i < operands.size(); ++i)
-    s += (i ? ", " : "") + operands[i].type.str();
-  return s + ")";
-}
-
-/// Index of the first differing element of two outputs of dtype t, or -1.
-int64_t firstDifference(const TensorType &t, const Bytes &a, const Bytes &b) {
-  size_t size = dtypeSize(t.dtype());
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    if (std::memcmp(a.data() + i * size, b.data() + i * size, size) != 0)
-      return i;
-  return -1;
-}
-
-/// The loop kernel's results must be the reference kernel's bits, with the
-/// wide and the baseline vector copies, and the same stateUnchanged report.
-void expectBitIdentical(const std::string &op, const std::vector<Operand> &operands,
-                        AttrMap attrs = {}, uint64_t step = 0) {
-  SCOPED_TRACE(describe(op, operands) + " at step " + std::to_string(step));
-  OneNode one(op, operands, std::move(attrs));
-  ASSERT_TRUE(one.node) << one.error;
-  std::unique_ptr<kernels::NodeKernel> fast = loopKernelFor(*one.node);
-  ASSERT_TRUE(fast);
-  kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
-  Results expected = runKernel(ref, *one.node, operands, step);
-  for (bool wide : {true, false}) {
-    SCOPED_TRACE(wide ? "wide vectors" : "baseline vectors");
-    kernels::cpu::setLoopWideVectorsAllowed(wide);
-    Results got = runKernel(*fast, *one.node, operands, step);
-    kernels::cpu::setLoopWideVectorsAllowed(true);
-    EXPECT_TRUE(got.guardsIntact) << "a kernel wrote outside its buffers";
-    EXPECT_EQ(got.stateUnchanged, expected.stateUnchanged);
-    for (unsigned r = 0; r < one.node->numResults(); ++r) {
-      const TensorType &t = one.node->result(r)->type();
-      int64_t i = firstDifference(t, got.outputs[r], expected.outputs[r]);
-      EXPECT_EQ(i, -1) << "result " << r << " element " << i << ": "
-                       << kernels::loadAsDouble(t.dtype(), got.outputs[r].data(), i) << " vs "
-                       << kernels::loadAsDouble(t.dtype(), expected.outputs[r].data(), i);
-    }
-  }
-}
-
 /// 2^(e - p) for the binade of |v| in dtype t: one unit in the last place.
 double ulp(DType t, double v) {
   int mantissa = t == DType::BF16 ? 7 : t == DType::F16 ? 10 : 23;
@@ -219,13 +83,13 @@ double ulp(DType t, double v) {
 void expectClose(const std::string &op, const std::vector<Operand> &operands, AttrMap attrs,
                  double tol, const std::vector<std::vector<double>> &magnitudes) {
   SCOPED_TRACE(describe(op, operands));
-  OneNode one(op, operands, std::move(attrs));
+  OneLoopNode one(op, operands, std::move(attrs));
   ASSERT_TRUE(one.node) << one.error;
   std::unique_ptr<kernels::NodeKernel> fast = loopKernelFor(*one.node);
   ASSERT_TRUE(fast);
   kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
-  Results expected = runKernel(ref, *one.node, operands, 0);
-  Results got = runKernel(*fast, *one.node, operands, 0);
+  LoopResults expected = runLoopKernel(ref, *one.node, operands, 0);
+  LoopResults got = runLoopKernel(*fast, *one.node, operands, 0);
   EXPECT_TRUE(got.guardsIntact) << "a kernel wrote outside its buffers";
   for (unsigned r = 0; r < one.node->numResults(); ++r) {
     const TensorType &t = one.node->result(r)->type();
@@ -239,10 +103,10 @@ void expectClose(const std::string &op, const std::vector<Operand> &operands, At
   }
   int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  Results single = runKernel(*fast, *one.node, operands, 0);
+  LoopResults single = runLoopKernel(*fast, *one.node, operands, 0);
   omp_set_num_threads(threads);
   kernels::cpu::setLoopWideVectorsAllowed(false);
-  Results narrow = runKernel(*fast, *one.node, operands, 0);
+  LoopResults narrow = runLoopKernel(*fast, *one.node, operands, 0);
   kernels::cpu::setLoopWideVectorsAllowed(true);
   for (unsigned r = 0; r < one.node->numResults(); ++r) {
     EXPECT_EQ(single.outputs[r], got.outputs[r]) << "result " << r << " depends on the threads";
@@ -254,7 +118,7 @@ void expectClose(const std::string &op, const std::vector<Operand> &operands, At
 void expectDeclined(const std::string &op, const std::vector<Operand> &operands,
                     AttrMap attrs = {}) {
   SCOPED_TRACE(describe(op, operands));
-  OneNode one(op, operands, std::move(attrs));
+  OneLoopNode one(op, operands, std::move(attrs));
   ASSERT_TRUE(one.node) << one.error;
   EXPECT_FALSE(kernels::cpu::prepareLoopKernel(*one.node));
 }
@@ -411,13 +275,13 @@ TEST(CpuLoopsTest, MseLossIsAtLeastAsAccurateAsTheSequentialSum) {
   // digits; the loops' lanes and pieces must not be worse than it.
   TensorType t = f32({512, 512});
   Operand input = uniform(t, 11), target = uniform(t, 12);
-  OneNode one("mse_loss", {input, target}, {});
+  OneLoopNode one("mse_loss", {input, target}, {});
   ASSERT_TRUE(one.node) << one.error;
   std::unique_ptr<kernels::NodeKernel> fast = loopKernelFor(*one.node);
   ASSERT_TRUE(fast);
   kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
   auto value = [&](kernels::NodeKernel &k) {
-    Results r = runKernel(k, *one.node, {input, target}, 0);
+    LoopResults r = runLoopKernel(k, *one.node, {input, target}, 0);
     return double(kernels::load<DType::F32>(r.outputs[0].data(), 0));
   };
   double exact = 0;

@@ -84,7 +84,10 @@ int runForward(api::Model &m, const Options &opts) {
   }
   out() << "memory: planned " << report->plannedBytes << " B, allocated " << report->allocatedBytes
         << " B, step arena touched " << report->touchedStepBytes << " of " << report->stepBytes
-        << " B\n";
+        << " B";
+  if (report->kernelHeldBytes)
+    out() << "; kernels keep " << report->kernelHeldBytes << " B of weights in oneDNN's layout";
+  out() << "\n";
   printPrecisionFooter(m, &*program);
   if (!report->guardsIntact) {
     err() << "error: a kernel wrote past the end of an arena\n";

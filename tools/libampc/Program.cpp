@@ -252,6 +252,7 @@ Result<ForwardReport> Program::runForward() {
   report.touchedStepBytes = measured.touchedStepBytes;
   report.stepBytes = p.program->plan().stepBytes;
   report.guardsIntact = measured.guardsIntact;
+  report.kernelHeldBytes = measured.kernelHeldBytes;
   return report;
 }
 int64_t Program::stepsDone() const { return impl_->stepsDone; }

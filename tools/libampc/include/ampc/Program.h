@@ -74,6 +74,9 @@ struct ForwardReport {
   uint64_t touchedStepBytes = 0, stepBytes = 0;
   /// False when a kernel wrote past the end of an arena (a bug).
   bool guardsIntact = true;
+  /// Held by kernels outside the arenas: weights kept in oneDNN's layout
+  /// (parameters that do not change between runs), on the `cpu` device.
+  uint64_t kernelHeldBytes = 0;
 };
 
 struct EvalReport {

@@ -197,7 +197,14 @@ Graph::~Graph() {
   nodes_.clear();
 }
 
-Value *Graph::registerValue(std::unique_ptr<Value> v) {
+void DestroyInArena::operator()(Value *v) const { v->~Value(); }
+
+ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t, std::string name) {
+  void *memory = arena_.Allocate<Value>();
+  return ArenaValuePtr(new (memory) Value(k, std::move(t), std::move(name), nextId_++));
+}
+
+Value *Graph::registerValue(ArenaValuePtr v) {
   Value *raw = v.get();
   assert(isNameFree(raw->name()) && "value name already used");
   names_[raw->name()] = raw;
@@ -206,8 +213,7 @@ Value *Graph::registerValue(std::unique_ptr<Value> v) {
 }
 
 Value *Graph::addInput(llvm::StringRef name, TensorType type, Location loc) {
-  auto v =
-      std::unique_ptr<Value>(new Value(ValueKind::Input, std::move(type), name.str(), nextId_++));
+  auto v = makeValue(ValueKind::Input, std::move(type), name.str());
   v->loc_ = std::move(loc);
   Value *raw = registerValue(std::move(v));
   inputs_.push_back(raw);
@@ -216,8 +222,7 @@ Value *Graph::addInput(llvm::StringRef name, TensorType type, Location loc) {
 
 Value *Graph::addState(llvm::StringRef name, TensorType type, StateKind kind, InitSpec init,
                        Location loc) {
-  auto v =
-      std::unique_ptr<Value>(new Value(ValueKind::State, std::move(type), name.str(), nextId_++));
+  auto v = makeValue(ValueKind::State, std::move(type), name.str());
   v->stateKind_ = kind;
   v->init_ = std::move(init);
   v->loc_ = std::move(loc);
@@ -269,7 +274,7 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
                         llvm::ArrayRef<TensorType> resultTypes, llvm::ArrayRef<std::string> names,
                         Location loc, Node *before) {
   assert((names.empty() || names.size() == resultTypes.size()) && "one name per result");
-  Node *n = new Node(this, &op, nextId_++);
+  Node *n = new (arena_.Allocate<Node>()) Node(this, &op, nextId_++);
   n->operands_.resize(operands.size(), nullptr);
   n->useSlots_.resize(operands.size(), 0);
   for (unsigned i = 0; i < operands.size(); ++i)
@@ -278,7 +283,7 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
   n->loc_ = std::move(loc);
   for (unsigned i = 0; i < resultTypes.size(); ++i) {
     std::string name = names.empty() || names[i].empty() ? freshName() : names[i];
-    auto v = std::unique_ptr<Value>(new Value(ValueKind::Result, resultTypes[i], name, nextId_++));
+    ArenaValuePtr v = makeValue(ValueKind::Result, resultTypes[i], std::move(name));
     v->def_ = n;
     v->resultIndex_ = i;
     assert(isNameFree(v->name()) && "value name already used");
@@ -295,8 +300,7 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
 Value *Graph::addResult(Node *n, TensorType type, llvm::StringRef name) {
   assert(n->graph_ == this && "a node of another graph");
   std::string resultName = name.empty() ? freshName() : name.str();
-  auto v = std::unique_ptr<Value>(
-      new Value(ValueKind::Result, std::move(type), std::move(resultName), nextId_++));
+  ArenaValuePtr v = makeValue(ValueKind::Result, std::move(type), std::move(resultName));
   v->def_ = n;
   v->resultIndex_ = n->results_.size();
   assert(isNameFree(v->name()) && "value name already used");

@@ -22,6 +22,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/ilist.h"
 #include "llvm/ADT/ilist_node.h"
+#include "llvm/Support/Allocator.h"
 
 #include <memory>
 #include <optional>
@@ -130,7 +131,7 @@ private:
   // scale) costs O(1), not O(uses): passes that rebuild every optimizer
   // update would otherwise be quadratic. The holes are squeezed out, order
   // kept, before anyone reads the list and whenever they are the majority.
-  mutable std::vector<Use> uses_;
+  mutable llvm::SmallVector<Use, 2> uses_;
   mutable size_t deadUses_ = 0;
   Node *def_ = nullptr;
   unsigned resultIndex_ = 0;
@@ -139,6 +140,13 @@ private:
   bool trainable_ = true;
   Location loc_;
 };
+
+/// Owns a Value that lives in its graph's arena: destroys it and leaves the
+/// memory to the arena.
+struct DestroyInArena {
+  void operator()(Value *v) const;
+};
+using ArenaValuePtr = std::unique_ptr<Value, DestroyInArena>;
 
 class Node : public llvm::ilist_node<Node> {
 public:
@@ -189,12 +197,22 @@ private:
   llvm::SmallVector<Value *, 4> operands_;
   /// Per operand: where its use sits in the operand's use list.
   llvm::SmallVector<unsigned, 4> useSlots_;
-  llvm::SmallVector<std::unique_ptr<Value>, 1> results_;
+  llvm::SmallVector<ArenaValuePtr, 1> results_;
   AttrMap attrs_;
   Location loc_;
   NodeRole role_ = NodeRole::Forward;
   PrecisionOverride precision_ = PrecisionOverride::None;
 };
+
+} // namespace ampc
+
+/// Nodes live in their graph's arena (Graph::arena_): erasing one from the
+/// list destroys it and leaves the memory to the arena.
+template <> struct llvm::ilist_alloc_traits<ampc::Node> {
+  static void deleteNode(ampc::Node *n) { n->~Node(); }
+};
+
+namespace ampc {
 
 /// After a step, `state` holds the value of `newValue`.
 struct StateUpdate {
@@ -270,16 +288,27 @@ public:
   std::string freshName();
 
 private:
-  Value *registerValue(std::unique_ptr<Value> v);
+  Value *registerValue(ArenaValuePtr v);
+  /// A new Value in the arena.
+  ArenaValuePtr makeValue(ValueKind k, TensorType t, std::string name);
 
   std::string name_;
+  /// Where nodes and values live. Graphs grow to hundreds of thousands of
+  /// nodes, which passes walk over and over: one allocation per node and
+  /// value spread them over the heap, and the walks then miss the caches at
+  /// every step. Nodes and values created together sit together here. An
+  /// erased node's memory is reused only when the graph goes (a pass erases
+  /// a small share of what it builds). Declared before the lists so that it
+  /// outlives their destruction.
+  llvm::BumpPtrAllocator arena_;
   NodeList nodes_;
-  std::vector<std::unique_ptr<Value>> declared_; // inputs and state (owned)
+  std::vector<ArenaValuePtr> declared_; // inputs and state (owned)
   std::vector<Value *> inputs_;
   std::vector<Value *> state_;
   std::vector<Value *> outputs_;
   std::vector<StateUpdate> updates_;
-  llvm::StringMap<Value *> names_;
+  /// Name entries in an arena of their own, for the same reason.
+  llvm::StringMap<Value *, llvm::BumpPtrAllocator> names_;
   AttrMap meta_;
   uint64_t nextId_ = 0;
   uint64_t nextFreshName_ = 0;

@@ -100,7 +100,7 @@ private:
     dnnl::primitive primitive;
     std::unordered_map<int, dnnl::memory> arguments;
     dnnl::memory staged; ///< the argument in the primitive's layout
-    unsigned slot = 0; ///< the workspace slot `staged` uses
+    unsigned slot = 0;   ///< the workspace slot `staged` uses
     size_t bytes = 0;
     /// A stable operand's copy in the primitive's layout, and what it was
     /// made from.

@@ -246,6 +246,9 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   MeasuredMemory measured = train_.measure();
   result.plannedBytes = train_.plan().peakBytes();
   result.allocatedBytes = measured.allocatedBytes;
+  result.kernelHeldBytes = measured.kernelHeldBytes;
+  if (eval_.program)
+    result.kernelHeldBytes += eval_.program->measure().kernelHeldBytes;
   if (!measured.guardsIntact) {
     err = "a kernel wrote past the end of a memory arena";
     return false;
@@ -274,7 +277,10 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
       << " ms (first step excluded), of which loading data "
       << llvm::format("%.2f", result.meanDataMs) << " ms\n";
   out << "peak memory: planned " << result.plannedBytes << " B, allocated " << result.allocatedBytes
-      << " B\n";
+      << " B";
+  if (result.kernelHeldBytes)
+    out << "; kernels keep " << result.kernelHeldBytes << " B of weights in oneDNN's layout";
+  out << "\n";
 }
 
 } // namespace ampc

@@ -66,6 +66,10 @@ struct TrainResult {
   double meanDataMs = 0;          ///< of meanStepMs, loading and binding batches
   std::vector<double> stepMs;     ///< each step's time in this run, in order
   uint64_t plannedBytes = 0, allocatedBytes = 0;
+  /// Held by kernels outside the arenas (frozen weights kept in oneDNN's
+  /// layout; MeasuredMemory::kernelHeldBytes), the evaluation program's
+  /// included.
+  uint64_t kernelHeldBytes = 0;
 };
 
 /// Evaluation: a forward-only Program in inference mode (see the eval-mode

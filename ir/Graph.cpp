@@ -90,7 +90,23 @@ std::string InitSpec::str() const {
 // Value
 //===----------------------------------------------------------------------===//
 
-const Location &Value::loc() const { return def_ ? def_->loc() : loc_; }
+const Location &Value::loc() const {
+  static const Location unknown;
+  if (def_)
+    return def_->loc();
+  return decl_ ? decl_->loc : unknown;
+}
+
+const InitSpec &Value::init() const {
+  static const InitSpec none;
+  return decl_ ? decl_->init : none;
+}
+
+Value::Declaration &Value::declaration() {
+  if (!decl_)
+    decl_ = std::make_unique<Declaration>();
+  return *decl_;
+}
 
 void Value::addUse(Node *user, unsigned operandIndex) {
   user->useSlots_[operandIndex] = static_cast<unsigned>(uses_.size());
@@ -199,9 +215,17 @@ Graph::~Graph() {
 
 void DestroyInArena::operator()(Value *v) const { v->~Value(); }
 
-ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t, std::string name) {
+llvm::StringRef Graph::keepName(llvm::StringRef name) {
+  if (name.empty())
+    return {};
+  char *chars = arena_.Allocate<char>(name.size());
+  std::copy(name.begin(), name.end(), chars);
+  return {chars, name.size()};
+}
+
+ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t, llvm::StringRef name) {
   void *memory = arena_.Allocate<Value>();
-  return ArenaValuePtr(new (memory) Value(k, std::move(t), std::move(name), nextId_++));
+  return ArenaValuePtr(new (memory) Value(k, std::move(t), keepName(name), nextId_++));
 }
 
 Value *Graph::registerValue(ArenaValuePtr v) {
@@ -213,8 +237,8 @@ Value *Graph::registerValue(ArenaValuePtr v) {
 }
 
 Value *Graph::addInput(llvm::StringRef name, TensorType type, Location loc) {
-  auto v = makeValue(ValueKind::Input, std::move(type), name.str());
-  v->loc_ = std::move(loc);
+  auto v = makeValue(ValueKind::Input, std::move(type), name);
+  v->declaration().loc = std::move(loc);
   Value *raw = registerValue(std::move(v));
   inputs_.push_back(raw);
   return raw;
@@ -222,10 +246,11 @@ Value *Graph::addInput(llvm::StringRef name, TensorType type, Location loc) {
 
 Value *Graph::addState(llvm::StringRef name, TensorType type, StateKind kind, InitSpec init,
                        Location loc) {
-  auto v = makeValue(ValueKind::State, std::move(type), name.str());
-  v->stateKind_ = kind;
-  v->init_ = std::move(init);
-  v->loc_ = std::move(loc);
+  auto v = makeValue(ValueKind::State, std::move(type), name);
+  Value::Declaration &decl = v->declaration();
+  decl.stateKind = kind;
+  decl.init = std::move(init);
+  decl.loc = std::move(loc);
   Value *raw = registerValue(std::move(v));
   state_.push_back(raw);
   return raw;
@@ -266,7 +291,7 @@ void Graph::renameValue(Value *v, llvm::StringRef newName) {
   assert(lookup(v->name()) == v && "renaming a value of another graph");
   assert(isNameFree(newName) && "new name already used");
   names_.erase(v->name());
-  v->name_ = newName.str();
+  v->name_ = keepName(newName);
   names_[v->name_] = v;
 }
 
@@ -283,7 +308,7 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
   n->loc_ = std::move(loc);
   for (unsigned i = 0; i < resultTypes.size(); ++i) {
     std::string name = names.empty() || names[i].empty() ? freshName() : names[i];
-    ArenaValuePtr v = makeValue(ValueKind::Result, resultTypes[i], std::move(name));
+    ArenaValuePtr v = makeValue(ValueKind::Result, resultTypes[i], name);
     v->def_ = n;
     v->resultIndex_ = i;
     assert(isNameFree(v->name()) && "value name already used");
@@ -300,7 +325,7 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
 Value *Graph::addResult(Node *n, TensorType type, llvm::StringRef name) {
   assert(n->graph_ == this && "a node of another graph");
   std::string resultName = name.empty() ? freshName() : name.str();
-  ArenaValuePtr v = makeValue(ValueKind::Result, std::move(type), std::move(resultName));
+  ArenaValuePtr v = makeValue(ValueKind::Result, std::move(type), resultName);
   v->def_ = n;
   v->resultIndex_ = n->results_.size();
   assert(isNameFree(v->name()) && "value name already used");

@@ -87,6 +87,48 @@ TEST(Graph, StateKindsAndNames) {
   EXPECT_EQ(parseRole("bogus"), std::nullopt);
 }
 
+TEST(Graph, DeclaredValuesKeepTheirDeclarationResultsTheirNodes) {
+  SmallLinear t;
+  ASSERT_NE(t.fc, nullptr);
+  EXPECT_EQ(t.w->init().kind, InitSpec::Kind::Uniform);
+  EXPECT_EQ(t.w->init().b, 0.5);
+  EXPECT_EQ(t.b->init().kind, InitSpec::Kind::Zeros);
+  t.w->setTrainable(false);
+  EXPECT_FALSE(t.w->trainable());
+  EXPECT_TRUE(t.b->trainable());
+  EXPECT_EQ(t.w->stateKind(), StateKind::Parameter);
+  Value *m = t.g.addState("m", TensorType(DType::F32, {3}), StateKind::OptimizerState, {},
+                          Location::inFile("m.yaml", 9, 2));
+  EXPECT_EQ(m->stateKind(), StateKind::OptimizerState);
+  EXPECT_EQ(m->loc().str(), "m.yaml:9:2");
+  // A result carries no declaration of its own: the defaults, and its node's
+  // location, which follows the node.
+  Value *r = t.fc->result();
+  EXPECT_EQ(r->init().kind, InitSpec{}.kind);
+  EXPECT_TRUE(r->trainable());
+  t.fc->setLoc(Location::inFile("m.yaml", 4, 1));
+  EXPECT_EQ(r->loc().str(), "m.yaml:4:1");
+}
+
+TEST(Graph, NamesOutliveTheStringsTheyWereMadeFrom) {
+  Graph g;
+  Value *x;
+  {
+    std::string name(40, 'x'); // longer than any small-string buffer
+    x = g.addInput(name, TensorType(DType::F32, {2}));
+    name.assign(40, 'y');
+  }
+  EXPECT_EQ(x->name(), std::string(40, 'x'));
+  EXPECT_EQ(g.lookup(std::string(40, 'x')), x);
+  std::string renamed = "a_much_longer_name_given_after_the_fact";
+  g.renameValue(x, renamed);
+  renamed.clear();
+  EXPECT_EQ(x->name(), "a_much_longer_name_given_after_the_fact");
+  EXPECT_EQ(g.lookup("a_much_longer_name_given_after_the_fact"), x);
+  EXPECT_EQ(g.lookup(std::string(40, 'x')), nullptr);
+  EXPECT_TRUE(g.isNameFree(std::string(40, 'x')));
+}
+
 TEST(Graph, TensorTypeSizes) {
   TensorType t(DType::BF16, {2, 3, 4});
   EXPECT_EQ(t.numElements(), 24);

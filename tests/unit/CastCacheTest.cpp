@@ -86,9 +86,10 @@ std::unique_ptr<Program> compile(const Graph &g, Backend &backend, bool castCach
 
 /// Reads through a const Program, which does not count as a write.
 std::vector<double> read(const Program &p, const Value *v) {
+  const void *data = p.data(v);
   std::vector<double> out(v->type().numElements());
   for (size_t i = 0; i < out.size(); ++i)
-    out[i] = kernels::loadAsDouble(v->dtype(), p.data(v), i);
+    out[i] = kernels::loadAsDouble(v->dtype(), data, i);
   return out;
 }
 

@@ -315,9 +315,13 @@ struct Training {
   }
   std::vector<double> values(const Value *v) const {
     const Program &p = *program;
+    // One host view for the whole tensor: on a device, each data() call
+    // copies the tensor to the host, and one per element made this test
+    // quadratic (ten minutes for the MLP's weights).
+    const void *data = p.data(v);
     std::vector<double> out(v->type().numElements());
     for (size_t i = 0; i < out.size(); ++i)
-      out[i] = kernels::loadAsDouble(v->dtype(), p.data(v), static_cast<int64_t>(i));
+      out[i] = kernels::loadAsDouble(v->dtype(), data, static_cast<int64_t>(i));
     return out;
   }
 };

@@ -49,9 +49,10 @@ std::unique_ptr<Graph> lower(const std::string &text, const char *passes, std::s
 }
 
 std::vector<double> read(const Program &p, const Value *v) {
+  const void *data = const_cast<Program &>(p).data(v);
   std::vector<double> out(v->type().numElements());
   for (size_t i = 0; i < out.size(); ++i)
-    out[i] = kernels::loadAsDouble(v->dtype(), const_cast<Program &>(p).data(v), i);
+    out[i] = kernels::loadAsDouble(v->dtype(), data, i);
   return out;
 }
 

@@ -495,9 +495,10 @@ std::string passError(const std::string &text, bool runAutodiff = true) {
 }
 
 std::vector<double> read(const Program &p, const Value *v) {
+  const void *data = p.data(v);
   std::vector<double> out(v->type().numElements());
   for (size_t i = 0; i < out.size(); ++i)
-    out[i] = kernels::loadAsDouble(v->dtype(), p.data(v), i);
+    out[i] = kernels::loadAsDouble(v->dtype(), data, i);
   return out;
 }
 

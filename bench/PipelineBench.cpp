@@ -2,8 +2,12 @@
 //
 // Times the standard training pipeline (passes/StandardPipeline.h: the
 // precision passes, autodiff, the optimizer lowering, master weights, loss
-// scaling, cast optimisation, dce) on generated models of about 1k, 10k and
-// 100k forward nodes, at O1 and O2.
+// scaling, cast optimisation, dce) on generated models of about 1k, 10k,
+// 100k and 200k forward nodes, at O1 and O2.
+//
+// `ampc-bench-pipeline --print-model N` prints the model of about N forward
+// nodes instead, so that bench/pipeline_work.py counts the instructions of
+// the very graphs timed here.
 //
 // The model is a chain of residual blocks, x + relu(linear(x)), three nodes
 // each, closed by an MSE loss and SGD: the shape of graph whose size grows
@@ -141,4 +145,22 @@ BENCHMARK(BM_TrainPipeline)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0);
 
-BENCHMARK_MAIN();
+int main(int argc, char **argv) {
+  if (argc == 3 && std::string(argv[1]) == "--print-model") {
+    char *end = nullptr;
+    long long nodes = std::strtoll(argv[2], &end, 10);
+    if (*argv[2] == '\0' || *end != '\0' || nodes < kNodesPerBlock) {
+      std::fprintf(stderr, "error: --print-model wants a node count of at least %d, not '%s'\n",
+                   kNodesPerBlock, argv[2]);
+      return 2;
+    }
+    std::fputs(chainModel(nodes / kNodesPerBlock).c_str(), stdout);
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

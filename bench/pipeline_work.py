@@ -6,17 +6,19 @@
 Wall time of the pipeline on big graphs mixes the work the passes do with
 how well the graph fits the caches (and with whatever else runs on the
 machine). This script counts the instructions the passes execute, which
-neither affects: for each size and level it generates the chain model that
-bench/PipelineBench.cpp times (residual blocks x + relu(linear(x)), three
-forward nodes each, MSE loss, SGD with momentum), runs
+neither affects: for each size and level it asks ampc-bench-pipeline for
+the chain model it times (`--print-model N`: residual blocks
+x + relu(linear(x)), three forward nodes each, MSE loss, SGD with
+momentum), runs
 `ampc --opt-level L --emit ir --graph train` on it under valgrind's
 callgrind with collection on only inside PassManager::run, and prints one
 line per figure:
 
-    pipeline O1 nodes=10000 instructions=592548142 per_node=59255
+    pipeline O1 nodes=10000 instructions=545306793 per_node=54530
 
 A pipeline that grows linearly keeps per_node constant across sizes. Needs
-valgrind (apt-get install valgrind); about 5 minutes for the defaults.
+valgrind (apt-get install valgrind); about 5 minutes for the defaults,
+ten with 200000.
 """
 import argparse
 import os
@@ -26,32 +28,12 @@ import subprocess
 import sys
 import tempfile
 
-NODES_PER_BLOCK = 3
-WIDTH = 8
-
-
-def chain_model(blocks):
-    lines = [
-        "model: chain",
-        "batch: 4",
-        "inputs:",
-        f"  x: {{shape: [B, {WIDTH}]}}",
-        f"  y: {{shape: [B, {WIDTH}]}}",
-        "blocks:",
-        "  res:",
-        "    layers:",
-        f"      - linear: {{out_features: {WIDTH}, name: fc}}",
-        "      - relu: {name: act}",
-        "      - add: {inputs: [block_in, act]}",
-        "layers:",
-    ]
-    lines += [f"  - res: {{name: r{b}}}" for b in range(blocks)]
-    lines += [
-        f"loss: {{mse_loss: {{input: r{blocks - 1}, target: y}}}}",
-        "optimizer: {sgd: {lr: 0.01, momentum: 0.9}}",
-        "train: {steps: 10}",
-    ]
-    return "\n".join(lines) + "\n"
+def chain_model(bench, nodes):
+    """The model ampc-bench-pipeline times at `nodes` forward nodes."""
+    proc = subprocess.run([bench, "--print-model", str(nodes)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"error: {bench} --print-model {nodes} failed:\n{proc.stderr}")
+    return proc.stdout
 
 
 def count_instructions(ampc, model, level, workdir):
@@ -80,15 +62,17 @@ def main():
         print("skipped: valgrind not found (apt-get install valgrind)")
         return 77
     ampc = os.path.join(args.build_dir, "bin", "ampc")
-    if not os.access(ampc, os.X_OK):
-        sys.exit(f"error: {ampc} not found; build first")
+    bench = os.path.join(args.build_dir, "bin", "ampc-bench-pipeline")
+    for tool in (ampc, bench):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"error: {tool} not found; build ampc and ampc-bench-pipeline first")
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as workdir:
         for level in args.levels.split(","):
             for nodes in sizes:
                 model = os.path.join(workdir, f"chain-{nodes}.yaml")
                 with open(model, "w") as f:
-                    f.write(chain_model(max(1, nodes // NODES_PER_BLOCK)))
+                    f.write(chain_model(bench, nodes))
                 n = count_instructions(ampc, model, level, workdir)
                 print(f"pipeline {level} nodes={nodes} instructions={n} per_node={n // nodes}",
                       flush=True)

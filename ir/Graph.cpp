@@ -211,6 +211,7 @@ Graph::~Graph() {
   for (Node &n : nodes_)
     n.graph_ = nullptr;
   nodes_.clear();
+  nodeCount_ = 0;
 }
 
 void DestroyInArena::operator()(Value *v) const { v->~Value(); }
@@ -319,6 +320,7 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
     nodes_.insert(before->getIterator(), n);
   else
     nodes_.push_back(n);
+  ++nodeCount_;
   return n;
 }
 
@@ -353,6 +355,7 @@ void Graph::eraseNode(Node *n) {
       names_.erase(it);
   }
   nodes_.erase(n->getIterator());
+  --nodeCount_;
 }
 
 } // namespace ampc

@@ -264,7 +264,8 @@ public:
 
   NodeList &nodes() { return nodes_; }
   const NodeList &nodes() const { return nodes_; }
-  size_t numNodes() const { return nodes_.size(); }
+  /// O(1): counted as nodes are created and erased (simple_ilist::size walks the list).
+  size_t numNodes() const { return nodeCount_; }
 
   // --- Values -------------------------------------------------------------
   llvm::ArrayRef<Value *> inputs() const { return inputs_; }
@@ -313,6 +314,7 @@ private:
   /// outlives their destruction.
   llvm::BumpPtrAllocator arena_;
   NodeList nodes_;
+  size_t nodeCount_ = 0;
   std::vector<ArenaValuePtr> declared_; // inputs and state (owned)
   std::vector<Value *> inputs_;
   std::vector<Value *> state_;

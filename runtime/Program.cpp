@@ -31,7 +31,9 @@ Program::~Program() {
 }
 
 std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, DiagnosticEngine &diag,
-                                          const CompileOptions &opts) {
+                                          const CompileOptions &opts, bool *outOfMemory) {
+  if (outOfMemory)
+    *outOfMemory = false;
   std::unique_ptr<Program> p(new Program(g, backend));
   unsigned errors = diag.numErrors();
   for (const Node &n : g.nodes()) {
@@ -56,6 +58,15 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
   planOpts.cacheStateCasts = opts.castCache;
   planOpts.inPlaceStateUpdates = opts.inPlaceStateUpdates;
   p->plan_ = planMemory(g, p->schedule_, planOpts);
+  if (opts.maxPlannedBytes && p->plan_.peakBytes() > opts.maxPlannedBytes) {
+    diag.error(Location(), "the program needs " + llvm::Twine(p->plan_.peakBytes()) +
+                               " bytes (its memory plan), more than the limit of " +
+                               llvm::Twine(opts.maxPlannedBytes) +
+                               " bytes; raise the limit with --max-memory");
+    if (outOfMemory)
+      *outOfMemory = true;
+    return nullptr;
+  }
   // Guard bytes after each arena catch kernels that write past the plan.
   uint64_t heldBefore = backend.bytesInUse();
   p->persistent_ = static_cast<char *>(backend.allocate(p->plan_.persistentBytes + kArenaGuard));
@@ -64,6 +75,8 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
   if (!p->persistent_ || !p->step_) {
     diag.error(Location(), "cannot allocate " + llvm::Twine(p->plan_.peakBytes()) +
                                " bytes for the program's arenas");
+    if (outOfMemory)
+      *outOfMemory = true;
     return nullptr;
   }
   if (backend.hostAccessible()) {

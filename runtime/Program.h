@@ -50,6 +50,10 @@ struct CompileOptions {
   /// reordering them every run. Off, nothing is kept (same results, bit for
   /// bit; for benchmarks).
   bool markStableInputs = true;
+  /// Refuse, before allocating, a memory plan that needs more bytes (0: no
+  /// limit). An over-committing OS would otherwise hand out the arenas and
+  /// kill the process when a step touches them.
+  uint64_t maxPlannedBytes = 0;
 };
 
 /// Bytes the executor actually holds and touched, to set against the plan.
@@ -67,8 +71,12 @@ public:
   /// Verifies the graph is runnable on `backend` (a kernel for every node, a
   /// supported dtype), plans memory, allocates arenas and initialises state.
   /// Returns nullptr after reporting diagnostics.
+  /// `outOfMemory`, when given, says whether the failure was the memory
+  /// plan exceeding opts.maxPlannedBytes or the arenas failing to allocate
+  /// (the machine's limit rather than the graph's fault).
   static std::unique_ptr<Program> compile(const Graph &g, Backend &backend, DiagnosticEngine &diag,
-                                          const CompileOptions &opts = {});
+                                          const CompileOptions &opts = {},
+                                          bool *outOfMemory = nullptr);
   ~Program();
 
   const Graph &graph() const { return graph_; }

@@ -78,6 +78,11 @@ public:
 
 private:
   bool lowerLayer(const Bound &item, Scope &scope) {
+    // Checked before each layer, so a file whose blocks fan out to billions
+    // of layers stops here instead of exhausting memory.
+    if (g_.numNodes() >= uint64_t(ctx_.opts.maxNodes))
+      return r_.error(item, "the layers expand to more than " + llvm::Twine(ctx_.opts.maxNodes) +
+                                " graph nodes; raise the limit with --max-nodes");
     MapEntry layer;
     if (!r_.readOneKeyMap(item, "a layer", layer))
       return false;
@@ -352,6 +357,10 @@ private:
     for (const std::string &p : def.params)
       if (!find(args, p))
         return r_.error(h.loc, "missing argument '" + p + "' for block '" + def.name + "'");
+    // Each level of blocks is a level of recursion here.
+    if (int64_t(scope.activeBlocks.size()) >= ctx_.opts.maxNesting)
+      return r_.error(h.loc, "blocks nest deeper than " + llvm::Twine(ctx_.opts.maxNesting) +
+                                 " levels; raise the limit with --max-nesting");
     if (llvm::is_contained(scope.activeBlocks, def.name)) {
       std::string chain;
       for (const std::string &b : scope.activeBlocks)

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/yaml/ModelLoader.h"
 #include "frontends/yaml/Lowering.h"
+#include "frontends/yaml/YamlLimits.h"
 
 #include "ir/Builder.h"
 #include "ir/Verifier.h"
@@ -351,6 +352,8 @@ std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef buf
   // yaml-cpp reports malformed input (and misuse) by throwing; nothing may
   // escape this function.
   try {
+    if (!yamlfe::checkYamlLimits(text, r, opts))
+      return nullptr;
     YAML::Node root = YAML::Load(text.str());
     return ModelImporter(r, opts, baseDir).run(root);
   } catch (const YAML::Exception &e) {

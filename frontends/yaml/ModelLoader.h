@@ -24,6 +24,13 @@ namespace ampc {
 struct LoadOptions {
   /// Largest element count of any input, parameter or intermediate tensor.
   int64_t maxElements = int64_t(1) << 32;
+  /// Deepest nesting of the YAML tree (aliases expanded) and of blocks
+  /// instantiating blocks: the readers recurse once per level.
+  int64_t maxNesting = 100;
+  /// Most YAML nodes the file may expand to through aliases.
+  int64_t maxYamlNodes = 4'000'000;
+  /// Most graph nodes the layers may lower to after block expansion.
+  int64_t maxNodes = 1'000'000;
   /// Replaces the file's `batch:` (the value of the shape symbol B).
   std::optional<int64_t> batchOverride;
 };

@@ -9,6 +9,7 @@
 #include "frontends/yaml/ParamBuilders.h"
 
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -64,7 +65,12 @@ bool planConv2d(const PlanRequest &req, ParamPlan &plan, std::string &err) {
   if (groups < 1 || in % groups != 0 || out % groups != 0)
     return fail(err, "groups " + llvm::Twine(groups) + " must divide input channels " +
                          llvm::Twine(in) + " and output channels " + llvm::Twine(out));
-  int64_t fanIn = in / groups * kernel[0] * kernel[1];
+  int64_t fanIn = 0, window = 0;
+  if (llvm::MulOverflow(kernel[0], kernel[1], window) ||
+      llvm::MulOverflow(in / groups, window, fanIn))
+    return fail(err, "the kernel " + llvm::Twine(kernel[0]) + "x" + llvm::Twine(kernel[1]) +
+                         " over " + llvm::Twine(in / groups) +
+                         " input channels has more weights per output than int64 counts");
   plan.params.push_back(
       {"weight", "weight", {out, in / groups, kernel[0], kernel[1]}, uniformFanIn(fanIn)});
   if (req.args.at("bias").getBool())

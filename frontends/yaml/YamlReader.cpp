@@ -2,6 +2,7 @@
 #include "frontends/yaml/YamlReader.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -95,15 +96,15 @@ bool Reader::readMap(const Bound &n, const llvm::Twine &what, MapEntries &out) {
     return true;
   if (!m.node.IsMap())
     return error(m, what + " must be a map, got " + describe(m.node));
+  llvm::StringSet<> seen;
   for (auto it = m.node.begin(); it != m.node.end(); ++it) {
     // Copies: the iterator hands out a temporary pair.
     YAML::Node key = it->first;
     YAML::Node value = it->second;
     if (!key.IsScalar())
       return error(key, "keys of " + what + " must be names, got " + describe(key));
-    for (const MapEntry &e : out)
-      if (e.key == key.Scalar())
-        return error(key, "duplicate key '" + key.Scalar() + "' in " + what);
+    if (!seen.insert(key.Scalar()).second)
+      return error(key, "duplicate key '" + key.Scalar() + "' in " + what);
     out.push_back({key.Scalar(), key, Bound{value, m.env, key.Mark()}});
   }
   return true;

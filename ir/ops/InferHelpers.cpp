@@ -73,6 +73,16 @@ bool requireIntsCount(InferContext &ctx, llvm::StringRef attr, size_t count) {
   return ctx.error(attr + " must have " + llvm::Twine(count) + " values, got " + llvm::Twine(n));
 }
 
+bool requireGeometryBounds(InferContext &ctx, std::initializer_list<llvm::StringRef> attrs) {
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  for (llvm::StringRef attr : attrs)
+    for (int64_t v : ctx.getInts(attr))
+      if (v >= kLimit)
+        return ctx.error(attr + " " + shapeStr(ctx.getInts(attr)) + " is too large: each value " +
+                         "must be below 2^31");
+  return true;
+}
+
 bool normalizeAxis(InferContext &ctx, int64_t axis, unsigned rank, unsigned &out,
                    llvm::StringRef what) {
   int64_t r = rank;

@@ -29,6 +29,11 @@ bool requireSameShape(InferContext &ctx, unsigned a, unsigned b);
 bool requireParam(InferContext &ctx, unsigned param, unsigned input, llvm::ArrayRef<int64_t> dims);
 /// An Ints attribute must hold exactly `count` values.
 bool requireIntsCount(InferContext &ctx, llvm::StringRef attr, size_t count);
+/// Every value of each named Ints attribute (a window's kernel, stride,
+/// padding, dilation) must be below 2^31: larger ones describe no real
+/// model, and bounding them keeps the size arithmetic of every backend
+/// within int64.
+bool requireGeometryBounds(InferContext &ctx, std::initializer_list<llvm::StringRef> attrs);
 /// Normalise a possibly negative axis against `rank`; reports an error if out of range.
 bool normalizeAxis(InferContext &ctx, int64_t axis, unsigned rank, unsigned &out,
                    llvm::StringRef what = "dim");

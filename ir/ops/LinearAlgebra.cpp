@@ -3,6 +3,8 @@
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
+#include "llvm/Support/MathExtras.h"
+
 namespace ampc {
 using namespace infer;
 
@@ -70,9 +72,12 @@ static bool inferBatchMatMul(InferContext &ctx, llvm::SmallVectorImpl<TensorType
 // Output size, or 0 when the dilated kernel does not fit the padded input.
 // The sign is checked before dividing: C++ division truncates towards zero,
 // so (-1) / 2 + 1 would claim one output where PyTorch reports an error.
+// Every step is checked: an input dim near 2^63 plus padding would overflow
+// (that, too, is "does not fit").
 static int64_t convOut(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  int64_t span = in + 2 * p - d * (k - 1) - 1;
-  if (span < 0)
+  int64_t padded = 0, reach = 0, span = 0;
+  if (llvm::AddOverflow(in, 2 * p, padded) || llvm::MulOverflow(d, k - 1, reach) ||
+      llvm::SubOverflow(padded - 1, reach, span) || span < 0)
     return 0;
   return span / s + 1;
 }
@@ -91,6 +96,8 @@ static bool inferConv2d(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &re
       return ctx.error("stride, padding and dilation must have 2 values each");
   if (stride[0] < 1 || stride[1] < 1 || dil[0] < 1 || dil[1] < 1 || pad[0] < 0 || pad[1] < 0)
     return ctx.error("stride and dilation must be >= 1 and padding >= 0");
+  if (!requireGeometryBounds(ctx, {"stride", "padding", "dilation"}))
+    return false;
   if (groups < 1 || x.dim(1) % groups != 0 || w.dim(0) % groups != 0)
     return ctx.error("groups " + llvm::Twine(groups) + " must divide input channels " +
                      llvm::Twine(x.dim(1)) + " and output channels " + llvm::Twine(w.dim(0)));
@@ -160,6 +167,8 @@ static bool checkConvAttrs(InferContext &ctx) {
       return ctx.error("stride, padding and dilation must have 2 values each");
   if (stride[0] < 1 || stride[1] < 1 || dil[0] < 1 || dil[1] < 1 || pad[0] < 0 || pad[1] < 0)
     return ctx.error("stride and dilation must be >= 1 and padding >= 0");
+  if (!requireGeometryBounds(ctx, {"stride", "padding", "dilation"}))
+    return false;
   if (ctx.getInt("groups") < 1)
     return ctx.error("groups must be >= 1, got " + llvm::Twine(ctx.getInt("groups")));
   return true;

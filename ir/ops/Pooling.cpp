@@ -10,7 +10,8 @@ using namespace infer;
 // H' = (H + 2p - k) / s + 1. stride [] means stride = kernel.
 static bool poolResultDims(InferContext &ctx, const TensorType &x,
                            llvm::SmallVectorImpl<int64_t> &out) {
-  if (!requireIntsCount(ctx, "kernel", 2) || !requireIntsCount(ctx, "padding", 2))
+  if (!requireIntsCount(ctx, "kernel", 2) || !requireIntsCount(ctx, "padding", 2) ||
+      !requireGeometryBounds(ctx, {"kernel", "stride", "padding"}))
     return false;
   const std::vector<int64_t> &kernel = ctx.getInts("kernel"), &pad = ctx.getInts("padding");
   std::vector<int64_t> stride = ctx.getInts("stride");

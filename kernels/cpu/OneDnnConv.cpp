@@ -20,6 +20,9 @@ namespace {
 
 using dnnl::memory;
 
+/// The largest stride beyond the kernel's reach that oneDNN is given.
+constexpr int64_t kMaxGapStride = 16;
+
 /// A convolution's geometry in oneDNN's terms, from a node's attributes and
 /// the shapes of its input x [N, C, H, W], weight w [O, C/g, kh, kw] and
 /// output y [N, O, H', W'] (whichever of them the node has as tensors).
@@ -29,6 +32,11 @@ struct ConvShape {
   /// The same shapes with the layout left to the primitive.
   memory::desc anyX, anyW, anyY;
   memory::dims strides, dilates, padLeft, padRight;
+  /// False for geometry oneDNN's generated kernels are known to mishandle:
+  /// a stride far beyond the kernel's reach wrote out of bounds inside
+  /// oneDNN 2.6's bf16 kernels (SIGSEGV at stride >= 324 on 16 channels).
+  /// Such a node runs its reference kernel instead.
+  bool safe = true;
 
   ConvShape(const Node &n, llvm::ArrayRef<int64_t> xDims, llvm::ArrayRef<int64_t> wDims,
             llvm::ArrayRef<int64_t> yDims, memory::data_type type) {
@@ -44,15 +52,28 @@ struct ConvShape {
     anyW = memory::desc(w.dims(), type, memory::format_tag::any);
     anyY = memory::desc(y.dims(), type, memory::format_tag::any);
     for (unsigned d = 0; d < 2; ++d) {
-      strides.push_back(stride[d]);
+      int64_t span = (wDims[2 + d] - 1) * dilation[d] + 1;
+      // With one output along a dim the stride moves nothing, so any stride
+      // past the input the window leaves unread is the same convolution
+      // (oneDNN wants the unread part, a negative right padding, smaller
+      // than the stride): the smallest such keeps huge strides, which do
+      // occur in fuzzed and generated models, away from the kernels.
+      int64_t unread = xDims[2 + d] + padding[d] - span;
+      int64_t s =
+          yDims[2 + d] == 1 ? std::min(stride[d], std::max<int64_t>(1, unread + 1)) : stride[d];
+      // Windows that overlap, touch (patch embeddings: stride = kernel) or
+      // skip a little (1x1 downsampling) are what models use; far larger
+      // strides go to the reference kernel.
+      if (s > std::max<int64_t>(span, kMaxGapStride))
+        safe = false;
+      strides.push_back(s);
       // oneDNN counts dilation from 0 (no gaps), PyTorch from 1.
       dilates.push_back(dilation[d] - 1);
       padLeft.push_back(padding[d]);
       // The right padding the output size actually uses: smaller than the
       // left one when the stride leaves trailing input unread (oneDNN
       // checks that the sizes agree).
-      int64_t span = (wDims[2 + d] - 1) * dilation[d] + 1;
-      padRight.push_back((yDims[2 + d] - 1) * stride[d] + span - xDims[2 + d] - padding[d]);
+      padRight.push_back((yDims[2 + d] - 1) * s + span - xDims[2 + d] - padding[d]);
     }
   }
 
@@ -77,6 +98,8 @@ std::unique_ptr<NodeKernel> prepareOneDnnConv2d(const Node &n) {
   memory::data_type type = *oneDnnType(n.result()->dtype());
   ConvShape s(n, n.operand(0)->type().dims(), n.operand(1)->type().dims(),
               n.result()->type().dims(), type);
+  if (!s.safe)
+    return nullptr;
   bool hasBias = n.numOperands() > 2;
   memory::desc bias = hasBias ? plainDesc(n.operand(2)->type().dims(), type) : memory::desc();
   auto pd = s.forward(hasBias ? &bias : nullptr, userScratchpadAttr());
@@ -93,6 +116,8 @@ std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradInput(const Node &n) {
   memory::data_type type = *oneDnnType(n.result()->dtype());
   ConvShape s(n, n.result()->type().dims(), n.operand(1)->type().dims(),
               n.operand(0)->type().dims(), type);
+  if (!s.safe)
+    return nullptr;
   dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, s.anyX, s.anyW,
                                              s.anyY, s.strides, s.dilates, s.padLeft, s.padRight);
   dnnl::convolution_backward_data::primitive_desc pd(desc, userScratchpadAttr(), oneDnnEngine(),
@@ -109,6 +134,8 @@ std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradWeight(const Node &n) {
   memory::data_type type = *oneDnnType(n.result()->dtype());
   ConvShape s(n, n.operand(1)->type().dims(), n.result()->type().dims(),
               n.operand(0)->type().dims(), type);
+  if (!s.safe)
+    return nullptr;
   dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, s.anyX, s.anyW,
                                                 s.anyY, s.strides, s.dilates, s.padLeft,
                                                 s.padRight);

@@ -8,6 +8,8 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Path.h"
 
+#include <new>
+
 namespace ampc {
 
 DataSource::~DataSource() = default;
@@ -130,18 +132,26 @@ std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef mod
     err = "the graph has no inputs to feed";
   } else if (analyzeInputs(g, inputs, err)) {
     std::string kind = metaString(g, "train.data", "synthetic");
-    if (kind == "synthetic")
-      source =
-          createSyntheticSource(inputs, static_cast<uint64_t>(metaInt(g, "train.data.seed", 0)),
-                                metaInt(g, "train.data.size", 1024), err);
-    else if (kind == "npy")
-      source = createNpySource(g, inputs, modelDir, err);
-    else if (kind == "csv")
-      source = createCsvSource(g, inputs, modelDir, err);
-    else if (kind == "idx")
-      source = createIdxSource(g, inputs, modelDir, err);
-    else
-      err = "unknown data source '" + kind + "'; expected synthetic, idx, npy or csv";
+    // The sources hold their files (and the synthetic teacher its tables)
+    // in memory; a sample too large for the machine is an error, not an
+    // abort.
+    try {
+      if (kind == "synthetic")
+        source =
+            createSyntheticSource(inputs, static_cast<uint64_t>(metaInt(g, "train.data.seed", 0)),
+                                  metaInt(g, "train.data.size", 1024), err);
+      else if (kind == "npy")
+        source = createNpySource(g, inputs, modelDir, err);
+      else if (kind == "csv")
+        source = createCsvSource(g, inputs, modelDir, err);
+      else if (kind == "idx")
+        source = createIdxSource(g, inputs, modelDir, err);
+      else
+        err = "unknown data source '" + kind + "'; expected synthetic, idx, npy or csv";
+    } catch (const std::bad_alloc &) {
+      source.reset();
+      err = "out of memory while setting up the " + kind + " data";
+    }
   }
   if (!source)
     diag.error(Location(), err);

@@ -8,6 +8,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cstring>
+#include <limits>
 #include <map>
 
 namespace ampc {
@@ -98,8 +99,15 @@ bool parseHeader(llvm::StringRef text, CheckpointInfo &info) {
   info.model = kv["model"];
   info.modelHash = kv["model_hash"];
   info.optLevel = kv["opt_level"];
-  return !llvm::StringRef(kv["step"]).getAsInteger(10, info.step) &&
-         !llvm::StringRef(kv["micro_step"]).getAsInteger(10, info.microStep);
+  if (llvm::StringRef(kv["step"]).getAsInteger(10, info.step) ||
+      llvm::StringRef(kv["micro_step"]).getAsInteger(10, info.microStep))
+    return false;
+  // Steps are counted in int64 everywhere else; a forged header with a
+  // valid checksum must not turn into a negative step. A micro-step count
+  // is a whole number of steps (step * accumulate).
+  constexpr uint64_t kMaxStep = uint64_t(std::numeric_limits<int64_t>::max());
+  return info.step <= kMaxStep && info.microStep <= kMaxStep && info.microStep >= info.step &&
+         (info.step == 0 ? info.microStep == 0 : info.microStep % info.step == 0);
 }
 
 struct StoredTensor {
@@ -186,7 +194,7 @@ std::string modelHash(const Graph &g) {
 }
 
 bool saveCheckpoint(llvm::StringRef path, const Program &program, const CheckpointInfo &info,
-                    std::string &err) {
+                    std::string &err, SpecialOutputs special) {
   const Graph &g = program.graph();
   Writer w;
   w.out.append(kMagic, sizeof kMagic);
@@ -206,7 +214,7 @@ bool saveCheckpoint(llvm::StringRef path, const Program &program, const Checkpoi
     w.out.append(static_cast<const char *>(program.data(v)), n);
   }
   w.pod<uint64_t>(fnv1a(w.out.data(), w.out.size()));
-  return writeFileAtomically(path, w.out, err);
+  return writeFileAtomically(path, w.out, err, special);
 }
 
 bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string &err) {

@@ -24,6 +24,7 @@
 #define AMPC_RUNTIME_TRAIN_CHECKPOINT_H
 
 #include "ir/Graph.h"
+#include "ir/support/AtomicFile.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -53,7 +54,7 @@ struct CheckpointInfo {
 /// Writes every state tensor of `program` with `info`; false + `err` on an
 /// I/O failure (the previous file, if any, is left as it was).
 bool saveCheckpoint(llvm::StringRef path, const Program &program, const CheckpointInfo &info,
-                    std::string &err);
+                    std::string &err, SpecialOutputs special = SpecialOutputs::Refuse);
 
 /// Reads only the header (for messages and for `ampc` to report what it resumes).
 bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string &err);

@@ -6,6 +6,7 @@
 #include "runtime/train/TrainLog.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <chrono>
 #include <cmath>
@@ -134,6 +135,21 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   const Value *skippedValue = g.lookup("skipped");
   const int64_t k = std::max<int64_t>(1, options_.accumulate);
 
+  // Micro-batches are counted in int64 (the batcher's position, the
+  // dropout streams).
+  int64_t microSteps = 0;
+  if (llvm::MulOverflow(options_.steps, k, microSteps)) {
+    err = std::to_string(options_.steps) + " steps of " + std::to_string(k) +
+          " micro-batches are more than int64 counts";
+    return false;
+  }
+
+  // A checkpoint that cannot be written is found now, not after the
+  // training it was meant to keep.
+  if (!options_.checkpointPath.empty() &&
+      !checkOutputPath(options_.checkpointPath, err, options_.specialOutputs))
+    return false;
+
   CheckpointInfo info;
   info.model = g.name();
   info.modelHash = modelHash(g);
@@ -171,7 +187,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   auto writeCheckpoint = [&](int64_t step) {
     info.step = step;
     info.microStep = step * k;
-    return saveCheckpoint(options_.checkpointPath, train_, info, err);
+    return saveCheckpoint(options_.checkpointPath, train_, info, err, options_.specialOutputs);
   };
 
   for (int64_t step = result.firstStep + 1; step <= options_.steps; ++step) {

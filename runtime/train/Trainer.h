@@ -16,6 +16,7 @@
 #ifndef AMPC_RUNTIME_TRAIN_TRAINER_H
 #define AMPC_RUNTIME_TRAIN_TRAINER_H
 
+#include "ir/support/AtomicFile.h"
 #include "runtime/Program.h"
 #include "runtime/data/DataSource.h"
 
@@ -45,6 +46,8 @@ struct TrainOptions {
   int64_t checkpointEvery = 0; ///< also every N steps (needs checkpointPath)
   std::string resumePath;      ///< checkpoint to continue from ("" = none)
   std::string optLevel = "O0"; ///< recorded in checkpoints
+  /// Whether the checkpoint may go through a symlink or into a device.
+  SpecialOutputs specialOutputs = SpecialOutputs::Refuse;
 };
 
 struct EvalResult {

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 using namespace ampc;
 using ampc::testing::readFile;
@@ -168,6 +169,34 @@ TEST(Checkpoint, RefusesTruncatedCorruptAndForeignFiles) {
   EXPECT_FALSE(loadCheckpoint(dir.file("missing.ckpt"), *a.program, info, err));
   EXPECT_NE(err.find("cannot read checkpoint"), std::string::npos) << err;
   EXPECT_EQ(a.snapshot(), before);
+}
+
+// A forged header with a valid checksum: a step past int64 tripped an
+// assertion in the batcher on resume; a micro-step count that is not a whole
+// number of steps is as impossible.
+TEST(Checkpoint, RefusesStepsThatNoRunCanHaveTaken) {
+  TempDir dir;
+  Model a;
+  a.fill(3);
+  auto before = a.snapshot();
+  std::string err;
+  CheckpointInfo forged = infoFor(a, 1);
+  forged.step = ~uint64_t(0);
+  forged.microStep = ~uint64_t(0);
+  ASSERT_TRUE(saveCheckpoint(dir.file("huge.ckpt"), *a.program, forged, err)) << err;
+  CheckpointInfo info;
+  EXPECT_FALSE(loadCheckpoint(dir.file("huge.ckpt"), *a.program, info, err));
+  EXPECT_FALSE(readCheckpointInfo(dir.file("huge.ckpt"), info, err));
+  forged = infoFor(a, 4);
+  forged.microStep = 9;
+  ASSERT_TRUE(saveCheckpoint(dir.file("odd.ckpt"), *a.program, forged, err)) << err;
+  EXPECT_FALSE(loadCheckpoint(dir.file("odd.ckpt"), *a.program, info, err));
+  EXPECT_EQ(a.snapshot(), before);
+  // The largest step int64 holds still loads.
+  forged = infoFor(a, 0);
+  forged.step = forged.microStep = uint64_t(std::numeric_limits<int64_t>::max());
+  ASSERT_TRUE(saveCheckpoint(dir.file("max.ckpt"), *a.program, forged, err)) << err;
+  EXPECT_TRUE(loadCheckpoint(dir.file("max.ckpt"), *a.program, info, err)) << err;
 }
 
 TEST(Checkpoint, AFailedWriteKeepsThePreviousFile) {

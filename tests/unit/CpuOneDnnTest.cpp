@@ -264,6 +264,44 @@ TEST(CpuOneDnn, Conv2dGradWeight) {
     }
 }
 
+// A stride of 4096 on a 16x16 input crashed inside oneDNN's bf16 kernels
+// (fuzzed models). With one output along a dim the stride moves nothing, so
+// oneDNN gets stride 1 there; its result (and its gradients') still matches
+// the reference's with the stride as written.
+TEST(CpuOneDnn, HugeStrideWithOneOutputRunsAsStrideOne) {
+  AttrMap attrs = convAttrs({4096, 4096}, {0, 0}, {1, 1}, 1);
+  Shape x{1, 16, 16, 16}, w{8, 16, 3, 3};
+  for (DType t : kOneDnnDTypes) {
+    expectMatchesReference("conv2d", {x, w}, attrs, t);
+    AttrMap grad = attrs;
+    grad["input_shape"] = Attribute(x);
+    expectMatchesReference("conv2d_grad_input", {{1, 8, 1, 1}, w}, grad, t);
+    grad = attrs;
+    grad["weight_shape"] = Attribute(w);
+    expectMatchesReference("conv2d_grad_weight", {{1, 8, 1, 1}, x}, grad, t);
+  }
+}
+
+// Several outputs with windows far apart (stride 400 past a 3-wide kernel)
+// is geometry no model uses and oneDNN was seen to mishandle: the node runs
+// the reference kernel.
+TEST(CpuOneDnn, HugeStrideWithSeveralOutputsRunsTheReference) {
+  for (DType t : kOneDnnDTypes) {
+    OneNode one("conv2d", {TensorType(t, {1, 2, 1000, 5}), TensorType(t, {3, 2, 3, 3})},
+                convAttrs({400, 1}, {0, 0}, {1, 1}, 1));
+    ASSERT_TRUE(one.node) << one.error;
+    EXPECT_EQ(one.node->result()->type().dim(2), 3);
+    EXPECT_FALSE(kernels::cpu::prepareOneDnnKernel(*one.node)) << dtypeName(t).str();
+  }
+  // Patch embeddings (stride = kernel) and 1x1 downsampling keep oneDNN.
+  for (DType t : kOneDnnDTypes) {
+    expectMatchesReference("conv2d", {{1, 3, 64, 64}, {4, 3, 32, 32}},
+                           convAttrs({32, 32}, {0, 0}, {1, 1}, 1), t);
+    expectMatchesReference("conv2d", {{1, 4, 9, 9}, {4, 4, 1, 1}},
+                           convAttrs({2, 2}, {0, 0}, {1, 1}, 1), t);
+  }
+}
+
 TEST(CpuOneDnn, LeavesOtherDTypesToTheReference) {
   // f16 runs by conversion in the reference kernels; f64 has no primitives.
   for (DType t : {DType::F16, DType::F64}) {

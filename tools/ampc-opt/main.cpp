@@ -46,7 +46,12 @@ struct Options {
   bool timePasses = false;
   bool noLocs = false;
   std::string output;
+  bool writeThrough = false;
 };
+
+SpecialOutputs specialOutputs(const Options &opts) {
+  return opts.writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;
+}
 
 int reportAndExit(const DiagnosticEngine &diag, int code) {
   diag.print(llvm::errs());
@@ -79,6 +84,15 @@ std::unique_ptr<Graph> loadInput(llvm::StringRef path, DiagnosticEngine &diag) {
 
 int run(const Options &opts) {
   DiagnosticEngine diag;
+
+  // An output that cannot be written is reported before any work.
+  if (!opts.output.empty() && opts.output != "-") {
+    std::string err;
+    if (!checkOutputPath(opts.output, err, specialOutputs(opts))) {
+      llvm::errs() << "error: " << err << "\n";
+      return kExitBadInput;
+    }
+  }
 
   // Check the pass names before doing any work, so that a typo is reported
   // even when the input is broken too.
@@ -134,7 +148,8 @@ int run(const Options &opts) {
     return kExitOk;
   }
   std::string err;
-  if (!writeFileAtomically(opts.output, printGraphToString(*graph, printOpts), err)) {
+  if (!writeFileAtomically(opts.output, printGraphToString(*graph, printOpts), err,
+                           specialOutputs(opts))) {
     llvm::errs() << "error: " << err << "\n";
     return kExitInternal;
   }
@@ -157,6 +172,9 @@ int main(int argc, char **argv) {
   app.add_flag("--time-passes", opts.timePasses, "print each pass's wall time to stderr");
   app.add_flag("--no-locs", opts.noLocs, "print without loc(...) annotations");
   app.add_option("-o", opts.output, "write the IR to this file (atomically) instead of stdout");
+  app.add_flag("--write-through", opts.writeThrough,
+               "let -o follow a symlink to its target or write into a device or FIFO (refused "
+               "by default)");
   app.set_version_flag("--version", "ampc-opt version " AMPC_VERSION);
 
   try {

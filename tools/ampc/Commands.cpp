@@ -32,13 +32,19 @@ std::optional<api::Program> compileProgram(const api::Model &m, const std::strin
   api::CompileOptions copts;
   copts.device = device;
   copts.castCache = opts.castCache;
+  copts.maxMemoryBytes = static_cast<uint64_t>(opts.maxMemory);
   // Data paths resolve against the model file's folder (the default).
   api::Result<api::Program> program = api::Program::compile(m, copts);
   if (!program) {
+    opts.compileOutOfMemory = program.status().outOfMemory();
     printDiagnostics(program.status());
     return std::nullopt;
   }
   return std::move(*program);
+}
+
+int compileFailureCode(const Options &opts) {
+  return opts.compileOutOfMemory ? kRuntimeFailure : kBadInput;
 }
 
 /// `ampc plan`: the memory plan's table, before anything runs.
@@ -49,7 +55,7 @@ int runPlan(const api::Model &m, const Options &opts) {
   showPolicy(m, device->name);
   std::optional<api::Program> program = compileProgram(m, device->name, opts);
   if (!program)
-    return kBadInput;
+    return compileFailureCode(opts);
   out() << "model " << m.name() << ", opt level " << optLevelOf(m) << ", "
         << program->numScheduledOps() << " scheduled ops on " << program->device() << "\n";
   out() << program->memoryPlan();
@@ -64,7 +70,7 @@ int runForward(api::Model &m, const Options &opts) {
   showPolicy(m, device->name);
   std::optional<api::Program> program = compileProgram(m, device->name, opts);
   if (!program)
-    return kBadInput;
+    return compileFailureCode(opts);
   if (api::Result<api::DataInfo> data = m.openData(); !data) {
     printDiagnostics(data.status());
     return kBadInput;

@@ -29,7 +29,15 @@ struct Options {
   std::string emit;
   std::string output;
   std::string graph; ///< "", "forward" or "train"
+  // Limits on what a model file may ask for (docs/cli.md, "Limits").
   int64_t maxElements = int64_t(1) << 32;
+  int64_t maxNesting = api::LoadOptions().maxNesting;
+  int64_t maxYamlNodes = api::LoadOptions().maxYamlNodes;
+  int64_t maxNodes = api::LoadOptions().maxNodes;
+  int64_t maxMemory = 0; ///< bytes; 0 = the machine's memory
+  /// What compileProgram's failure was: the machine's memory (exit 1) or
+  /// the model (exit 2).
+  mutable bool compileOutOfMemory = false;
   int64_t batch = 0;
   bool verifyEach = false;
   std::string printAfter;
@@ -43,6 +51,8 @@ struct Options {
   std::optional<int64_t> steps, epochs, evalEvery, logEvery, seed;
   std::optional<double> lr;
   std::string metricsOut, checkpoint, resume;
+  /// Outputs may follow a symlink or go into a device or FIFO.
+  bool writeThrough = false;
   int64_t checkpointEvery = 0;
   std::string progress = "auto"; ///< auto, bar, lines, none
   // Mixed-precision property overrides, (property, value) in command-line
@@ -78,6 +88,10 @@ std::optional<api::DeviceChoice> selectDevice(const Options &opts);
 /// data paths); nullopt after printing the diagnostics.
 std::optional<api::Program> compileProgram(const api::Model &m, const std::string &device,
                                            const Options &opts);
+
+/// The exit code after compileProgram failed: 1 when the machine lacked
+/// the memory, 2 when the model cannot run.
+int compileFailureCode(const Options &opts);
 
 /// Imports `opts.model` (with --batch, --max-elements and the command
 /// line's policy and training overrides) and verifies it; nullopt after

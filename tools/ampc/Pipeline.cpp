@@ -11,6 +11,9 @@ void printDiagnostics(const api::Status &s) {
 std::optional<api::Model> loadModel(const Options &opts) {
   api::LoadOptions load;
   load.maxElements = opts.maxElements;
+  load.maxNesting = opts.maxNesting;
+  load.maxYamlNodes = opts.maxYamlNodes;
+  load.maxNodes = opts.maxNodes;
   if (opts.batch > 0)
     load.batch = opts.batch;
   load.optLevel = opts.optLevel;

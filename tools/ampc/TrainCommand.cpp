@@ -48,7 +48,7 @@ int prepareTraining(api::Model &m, const std::string &device, const Options &opt
   if (!runPipeline(m, opts, api::Stage::Train))
     return kBadInput;
   run.program = compileProgram(m, device, opts);
-  return run.program ? kSuccess : kBadInput;
+  return run.program ? kSuccess : compileFailureCode(opts);
 }
 
 api::TrainOptions trainOptions(const api::Model &m, const Options &opts) {
@@ -58,6 +58,7 @@ api::TrainOptions trainOptions(const api::Model &m, const Options &opts) {
   t.metricsPath = opts.metricsOut;
   t.checkpointPath = opts.checkpoint;
   t.checkpointEvery = opts.checkpointEvery;
+  t.writeThrough = opts.writeThrough;
   t.progress = progressOf(opts.progress);
   // Handed over at each progress update: on a pipe the lines go out as they
   // come, as the bar does on a terminal.

@@ -14,12 +14,51 @@
 
 #include "CLI/CLI.hpp"
 
+#include <charconv>
+
+#include <cmath>
+#include <limits>
+
 #include <unistd.h>
 
 using namespace ampc;
 using namespace ampc::cli;
 
 namespace {
+
+/// Integer options are checked on their text, so that a value past int64
+/// is an error rather than silently clamped, and the message names the
+/// range in words rather than printing DBL_MAX in full.
+CLI::Validator integerAtLeast(int64_t least, const std::string &what) {
+  return CLI::Validator(
+      [least, what](std::string &text) -> std::string {
+        int64_t value = 0;
+        const char *end = text.data() + text.size();
+        auto [stop, ec] = std::from_chars(text.data(), end, value);
+        if (ec == std::errc::result_out_of_range)
+          return "'" + text + "' is out of range: at most 2^63-1";
+        if (ec != std::errc() || stop != end)
+          return "'" + text + "' is not " + what;
+        if (value < least)
+          return "'" + text + "' is not " + what;
+        return {};
+      },
+      what);
+}
+CLI::Validator positiveInteger() { return integerAtLeast(1, "a positive integer"); }
+CLI::Validator nonNegativeInteger() { return integerAtLeast(0, "a non-negative integer"); }
+CLI::Validator positiveReal() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        double value = 0;
+        const char *end = text.data() + text.size();
+        auto [stop, ec] = std::from_chars(text.data(), end, value);
+        if (ec != std::errc() || stop != end || !(value > 0) || !std::isfinite(value))
+          return "'" + text + "' is not a positive number";
+        return {};
+      },
+      "a positive number");
+}
 
 void addOptions(CLI::App &app, Options &opts) {
   app.set_version_flag("--version", std::string("ampc ") + AMPC_VERSION);
@@ -29,14 +68,35 @@ void addOptions(CLI::App &app, Options &opts) {
   app.add_option("--emit", opts.emit, "print the graph as textual IR or YAML instead of training")
       ->check(CLI::IsMember({"ir", "yaml"}));
   app.add_option("-o,--output", opts.output, "write the emitted graph to FILE (atomically)");
+  app.add_flag("--write-through", opts.writeThrough,
+               "let -o and --checkpoint follow a symlink to its target or write into a device "
+               "or FIFO (refused by default)");
   app.add_option("--graph", opts.graph,
                  "which graph --emit and plan use: forward, or train (forward + backward + "
                  "optimizer; the default when the model has an optimizer)")
       ->check(CLI::IsMember({"forward", "train"}));
   app.add_option("--batch", opts.batch, "override the model's batch size")
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInteger());
+  auto *limits = "Limits (what a model file may ask for; docs/cli.md)";
   app.add_option("--max-elements", opts.maxElements, "largest element count allowed for one tensor")
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInteger())
+      ->group(limits);
+  app.add_option("--max-nesting", opts.maxNesting,
+                 "deepest nesting of the model file's YAML and of blocks (default 100)")
+      ->check(positiveInteger())
+      ->group(limits);
+  app.add_option("--max-yaml-nodes", opts.maxYamlNodes,
+                 "most YAML nodes the model file may expand to through aliases (default 4000000)")
+      ->check(positiveInteger())
+      ->group(limits);
+  app.add_option("--max-memory", opts.maxMemory,
+                 "most bytes a program's memory plan may need (default: this machine's memory)")
+      ->check(positiveInteger())
+      ->group(limits);
+  app.add_option("--max-nodes", opts.maxNodes,
+                 "most graph nodes the layers may lower to (default 1000000)")
+      ->check(positiveInteger())
+      ->group(limits);
   app.add_flag("--verify-each", opts.verifyEach, "verify the graph after every pass");
   app.add_option("--print-after", opts.printAfter, "print the IR after these passes (or all)");
   app.add_flag("--time-passes", opts.timePasses, "print each pass's time");
@@ -49,20 +109,21 @@ void addOptions(CLI::App &app, Options &opts) {
   app.add_option("--levels", opts.levels,
                  "ampc bench: the opt levels to compare, comma-separated (default O0,O1,O2,O3)");
   app.add_option("--steps", opts.steps, "optimizer steps to train")
-      ->check(CLI::PositiveNumber)
+      ->check(positiveInteger())
       ->group(train);
   app.add_option("--epochs", opts.epochs, "passes over the training data (instead of --steps)")
-      ->check(CLI::PositiveNumber)
+      ->check(positiveInteger())
       ->group(train);
-  app.add_option("--lr", opts.lr, "learning rate")->check(CLI::PositiveNumber)->group(train);
+  app.add_option("--lr", opts.lr, "learning rate")->check(positiveReal())->group(train);
   app.add_option("--seed", opts.seed, "seed of parameter init, shuffling and dropout")
+      ->check(integerAtLeast(std::numeric_limits<int64_t>::min(), "an integer"))
       ->group(train);
   app.add_option("--eval-every", opts.evalEvery,
                  "evaluate on the held-out tenth of the data every N steps (0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonNegativeInteger())
       ->group(train);
   app.add_option("--log-every", opts.logEvery, "print a progress line every N steps")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonNegativeInteger())
       ->group(train);
   app.add_option("--progress", opts.progress,
                  "progress display: auto (a bar on a terminal), bar, lines, none")
@@ -75,7 +136,7 @@ void addOptions(CLI::App &app, Options &opts) {
       ->group(train);
   app.add_option("--checkpoint-every", opts.checkpointEvery,
                  "also write the checkpoint every N steps")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonNegativeInteger())
       ->group(train);
   app.add_option("--resume", opts.resume, "continue the run saved in checkpoint FILE")
       ->group(train);
@@ -116,16 +177,79 @@ int emitGraph(const api::Model &m, const Options &opts) {
     out() << text;
     return kSuccess;
   }
-  if (api::Status s = api::writeFileAtomically(opts.output, text); !s) {
+  if (api::Status s = api::writeFileAtomically(opts.output, text, opts.writeThrough); !s) {
     printDiagnostics(s);
     return kRuntimeFailure;
   }
   return kSuccess;
 }
 
+/// Options that name a file must name one: `--checkpoint ''` is a mistake,
+/// not a request for no checkpoint.
+bool checkFileOptionsGiven(const CLI::App &app, const Options &opts) {
+  const std::pair<const char *, const std::string *> fileOptions[] = {
+      {"--output", &opts.output},
+      {"--checkpoint", &opts.checkpoint},
+      {"--metrics-out", &opts.metricsOut},
+      {"--resume", &opts.resume},
+  };
+  for (const auto &[flag, value] : fileOptions)
+    if (app.count(flag) && value->empty()) {
+      err() << "error: " << flag << " needs a file name, got an empty one\n";
+      return false;
+    }
+  if (opts.steps && opts.epochs) {
+    err() << "error: --steps and --epochs both set the length of the run; give one\n";
+    return false;
+  }
+  if (opts.checkpointEvery > 0 && opts.checkpoint.empty()) {
+    err() << "error: --checkpoint-every needs --checkpoint FILE\n";
+    return false;
+  }
+  return true;
+}
+
+/// Every file the run will write must be writable before any work starts:
+/// a bad path found after training would lose the training.
+bool checkOutputsWritable(const Options &opts) {
+  std::vector<std::pair<std::string, bool>> outputs; // path, whether replaced atomically
+  if (!opts.output.empty() && opts.output != "-")
+    outputs.emplace_back(opts.output, true);
+  if (!opts.checkpoint.empty())
+    outputs.emplace_back(opts.checkpoint, true);
+  // The metrics file is a log written in place as the run goes, never
+  // replaced, so it may be a FIFO or /dev/stderr.
+  if (!opts.metricsOut.empty())
+    outputs.emplace_back(opts.metricsOut, false);
+  for (const auto &[path, replaced] : outputs)
+    if (api::Status s = api::checkOutputPath(path, opts.writeThrough || !replaced); !s) {
+      printDiagnostics(s);
+      return false;
+    }
+  return true;
+}
+
 } // namespace
 
+int runCommandLine(int argc, char **argv);
+
 int main(int argc, char **argv) {
+  // The library reports what the input gets wrong as diagnostics; what is
+  // left to throw is the machine running out of memory (an allocation the
+  // limits let through) or a bug. Either is a message and exit 1, not an
+  // abort.
+  try {
+    return runCommandLine(argc, argv);
+  } catch (const std::bad_alloc &) {
+    err() << "error: out of memory (a smaller --batch or model may fit; docs/cli.md, "
+             "\"Limits\")\n";
+  } catch (const std::exception &e) {
+    err() << "error: internal failure: " << e.what() << "\n";
+  }
+  return kRuntimeFailure;
+}
+
+int runCommandLine(int argc, char **argv) {
   // stdout as ampc has always written it: unbuffered on a terminal (the
   // progress bar redraws in place), else buffered and flushed at each
   // progress update and at exit; stderr (diagnostics, --time-passes) goes
@@ -158,6 +282,8 @@ int main(int argc, char **argv) {
     int code = app.exit(e);
     return code == 0 ? kSuccess : kBadInput;
   }
+  if (!checkFileOptionsGiven(app, opts))
+    return kBadInput;
   if (opts.planOnly && (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty())) {
     err() << "error: ampc plan prints the memory plan; --emit, -o and --run belong to the "
              "main command\n";
@@ -191,6 +317,9 @@ int main(int argc, char **argv) {
     err() << "error: --resume continues training; it cannot be combined with --emit\n";
     return kBadInput;
   }
+
+  if (!checkOutputsWritable(opts))
+    return kBadInput;
 
   std::optional<api::Model> model = loadModel(opts);
   if (!model)

@@ -191,9 +191,23 @@ std::optional<std::string> GraphView::meta(std::string_view key) const {
   return it->second.is(AttrType::String) ? it->second.getString() : it->second.str();
 }
 
-Status writeFileAtomically(const std::string &path, std::string_view text) {
+namespace {
+SpecialOutputs specialOutputs(bool writeThrough) {
+  return writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;
+}
+} // namespace
+
+Status writeFileAtomically(const std::string &path, std::string_view text, bool writeThrough) {
   std::string err;
-  if (!ampc::writeFileAtomically(path, llvm::StringRef(text.data(), text.size()), err))
+  if (!ampc::writeFileAtomically(path, llvm::StringRef(text.data(), text.size()), err,
+                                 specialOutputs(writeThrough)))
+    return Status::error(err);
+  return {};
+}
+
+Status checkOutputPath(const std::string &path, bool writeThrough) {
+  std::string err;
+  if (!ampc::checkOutputPath(path, err, specialOutputs(writeThrough)))
     return Status::error(err);
   return {};
 }

@@ -9,6 +9,7 @@
 
 #include "ampc/ampc.h"
 
+#include "frontends/yaml/ModelLoader.h"
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 #include "kernels/KernelArgs.h"
@@ -34,6 +35,9 @@ AttrValue toPublic(const ampc::Attribute &a);
 /// Every diagnostic of `diag` as a Status (a failure when any is an error).
 Status toStatus(const DiagnosticEngine &diag);
 Diagnostic toPublic(const ampc::Diagnostic &d);
+
+/// The frontend's load options (limits, batch) from the public ones.
+ampc::LoadOptions toInternal(const LoadOptions &o);
 
 /// Where the model came from, so evaluation can import it again.
 struct ModelSource {

@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -27,14 +28,17 @@ Model::Model(Model &&) noexcept = default;
 Model &Model::operator=(Model &&) noexcept = default;
 Model::~Model() = default;
 
-namespace {
-
 ampc::LoadOptions toInternal(const LoadOptions &o) {
   ampc::LoadOptions l;
   l.maxElements = o.maxElements;
+  l.maxNesting = o.maxNesting;
+  l.maxYamlNodes = o.maxYamlNodes;
+  l.maxNodes = o.maxNodes;
   l.batchOverride = o.batch;
   return l;
 }
+
+namespace {
 
 /// The load options' policy settings, on top of the file's `amp:` section.
 bool applyPolicyOverrides(Graph &g, const LoadOptions &opts, DiagnosticEngine &diag) {
@@ -160,6 +164,8 @@ Status Model::setTrainSettings(const TrainSettings &settings) {
     return Status::error("the training graph is built already; change the training settings "
                          "before rewrite()");
   AttrMap &meta = impl_->graph->meta();
+  if (settings.steps && settings.epochs)
+    return Status::error("train for steps or for epochs, not both");
   if (settings.steps) {
     if (*settings.steps <= 0)
       return Status::error("train steps must be positive, got " + std::to_string(*settings.steps));
@@ -179,7 +185,6 @@ Status Model::setTrainSettings(const TrainSettings &settings) {
     if (*settings.epochs <= 0)
       return Status::error("train epochs must be positive, got " +
                            std::to_string(*settings.epochs));
-    // After steps, as `ampc --steps N --epochs M` reads: the last one wins.
     meta["train.epochs"] = Attribute(*settings.epochs);
     meta.erase("train.steps");
   }
@@ -264,10 +269,14 @@ Result<DataInfo> Model::planTraining() {
   AttrMap &meta = g.meta();
   if (meta.count("train.steps"))
     info.steps = metaInt(g, "train.steps", 1);
-  else if (meta.count("train.epochs"))
-    info.steps = std::max<int64_t>(1, metaInt(g, "train.epochs", 1) * info.batchesPerEpoch /
-                                          info.accumulate);
-  else
+  else if (meta.count("train.epochs")) {
+    int64_t epochs = metaInt(g, "train.epochs", 1), batches = 0;
+    if (llvm::MulOverflow(epochs, info.batchesPerEpoch, batches))
+      return Status::error(std::to_string(epochs) + " epochs of " +
+                           std::to_string(info.batchesPerEpoch) +
+                           " batches are more steps than int64 counts");
+    info.steps = std::max<int64_t>(1, batches / info.accumulate);
+  } else
     info.steps = 1;
   // The schedule (cosine) needs the total before the optimizer is lowered.
   meta["train.steps"] = Attribute(info.steps);

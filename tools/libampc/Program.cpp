@@ -16,6 +16,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <unistd.h>
 
 namespace ampc::api {
 
@@ -115,8 +116,7 @@ ProgressStyle toInternal(Progress p) {
 /// kept as an output for accuracy.
 bool buildEvalProgram(Program::Impl &p, std::optional<int64_t> batch, DiagnosticEngine &diag) {
   const Model::Impl &m = *p.model;
-  ampc::LoadOptions load;
-  load.maxElements = m.source.load.maxElements;
+  ampc::LoadOptions load = toInternal(m.source.load);
   load.batchOverride = batch ? batch : m.source.load.batch;
   std::unique_ptr<Graph> g =
       m.source.kind == ModelSource::Kind::File
@@ -155,6 +155,14 @@ Result<DeviceChoice> selectDevice(std::string_view device) {
   return DeviceChoice{backend->name().str(), note};
 }
 
+namespace {
+/// This machine's memory, or 0 (no limit) when the OS does not say.
+uint64_t physicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : 0;
+}
+} // namespace
+
 Result<Program> Program::compile(const Model &model, const CompileOptions &opts) {
   auto impl = std::make_unique<Impl>();
   impl->model = &Access::impl(model);
@@ -168,10 +176,17 @@ Result<Program> Program::compile(const Model &model, const CompileOptions &opts)
   c.runSeed = static_cast<uint64_t>(metaInt(g, "train.seed", 0));
   c.baseDir = opts.baseDir.empty() ? impl->model->source.baseDir : opts.baseDir;
   c.castCache = opts.castCache;
+  c.maxPlannedBytes = opts.maxMemoryBytes;
+  if (!c.maxPlannedBytes && impl->backend->hostAccessible())
+    c.maxPlannedBytes = physicalMemoryBytes();
   DiagnosticEngine diag;
-  impl->program = ampc::Program::compile(g, *impl->backend, diag, c);
-  if (!impl->program)
-    return toStatus(diag);
+  bool outOfMemory = false;
+  impl->program = ampc::Program::compile(g, *impl->backend, diag, c, &outOfMemory);
+  if (!impl->program) {
+    Status s = toStatus(diag);
+    s.setOutOfMemory(outOfMemory);
+    return s;
+  }
   const Model::Impl &m = *impl->model;
   impl->data = m.data;
   impl->trainPart = m.trainPart;
@@ -341,6 +356,7 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   t.metricsPath = opts.metricsPath;
   t.checkpointPath = opts.checkpointPath;
   t.checkpointEvery = opts.checkpointEvery;
+  t.specialOutputs = opts.writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;
   t.resumePath = p.resumePath;
   t.optLevel = optLevelOf(g);
   if (t.steps <= 0)

@@ -58,6 +58,7 @@ void Status::add(Diagnostic d) {
 void Status::append(const Status &other) {
   for (const Diagnostic &d : other.diags_)
     add(d);
+  outOfMemory_ = outOfMemory_ || other.outOfMemory_;
 }
 
 Diagnostic toPublic(const ampc::Diagnostic &d) {

@@ -193,7 +193,15 @@ private:
 /// Writes `text` to `path` atomically (a temporary file in the same folder,
 /// renamed over it), so a reader never sees half a file: for printIR() and
 /// toYaml() output, as `ampc --emit ir -o FILE` writes it.
-AMPC_API Status writeFileAtomically(const std::string &path, std::string_view text);
+AMPC_API Status writeFileAtomically(const std::string &path, std::string_view text,
+                                    bool writeThrough = false);
+
+/// Checks, before any work, that `path` can be written as an output file:
+/// not a directory, in an existing directory where a file can be created,
+/// and not a symlink, device or FIFO unless `writeThrough` (which follows a
+/// symlink to its target and writes into a device or FIFO in place). Also
+/// removes temporary files a killed writer of `path` left behind.
+AMPC_API Status checkOutputPath(const std::string &path, bool writeThrough = false);
 
 } // namespace ampc::api
 

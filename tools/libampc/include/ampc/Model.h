@@ -21,6 +21,13 @@ struct LoadOptions {
   std::optional<int64_t> batch;
   /// Largest element count allowed for one tensor.
   int64_t maxElements = int64_t(1) << 32;
+  /// Deepest nesting of the model file's YAML (aliases expanded) and of
+  /// blocks within blocks.
+  int64_t maxNesting = 100;
+  /// Most YAML nodes the model file may expand to through aliases.
+  int64_t maxYamlNodes = 4'000'000;
+  /// Most graph nodes the layers may lower to after block expansion.
+  int64_t maxNodes = 1'000'000;
   /// Replaces the file's `amp.opt_level` ("" keeps it).
   std::string optLevel;
   /// Policy properties set on top of the file's `amp:` section, in order,
@@ -38,7 +45,8 @@ struct TrainSettings {
   /// Seeds parameter initialisation, shuffling and dropout.
   std::optional<int64_t> seed;
   /// Passes over the training data, instead of steps (planTraining turns
-  /// them into steps). Setting one of steps and epochs drops the other.
+  /// them into steps). Setting one of steps and epochs drops the model
+  /// file's other; setting both is an error.
   std::optional<int64_t> epochs;
   /// Evaluate on a held-out tenth of the data every N steps (0: never);
   /// planTraining holds the tenth out.

@@ -26,6 +26,10 @@ struct CompileOptions {
   /// Folder that relative data and weight paths are resolved against; the
   /// model file's folder when empty.
   std::string baseDir;
+  /// Refuse a program whose memory plan needs more bytes; 0 means this
+  /// machine's physical memory on a host device, no limit on a GPU (whose
+  /// allocator refuses by itself).
+  uint64_t maxMemoryBytes = 0;
 };
 
 /// The device a name selects: "auto" picks CUDA when a GPU is present,
@@ -109,6 +113,9 @@ struct TrainOptions {
   /// Write a checkpoint here at the end (and every checkpointEvery steps).
   std::string checkpointPath;
   int64_t checkpointEvery = 0;
+  /// Let the checkpoint go through a symlink (to its target) or into a
+  /// device or FIFO; refused by default (see writeFileAtomically).
+  bool writeThrough = false;
 };
 
 struct TrainReport {

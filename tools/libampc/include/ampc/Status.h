@@ -59,9 +59,15 @@ public:
   /// Appends every diagnostic of `other`.
   void append(const Status &other);
 
+  /// For a failure: whether the machine lacked the memory the request
+  /// needed (rather than the input being wrong). `ampc` exits 1 for it.
+  bool outOfMemory() const { return outOfMemory_; }
+  void setOutOfMemory(bool v = true) { outOfMemory_ = v; }
+
 private:
   std::vector<Diagnostic> diags_;
   bool failed_ = false;
+  bool outOfMemory_ = false;
 };
 
 /// A value, or the Status of the failure that prevented it. Reading the

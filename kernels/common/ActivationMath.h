@@ -142,6 +142,47 @@ template <class T> AMPC_HD inline T logSoftmaxGradOp(T dy, T y, T sumDy) {
   return dy - exp(y) * sumDy;
 }
 
+// --- Element functors of ir/Pointwise.def's activation rows ------------------
+// operator() is the forward, grad(dy, saved) the backward (saved: what the
+// row says the backward op reads). The kernels of every backend call these.
+
+struct ReluFn {
+  template <class T> AMPC_HD T operator()(T x) const { return reluOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return reluGradOp(dy, x); }
+};
+
+struct GeluFn {
+  bool tanhForm = false; ///< approximate = "tanh" (else "none", the erf form)
+  template <class Attrs> static GeluFn fromAttrs(const Attrs &a) {
+    return GeluFn{a.attr("approximate").getString() == "tanh"};
+  }
+  // The test is the same for every element: the cpu loops are unswitched on
+  // it (-funswitch-loops) and CUDA threads never diverge on it.
+  template <class T> AMPC_HD T operator()(T x) const {
+    return tanhForm ? geluTanhOp(x) : geluErfOp(x);
+  }
+  template <class T> AMPC_HD T grad(T dy, T x) const {
+    return tanhForm ? geluTanhGradOp(dy, x) : geluErfGradOp(dy, x);
+  }
+};
+
+struct SigmoidFn {
+  template <class T> AMPC_HD T operator()(T x) const { return sigmoidOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T y) const { return sigmoidGradOp(dy, y); }
+};
+
+struct TanhFn {
+  template <class T> AMPC_HD T operator()(T x) const { return tanhOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T y) const { return tanhGradOp(dy, y); }
+};
+
+/// An activation's backward as a binary functor of (dy, saved), for the
+/// kernels that map two tensors elementwise.
+template <class Fn> struct GradOf {
+  Fn fn;
+  template <class T> AMPC_HD T operator()(T dy, T saved) const { return fn.grad(dy, saved); }
+};
+
 } // namespace ampc::kernels
 
 #endif

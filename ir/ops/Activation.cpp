@@ -1,4 +1,4 @@
-//===- Activation.cpp - relu, gelu, sigmoid, tanh, softmax, dropout ---------===//
+//===- Activation.cpp - relu, gelu, sigmoid, tanh, silu, softmax, dropout -===//
 #include "ir/GradientBuilder.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
@@ -143,6 +143,7 @@ void registerActivationOps(OpRegistry &r) {
       .elementwise();
   OpRow(r.define(OpKind::Sigmoid)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Tanh)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::Silu)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Softmax))
       .operand("input")
       .attr("dim", AttrType::Int, -1)

@@ -136,6 +136,7 @@ public:
   const std::vector<int64_t> &getInts(llvm::StringRef n) const;
   DType getDType(llvm::StringRef n) const;
   const Attribute &attr(llvm::StringRef n) const;
+  const AttrMap &attrs() const { return attrs_; }
 
   /// Record an error ("linear: weight has 3 dims, expected 2"); returns false.
   bool error(const llvm::Twine &msg);

@@ -1,7 +1,9 @@
-//===- Activation.cpp - relu, gelu, sigmoid, tanh, softmax, dropout ---------===//
+//===- Activation.cpp - relu, gelu, sigmoid, tanh, silu, softmax, dropout -===//
 #include "ir/GradientBuilder.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
+
+#include <cassert>
 
 namespace ampc {
 using namespace infer;
@@ -48,13 +50,6 @@ static bool inferActivationGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorT
   return true;
 }
 
-static bool inferGeluGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
-  const std::string &approximate = ctx.getString("approximate");
-  if (approximate != "none" && approximate != "tanh")
-    return ctx.error("approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
-  return inferActivationGrad(ctx, results);
-}
-
 static bool inferSoftmaxGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
   if (!inferActivationGrad(ctx, results))
     return false;
@@ -66,36 +61,11 @@ static bool inferSoftmaxGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType
 // Gradient rules
 //===----------------------------------------------------------------------===//
 
-/// Rules for ops whose backward is one `kind` node of (dy, saved) with the
-/// forward's attributes.
-static void gradFromInput(GradientBuilder &gb, const Node &fwd, OpKind kind,
-                          llvm::ArrayRef<Value *> dys, llvm::MutableArrayRef<Value *> dxs) {
-  dxs[0] = gb.build1(kind, {dys[0], fwd.operand(0)}, fwd.attrs());
-}
-
+/// The backward of a softmax: one `kind` node of (dy, y) with the forward's
+/// attributes.
 static void gradFromOutput(GradientBuilder &gb, const Node &fwd, OpKind kind,
                            llvm::ArrayRef<Value *> dys, llvm::MutableArrayRef<Value *> dxs) {
   dxs[0] = gb.build1(kind, {dys[0], fwd.result()}, fwd.attrs());
-}
-
-static void gradRelu(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
-                     llvm::MutableArrayRef<Value *> dxs) {
-  gradFromInput(gb, fwd, OpKind::ReluGrad, dys, dxs);
-}
-
-static void gradGelu(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
-                     llvm::MutableArrayRef<Value *> dxs) {
-  gradFromInput(gb, fwd, OpKind::GeluGrad, dys, dxs);
-}
-
-static void gradSigmoid(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
-                        llvm::MutableArrayRef<Value *> dxs) {
-  gradFromOutput(gb, fwd, OpKind::SigmoidGrad, dys, dxs);
-}
-
-static void gradTanh(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
-                     llvm::MutableArrayRef<Value *> dxs) {
-  gradFromOutput(gb, fwd, OpKind::TanhGrad, dys, dxs);
 }
 
 static void gradSoftmax(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
@@ -116,28 +86,64 @@ static void gradDropout(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Val
   dxs[0] = gb.build1(OpKind::Dropout, {dys[0]}, fwd.attrs());
 }
 
-void registerActivationOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::Relu))
-      .operand("input")
-      .infer(inferUnaryFloat)
-      .gradient(gradRelu)
+//===----------------------------------------------------------------------===//
+// The activations of ir/Pointwise.def: each row's gradient rule and backward
+// op are generated from the row, after the forward op's own row.
+//===----------------------------------------------------------------------===//
+
+enum class Saved { Input, Output };
+
+/// The rule: one `GradKind` node of (dy, saved) with the forward's attributes.
+template <OpKind GradKind, Saved S>
+static void gradActivation(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                           llvm::MutableArrayRef<Value *> dxs) {
+  Value *saved = S == Saved::Input ? fwd.operand(0) : fwd.result();
+  dxs[0] = gb.build1(GradKind, {dys[0], saved}, fwd.attrs());
+}
+
+/// The backward op's row: (grad, input or output), the forward's attributes,
+/// checked by the forward's own inference on the saved value's type.
+static void defineActivationBackward(OpRegistry &r, OpKind forwardKind, OpKind gradKind,
+                                     Saved saved, GradientFn rule) {
+  OpInfo &forward = r.define(forwardKind);
+  assert(forward.infer && "the forward row comes first");
+  forward.gradient = std::move(rule);
+  OpInfo &backward = r.define(gradKind);
+  backward.attrs = forward.attrs;
+  const OpInfo *forwardInfo = &forward;
+  OpRow(backward)
+      .operand("grad")
+      .operand(saved == Saved::Input ? "input" : "output")
+      .infer([forwardInfo](InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+        if (!inferActivationGrad(ctx, results))
+          return false;
+        if (forwardInfo->attrs.empty())
+          return true;
+        InferContext forwardCtx(*forwardInfo, ctx.operands().drop_front(), ctx.attrs());
+        llvm::SmallVector<TensorType, 1> forwardResults;
+        return forwardInfo->infer(forwardCtx, forwardResults) ||
+               ctx.error(forwardCtx.errorMessage());
+      })
       .elementwise();
+}
+
+static void definePointwiseBackwards(OpRegistry &r) {
+#define AMPC_POINTWISE_GRAD(Op, GradOp, Fn, Saved_)                                                \
+  defineActivationBackward(r, OpKind::Op, OpKind::GradOp, Saved::Saved_,                           \
+                           gradActivation<OpKind::GradOp, Saved::Saved_>);
+#include "ir/Pointwise.def"
+}
+
+void registerActivationOps(OpRegistry &r) {
+  OpRow(r.define(OpKind::Relu)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Gelu))
       .operand("input")
       .attr("approximate", AttrType::String, "none")
       .infer(inferGelu)
-      .gradient(gradGelu)
       .elementwise();
-  OpRow(r.define(OpKind::Sigmoid))
-      .operand("input")
-      .infer(inferUnaryFloat)
-      .gradient(gradSigmoid)
-      .elementwise();
-  OpRow(r.define(OpKind::Tanh))
-      .operand("input")
-      .infer(inferUnaryFloat)
-      .gradient(gradTanh)
-      .elementwise();
+  OpRow(r.define(OpKind::Sigmoid)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::Tanh)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::Silu)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Softmax))
       .operand("input")
       .attr("dim", AttrType::Int, -1)
@@ -157,27 +163,6 @@ void registerActivationOps(OpRegistry &r) {
       .gradient(gradDropout);
 
   // Backward ops (not differentiated again).
-  OpRow(r.define(OpKind::ReluGrad))
-      .operand("grad")
-      .operand("input")
-      .infer(inferActivationGrad)
-      .elementwise();
-  OpRow(r.define(OpKind::GeluGrad))
-      .operand("grad")
-      .operand("input")
-      .attr("approximate", AttrType::String, "none")
-      .infer(inferGeluGrad)
-      .elementwise();
-  OpRow(r.define(OpKind::SigmoidGrad))
-      .operand("grad")
-      .operand("output")
-      .infer(inferActivationGrad)
-      .elementwise();
-  OpRow(r.define(OpKind::TanhGrad))
-      .operand("grad")
-      .operand("output")
-      .infer(inferActivationGrad)
-      .elementwise();
   OpRow(r.define(OpKind::SoftmaxGrad))
       .operand("grad")
       .operand("output")
@@ -188,6 +173,8 @@ void registerActivationOps(OpRegistry &r) {
       .operand("output")
       .attr("dim", AttrType::Int, -1)
       .infer(inferSoftmaxGrad);
+
+  definePointwiseBackwards(r);
 }
 
 } // namespace ampc

@@ -46,6 +46,13 @@ template <class T> AMPC_HD inline T tanhOp(T x) {
   return tanh(x);
 }
 
+/// silu(x) = x * sigmoid(x), computed as x / (1 + e^-x) as ATen's kernels do.
+/// For very negative x, e^-x overflows to inf and the result is -0.
+template <class T> AMPC_HD inline T siluOp(T x) {
+  using std::exp;
+  return x / (T(1) + exp(-x));
+}
+
 // Softmax along one dim in three passes over the dim, numerically stable:
 // m = max x, s = sum exp(x - m), then exp(x - m) / s or (x - m) - log s.
 
@@ -129,6 +136,13 @@ template <class T> AMPC_HD inline T sigmoidGradOp(T dy, T y) { return dy * (T(1)
 /// d tanh from the forward output y: dy * (1 - y^2).
 template <class T> AMPC_HD inline T tanhGradOp(T dy, T y) { return dy * (T(1) - y * y); }
 
+/// d silu from the forward input x: dy * s * (1 + x (1 - s)) with
+/// s = sigmoid(x), as ATen's silu_backward writes it.
+template <class T> AMPC_HD inline T siluGradOp(T dy, T x) {
+  T s = sigmoidOp(x);
+  return dy * s * (T(1) + x * (T(1) - s));
+}
+
 // Softmax backward along one dim, from the forward output y, in two passes:
 // first a sum over the dim, then one element at a time.
 
@@ -141,6 +155,52 @@ template <class T> AMPC_HD inline T logSoftmaxGradOp(T dy, T y, T sumDy) {
   using std::exp;
   return dy - exp(y) * sumDy;
 }
+
+// --- Element functors of ir/Pointwise.def's activation rows ------------------
+// operator() is the forward, grad(dy, saved) the backward (saved: what the
+// row says the backward op reads). The kernels of every backend call these.
+
+struct ReluFn {
+  template <class T> AMPC_HD T operator()(T x) const { return reluOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return reluGradOp(dy, x); }
+};
+
+struct GeluFn {
+  bool tanhForm = false; ///< approximate = "tanh" (else "none", the erf form)
+  template <class Attrs> static GeluFn fromAttrs(const Attrs &a) {
+    return GeluFn{a.attr("approximate").getString() == "tanh"};
+  }
+  // The test is the same for every element: the cpu loops are unswitched on
+  // it (-funswitch-loops) and CUDA threads never diverge on it.
+  template <class T> AMPC_HD T operator()(T x) const {
+    return tanhForm ? geluTanhOp(x) : geluErfOp(x);
+  }
+  template <class T> AMPC_HD T grad(T dy, T x) const {
+    return tanhForm ? geluTanhGradOp(dy, x) : geluErfGradOp(dy, x);
+  }
+};
+
+struct SigmoidFn {
+  template <class T> AMPC_HD T operator()(T x) const { return sigmoidOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T y) const { return sigmoidGradOp(dy, y); }
+};
+
+struct TanhFn {
+  template <class T> AMPC_HD T operator()(T x) const { return tanhOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T y) const { return tanhGradOp(dy, y); }
+};
+
+struct SiluFn {
+  template <class T> AMPC_HD T operator()(T x) const { return siluOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return siluGradOp(dy, x); }
+};
+
+/// An activation's backward as a binary functor of (dy, saved), for the
+/// kernels that map two tensors elementwise.
+template <class Fn> struct GradOf {
+  Fn fn;
+  template <class T> AMPC_HD T operator()(T dy, T saved) const { return fn.grad(dy, saved); }
+};
 
 } // namespace ampc::kernels
 

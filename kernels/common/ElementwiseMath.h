@@ -23,6 +23,29 @@ template <class T> AMPC_HD inline T divOp(T a, T b) { return a / b; }
 /// Python scalar multiplying a tensor is rounded to its opmath type.
 template <class T> AMPC_HD inline T scaleOp(T x, double factor) { return x * T(factor); }
 
+// --- Element functors of ir/Pointwise.def's rows ---------------------------
+
+struct AddFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return addOp(a, b); }
+};
+struct SubFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return subOp(a, b); }
+};
+struct MulFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return mulOp(a, b); }
+};
+struct DivFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return divOp(a, b); }
+};
+
+struct ScaleFn {
+  double factor = 0;
+  template <class Attrs> static ScaleFn fromAttrs(const Attrs &a) {
+    return ScaleFn{a.attr("factor").getFloat()};
+  }
+  template <class T> AMPC_HD T operator()(T x) const { return scaleOp(x, factor); }
+};
+
 } // namespace ampc::kernels
 
 #endif

@@ -1,9 +1,9 @@
 //===- LoopElementwise.cpp - Elementwise loop kernels of the cpu backend ---===//
 //
-// cast, relu, gelu, sigmoid, tanh and their gradients, scale, add/sub/mul/div
-// (same shapes, or one operand broadcast over a contiguous block of the
-// result's dims: a bias row, a per-channel [C, 1, 1] or a scalar),
-// mse_loss_grad and global_avgpool_grad, in f32, bf16 and f16. Each element
+// cast, the pointwise ops of ir/Pointwise.def (unary ops, the activations'
+// gradients, binary ops of same shapes or with one operand broadcast over a
+// contiguous block of the result's dims: a bias row, a per-channel [C, 1, 1]
+// or a scalar), mse_loss_grad and global_avgpool_grad, in f32, bf16 and f16. Each element
 // runs the reference's element function from kernels/common, so the results
 // are the reference's bits. f16 elements are converted a block at a time in
 // hardware (vcvtph2ps / vcvtps2ph, see halvesToFloats in LoopSupport.h, with
@@ -12,9 +12,8 @@
 // conversion alone. (f64 -> f16 is not a loop: it rounds through f32.)
 //
 //===----------------------------------------------------------------------===//
-#include "kernels/common/ActivationMath.h"
+#include "kernels/Pointwise.h"
 #include "kernels/common/CastMath.h"
-#include "kernels/common/ElementwiseMath.h"
 #include "kernels/common/LossMath.h"
 #include "kernels/cpu/ElementFunctors.h"
 #include "kernels/cpu/LoopFamilies.h"
@@ -45,15 +44,6 @@ bool allOfDType(const Node &n, DType t) {
 //===----------------------------------------------------------------------===//
 
 using namespace elem;
-
-/// A unary element function for node `a`: scale's factor from its
-/// attribute, the rest take none.
-template <class Fn> Fn makeUnary(const KernelArgs &a) {
-  if constexpr (std::is_same_v<Fn, ScaleFn>)
-    return Fn{a.attr("factor").getFloat()};
-  else
-    return Fn{0.0};
-}
 
 /// Elements [i, i + n) of a D buffer as floats: an f16 block converted into
 /// `buffer`, the elements themselves for f32, loaded into `buffer` otherwise.
@@ -100,10 +90,10 @@ AMPC_LOOP_BODY inline void forBlocks(int64_t begin, int64_t end, Block block) {
     block(i, std::min(kHalfBlock, end - i));
 }
 
-template <DType In, DType Out, class Fn> void unaryMap(const KernelArgs &a, const LoopPlan &) {
+template <DType In, DType Out, class Fn> void unaryMap(const KernelArgs &a, const LoopPlan &plan) {
   const void *x = a.in(0).data;
   void *y = a.out().data;
-  Fn f = makeUnary<Fn>(a);
+  Fn f = plan.elementFn.get<Fn>();
   if constexpr (In == DType::F16 || Out == DType::F16) {
     parallelForElements(a.out().numElements(), kElementwiseGrain,
                         [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
@@ -148,13 +138,15 @@ void copyBytes(const KernelArgs &a, const LoopPlan &) {
   copyInParallel(a.in(0).data, a.out().data, a.out().type->sizeInBytes());
 }
 
-template <class Fn> std::unique_ptr<NodeKernel> prepareSameDTypeUnary(const Node &n) {
+template <class Fn> std::unique_ptr<NodeKernel> prepareSameDTypeUnary(const Node &n, Fn fn) {
   DType t = n.operand(0)->dtype();
   if (!allOfDType(n, t))
     return nullptr;
-  return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [](auto tag) {
+  LoopPlan plan;
+  plan.elementFn.set(fn);
+  return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
-    return makeLoopKernel(&unaryMap<D, D, Fn>);
+    return makeLoopKernel(&unaryMap<D, D, Fn>, plan);
   });
 }
 
@@ -172,7 +164,7 @@ template <class Fn> void binaryMapHalf(const KernelArgs &a, const LoopPlan &plan
   const void *lhs = a.in(0).data, *rhs = a.in(1).data;
   void *out = a.out().data;
   int64_t n = a.out().numElements();
-  Fn f;
+  Fn f = plan.elementFn.get<Fn>();
   if (plan.variant == kSameShape)
     return parallelForElements(
         n, kElementwiseGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
@@ -230,7 +222,7 @@ template <DType D, class Fn> void binaryMap(const KernelArgs &a, const LoopPlan 
   const void *lhs = a.in(0).data, *rhs = a.in(1).data;
   void *out = a.out().data;
   int64_t n = a.out().numElements();
-  Fn f;
+  Fn f = plan.elementFn.get<Fn>();
   if (plan.variant == kSameShape)
     return parallelForElements(n, kElementwiseGrain,
                                [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
@@ -304,12 +296,13 @@ std::optional<std::pair<int64_t, int64_t>> broadcastPattern(llvm::ArrayRef<int64
   return std::make_pair(middle, inner);
 }
 
-template <class Fn> std::unique_ptr<NodeKernel> prepareBinary(const Node &n) {
+template <class Fn> std::unique_ptr<NodeKernel> prepareBinary(const Node &n, Fn fn) {
   DType t = n.result()->dtype();
   if (!allOfDType(n, t) || !isLoopFloat(t))
     return nullptr;
   const TensorType &out = n.result()->type();
   LoopPlan plan;
+  plan.elementFn.set(fn);
   auto lhs = broadcastPattern(n.operand(0)->type().dims(), out.dims());
   auto rhs = broadcastPattern(n.operand(1)->type().dims(), out.dims());
   if (!lhs || !rhs)
@@ -410,55 +403,30 @@ std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n) {
   });
 }
 
-std::unique_ptr<NodeKernel> prepareLoopRelu(const Node &n) {
-  return prepareSameDTypeUnary<ReluFn>(n);
+// The pointwise ops of ir/Pointwise.def. gelu, sigmoid and tanh call libm's
+// erf, tanh and exp per element, as the reference does (the same scalar
+// functions, so the same bits): the threads speed them up, vectors do not.
+
+template <class Fn> std::unique_ptr<NodeKernel> prepareLoopUnary(const Node &n) {
+  return prepareSameDTypeUnary(n, makeElementFn<Fn>(n));
 }
 
-// gelu, sigmoid and tanh call libm's erf, tanh and exp per element, as the
-// reference does (the same scalar functions, so the same bits): the threads
-// speed them up, vectors do not.
-
-std::unique_ptr<NodeKernel> prepareLoopGelu(const Node &n) {
-  if (n.attr("approximate").getString() == "tanh")
-    return prepareSameDTypeUnary<GeluTanhFn>(n);
-  return prepareSameDTypeUnary<GeluErfFn>(n);
+template <class Fn> std::unique_ptr<NodeKernel> prepareLoopGrad(const Node &n) {
+  // The backward ops' operands have the result's shape; prepareBinary sees that.
+  return prepareBinary(n, makeGradFn<Fn>(n));
 }
 
-std::unique_ptr<NodeKernel> prepareLoopGeluGrad(const Node &n) {
-  if (n.attr("approximate").getString() == "tanh")
-    return prepareBinary<GeluTanhGradFn>(n);
-  return prepareBinary<GeluErfGradFn>(n);
+template <class Fn> std::unique_ptr<NodeKernel> prepareLoopBinary(const Node &n) {
+  return prepareBinary(n, makeElementFn<Fn>(n));
 }
 
-std::unique_ptr<NodeKernel> prepareLoopSigmoid(const Node &n) {
-  return prepareSameDTypeUnary<SigmoidFn>(n);
-}
-
-std::unique_ptr<NodeKernel> prepareLoopSigmoidGrad(const Node &n) {
-  return prepareBinary<SigmoidGradFn>(n);
-}
-
-std::unique_ptr<NodeKernel> prepareLoopTanh(const Node &n) {
-  return prepareSameDTypeUnary<TanhFn>(n);
-}
-
-std::unique_ptr<NodeKernel> prepareLoopTanhGrad(const Node &n) {
-  return prepareBinary<TanhGradFn>(n);
-}
-
-std::unique_ptr<NodeKernel> prepareLoopScale(const Node &n) {
-  return prepareSameDTypeUnary<ScaleFn>(n);
-}
-
-std::unique_ptr<NodeKernel> prepareLoopReluGrad(const Node &n) {
-  // relu_grad's operands have the result's shape; prepareBinary sees that.
-  return prepareBinary<ReluGradFn>(n);
-}
-
-std::unique_ptr<NodeKernel> prepareLoopAdd(const Node &n) { return prepareBinary<AddFn>(n); }
-std::unique_ptr<NodeKernel> prepareLoopSub(const Node &n) { return prepareBinary<SubFn>(n); }
-std::unique_ptr<NodeKernel> prepareLoopMul(const Node &n) { return prepareBinary<MulFn>(n); }
-std::unique_ptr<NodeKernel> prepareLoopDiv(const Node &n) { return prepareBinary<DivFn>(n); }
+#define AMPC_POINTWISE_UNARY(Op, Fn)                                                               \
+  template std::unique_ptr<NodeKernel> prepareLoopUnary<Fn>(const Node &);
+#define AMPC_POINTWISE_GRAD(Op, GradOp, Fn, Saved)                                                 \
+  template std::unique_ptr<NodeKernel> prepareLoopGrad<Fn>(const Node &);
+#define AMPC_POINTWISE_BINARY(Op, Fn)                                                              \
+  template std::unique_ptr<NodeKernel> prepareLoopBinary<Fn>(const Node &);
+#include "ir/Pointwise.def"
 
 std::unique_ptr<NodeKernel> prepareLoopMseLossGrad(const Node &n) {
   // The reference reads all three operands in the result's dtype.

@@ -16,19 +16,10 @@ namespace ampc::kernels::cpu {
 
 // LoopElementwise.cpp
 std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopRelu(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopReluGrad(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopGelu(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopGeluGrad(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopSigmoid(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopSigmoidGrad(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopTanh(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopTanhGrad(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopScale(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopAdd(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopSub(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopMul(const Node &n);
-std::unique_ptr<NodeKernel> prepareLoopDiv(const Node &n);
+// The pointwise ops (ir/Pointwise.def), instantiated for each row's functor.
+template <class Fn> std::unique_ptr<NodeKernel> prepareLoopUnary(const Node &n);
+template <class Fn> std::unique_ptr<NodeKernel> prepareLoopGrad(const Node &n);
+template <class Fn> std::unique_ptr<NodeKernel> prepareLoopBinary(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopMseLossGrad(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopGlobalAvgPoolGrad(const Node &n);
 

@@ -12,9 +12,8 @@
 // bits (which are the reference's).
 //
 //===----------------------------------------------------------------------===//
-#include "kernels/common/ActivationMath.h"
+#include "kernels/Pointwise.h"
 #include "kernels/common/CastMath.h"
-#include "kernels/common/ElementwiseMath.h"
 #include "kernels/cpu/CpuKernels.h"
 #include "kernels/cpu/ElementFunctors.h"
 #include "kernels/cpu/LoopSupport.h"
@@ -30,12 +29,14 @@ namespace {
 constexpr int64_t kBlock = 4096;
 
 /// One node's work on one block: out[i] = f(a[i], b[i]) for i in [0, n).
-/// `b` is null for unary ops; `factor` is scale's.
-using StageFn = void (*)(const void *a, const void *b, void *out, int64_t n, double factor);
+/// `b` is null for unary ops; `fn` is the stage's element functor (its
+/// per-node state, see Stage::functor).
+using StageFn = void (*)(const void *a, const void *b, void *out, int64_t n,
+                         const FunctorBytes &fn);
 
 template <DType In, DType Out, class Fn>
-void unaryStage(const void *a, const void *, void *out, int64_t n, double factor) {
-  Fn f{factor};
+void unaryStage(const void *a, const void *, void *out, int64_t n, const FunctorBytes &fn) {
+  Fn f = fn.get<Fn>();
   runVectorized(
       [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
 #pragma omp simd
@@ -46,8 +47,8 @@ void unaryStage(const void *a, const void *, void *out, int64_t n, double factor
 }
 
 template <DType D, class Fn>
-void binaryStage(const void *a, const void *b, void *out, int64_t n, double) {
-  Fn f;
+void binaryStage(const void *a, const void *b, void *out, int64_t n, const FunctorBytes &fn) {
+  Fn f = fn.get<Fn>();
   runVectorized(
       [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
 #pragma omp simd
@@ -57,20 +58,44 @@ void binaryStage(const void *a, const void *b, void *out, int64_t n, double) {
       0, n);
 }
 
-// The element functions: the unfused loops' own (ElementFunctors.h).
-using namespace elem;
+/// Where a stage's operand comes from: the previous stage's block, or an
+/// input of the fused kernel (an operand from outside the chain).
+constexpr int kPrevious = -1;
 
-template <class Fn> StageFn sameDTypeUnary(DType t) {
-  return dispatchLoopFloat(t, StageFn(nullptr), [](auto tag) {
+struct Stage {
+  StageFn fn = nullptr;
+  int a = kPrevious, b = kPrevious; ///< input index or kPrevious; b unused for unary stages
+  bool binary = false;
+  FunctorBytes functor; ///< the element functor
+};
+
+// The element functions: the unfused loops' own (kernels/Pointwise.h,
+// ElementFunctors.h). Each maker sets a stage for node `n` of dtype `t`, or
+// leaves fn null for dtypes the loops do not run.
+using namespace elem;
+using StageMaker = void (*)(const Node &n, DType t, Stage &st);
+
+template <class Fn> void sameDTypeUnary(const Node &n, DType t, Stage &st) {
+  st.functor.set(makeElementFn<Fn>(n));
+  st.fn = dispatchLoopFloat(t, StageFn(nullptr), [](auto tag) {
     constexpr DType D = decltype(tag)::value;
     return StageFn(&unaryStage<D, D, Fn>);
   });
 }
 
-template <class Fn> StageFn sameDTypeBinary(DType t) {
-  return dispatchLoopFloat(t, StageFn(nullptr), [](auto tag) {
+template <class Fn> void sameDTypeBinaryWith(DType t, Stage &st, const Fn &f) {
+  st.functor.set(f);
+  st.fn = dispatchLoopFloat(t, StageFn(nullptr), [](auto tag) {
     return StageFn(&binaryStage<decltype(tag)::value, Fn>);
   });
+}
+
+template <class Fn> void sameDTypeBinary(const Node &n, DType t, Stage &st) {
+  sameDTypeBinaryWith(t, st, makeElementFn<Fn>(n));
+}
+
+template <class Fn> void sameDTypeGrad(const Node &n, DType t, Stage &st) {
+  sameDTypeBinaryWith(t, st, makeGradFn<Fn>(n));
 }
 
 StageFn castStage(DType from, DType to) {
@@ -84,63 +109,42 @@ StageFn castStage(DType from, DType to) {
   });
 }
 
-bool isTanhApproximation(const Node &n) { return n.attr("approximate").getString() == "tanh"; }
+struct FusableOp {
+  OpKind kind;
+  StageMaker make;
+};
 
-/// The stage function for `n`, or null when the fused kernel does not take
-/// it (its dtypes, or an op it has no element function for). The kernel
-/// table of the fused loops: ops not listed here are not fused.
-StageFn stageFor(const Node &n) {
+/// The kernel table of the fused loops: the pointwise ops (ir/Pointwise.def);
+/// cast is handled apart (two dtypes). Ops not listed here are not fused.
+constexpr FusableOp kFusableOps[] = {
+#define AMPC_POINTWISE_UNARY(Op, Fn) {OpKind::Op, sameDTypeUnary<Fn>},
+#define AMPC_POINTWISE_GRAD(Op, GradOp, Fn, Saved) {OpKind::GradOp, sameDTypeGrad<Fn>},
+#define AMPC_POINTWISE_BINARY(Op, Fn) {OpKind::Op, sameDTypeBinary<Fn>},
+#include "ir/Pointwise.def"
+};
+
+/// The stage for `n`: fn stays null when the fused kernel does not take it
+/// (its dtypes, or an op it has no element function for).
+Stage stageFor(const Node &n) {
+  Stage st;
   if (n.numResults() != 1)
-    return nullptr;
+    return st;
   DType t = n.result()->dtype();
-  if (n.kind() == OpKind::Cast)
-    return n.numOperands() == 1 ? castStage(n.operand(0)->dtype(), t) : nullptr;
+  if (n.kind() == OpKind::Cast) {
+    if (n.numOperands() == 1)
+      st.fn = castStage(n.operand(0)->dtype(), t);
+    return st;
+  }
   for (const Value *v : n.operands())
     if (v->dtype() != t)
-      return nullptr;
-  switch (n.kind()) {
-  case OpKind::Relu:
-    return sameDTypeUnary<ReluFn>(t);
-  case OpKind::Scale:
-    return sameDTypeUnary<ScaleFn>(t);
-  case OpKind::Gelu:
-    return isTanhApproximation(n) ? sameDTypeUnary<GeluTanhFn>(t) : sameDTypeUnary<GeluErfFn>(t);
-  case OpKind::Sigmoid:
-    return sameDTypeUnary<SigmoidFn>(t);
-  case OpKind::Tanh:
-    return sameDTypeUnary<TanhFn>(t);
-  case OpKind::Add:
-    return sameDTypeBinary<AddFn>(t);
-  case OpKind::Sub:
-    return sameDTypeBinary<SubFn>(t);
-  case OpKind::Mul:
-    return sameDTypeBinary<MulFn>(t);
-  case OpKind::Div:
-    return sameDTypeBinary<DivFn>(t);
-  case OpKind::ReluGrad:
-    return sameDTypeBinary<ReluGradFn>(t);
-  case OpKind::GeluGrad:
-    return isTanhApproximation(n) ? sameDTypeBinary<GeluTanhGradFn>(t)
-                                  : sameDTypeBinary<GeluErfGradFn>(t);
-  case OpKind::SigmoidGrad:
-    return sameDTypeBinary<SigmoidGradFn>(t);
-  case OpKind::TanhGrad:
-    return sameDTypeBinary<TanhGradFn>(t);
-  default:
-    return nullptr;
-  }
+      return st;
+  for (const FusableOp &op : kFusableOps)
+    if (op.kind == n.kind()) {
+      op.make(n, t, st);
+      break;
+    }
+  return st;
 }
-
-/// Where a stage's operand comes from: the previous stage's block, or an
-/// input of the fused kernel (an operand from outside the chain).
-constexpr int kPrevious = -1;
-
-struct Stage {
-  StageFn fn;
-  int a = kPrevious, b = kPrevious; ///< input index or kPrevious; b unused for unary stages
-  bool binary = false;
-  double factor = 0; ///< scale's
-};
 
 class FusedLoopKernel final : public LoopKernel {
 public:
@@ -173,7 +177,7 @@ private:
       const void *a = st.a == kPrevious ? previous : at(args.in(st.a));
       const void *b = !st.binary ? nullptr : st.b == kPrevious ? previous : at(args.in(st.b));
       void *out = s + 1 == stages_.size() ? static_cast<void *>(at(args.out())) : scratch[s % 2];
-      st.fn(a, b, out, count, st.factor);
+      st.fn(a, b, out, count, st.functor);
       previous = out;
     }
   }
@@ -186,7 +190,7 @@ private:
 bool fusableCpuNode(const Node &n) {
   if (!n.op().elementwise || n.numOperands() > 2)
     return false;
-  return stageFor(n) != nullptr;
+  return stageFor(n).fn != nullptr;
 }
 
 std::unique_ptr<NodeKernel> prepareFusedCpuKernel(llvm::ArrayRef<const Node *> chain) {
@@ -199,11 +203,8 @@ std::unique_ptr<NodeKernel> prepareFusedCpuKernel(llvm::ArrayRef<const Node *> c
   for (const Node *n : chain) {
     if (!fusableCpuNode(*n) || n->result()->type().dims() != shape.dims())
       return nullptr;
-    Stage st;
-    st.fn = stageFor(*n);
+    Stage st = stageFor(*n);
     st.binary = n->numOperands() == 2;
-    if (n->kind() == OpKind::Scale)
-      st.factor = n->attr("factor").getFloat();
     bool readsPrevious = false;
     for (unsigned i = 0; i < n->numOperands(); ++i) {
       const Value *v = n->operand(i);

@@ -41,7 +41,9 @@
 #include "kernels/common/Storage.h"
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -58,6 +60,25 @@ namespace ampc::kernels::cpu {
 /// fallback (see isLoopKernel in LoopKernels.h).
 class LoopKernel : public NodeKernel {};
 
+/// An element functor kept as bytes (its per-node state: scale's factor,
+/// gelu's approximation), so that one function pointer type serves every
+/// functor.
+struct FunctorBytes {
+  alignas(8) unsigned char bytes[16] = {};
+
+  template <class Fn> void set(const Fn &fn) {
+    static_assert(sizeof(Fn) <= sizeof(bytes) && std::is_trivially_copyable_v<Fn>,
+                  "an element functor is a few trivially copyable bytes");
+    std::memcpy(bytes, &fn, sizeof(Fn));
+  }
+  template <class Fn> Fn get() const {
+    Fn fn;
+    if constexpr (!std::is_empty_v<Fn>)
+      std::memcpy(&fn, bytes, sizeof(Fn));
+    return fn;
+  }
+};
+
 /// What a loop kernel worked out from its node's shapes and attributes when
 /// the program was compiled, so run() does not redo it every step.
 struct LoopPlan {
@@ -67,6 +88,8 @@ struct LoopPlan {
   /// Which operand a binary op broadcasts, or which strategy a reduction
   /// uses (an enum of the kernel's file).
   int variant = 0;
+  /// A pointwise op's element functor.
+  FunctorBytes elementFn;
 };
 
 using LoopFn = void (*)(const KernelArgs &args, const LoopPlan &plan);

@@ -6,6 +6,7 @@
 // runs the reference kernel.
 //
 //===----------------------------------------------------------------------===//
+#include "kernels/Pointwise.h"
 #include "kernels/cpu/Families.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopKernels.h"
@@ -30,20 +31,11 @@ struct LoopOp {
 // A table rather than a switch over OpKind: most ops have no loop kernel,
 // and a new op should not have to be listed here to build.
 constexpr LoopOp kLoopOps[] = {
+#define AMPC_POINTWISE_UNARY(Op, Fn) {OpKind::Op, prepareLoopUnary<Fn>},
+#define AMPC_POINTWISE_GRAD(Op, GradOp, Fn, Saved) {OpKind::GradOp, prepareLoopGrad<Fn>},
+#define AMPC_POINTWISE_BINARY(Op, Fn) {OpKind::Op, prepareLoopBinary<Fn>},
+#include "ir/Pointwise.def"
     {OpKind::Cast, prepareLoopCast},
-    {OpKind::Relu, prepareLoopRelu},
-    {OpKind::ReluGrad, prepareLoopReluGrad},
-    {OpKind::Gelu, prepareLoopGelu},
-    {OpKind::GeluGrad, prepareLoopGeluGrad},
-    {OpKind::Sigmoid, prepareLoopSigmoid},
-    {OpKind::SigmoidGrad, prepareLoopSigmoidGrad},
-    {OpKind::Tanh, prepareLoopTanh},
-    {OpKind::TanhGrad, prepareLoopTanhGrad},
-    {OpKind::Scale, prepareLoopScale},
-    {OpKind::Add, prepareLoopAdd},
-    {OpKind::Sub, prepareLoopSub},
-    {OpKind::Mul, prepareLoopMul},
-    {OpKind::Div, prepareLoopDiv},
     {OpKind::MseLoss, prepareLoopMseLoss},
     {OpKind::MseLossGrad, prepareLoopMseLossGrad},
     {OpKind::ReduceSum, prepareLoopReduceSum},

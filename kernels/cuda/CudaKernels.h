@@ -68,18 +68,19 @@ cudaError_t permute(const Launch &l, unsigned elementSize, const void *x, void *
 
 // --- Elementwise ------------------------------------------------------------
 
-enum class UnaryOp { Relu, GeluErf, GeluTanh, Sigmoid, Tanh, Scale };
-/// y = op(x) in x's compute type; `factor` is Scale's.
-cudaError_t unary(const Launch &l, UnaryOp op, DType t, const void *x, void *y, int64_t n,
-                  double factor);
+// The pointwise ops of ir/Pointwise.def, one launcher per shape, instantiated
+// (Elementwise.cu) for each row's element functor (kernels/common).
 
-enum class GradOp { Relu, GeluErf, GeluTanh, Sigmoid, Tanh };
-/// dx = op'(dy, saved): saved is the forward input (relu, gelu) or output
-/// (sigmoid, tanh), as the reference backward ops take them.
-cudaError_t unaryGrad(const Launch &l, GradOp op, DType t, const void *dy, const void *saved,
-                      void *dx, int64_t n);
+/// y = f(x) in x's compute type.
+template <class Fn>
+cudaError_t unary(const Launch &l, Fn f, DType t, const void *x, void *y, int64_t n);
 
-enum class BinaryOp { Add, Sub, Mul, Div };
+/// dx = f.grad(dy, saved): saved is the forward input or output, as the
+/// activation's row says and the reference backward ops take them.
+template <class Fn>
+cudaError_t unaryGrad(const Launch &l, Fn f, DType t, const void *dy, const void *saved, void *dx,
+                      int64_t n);
+
 /// Numpy broadcasting: per output dim, each operand's stride (0 where it
 /// repeats).
 struct BroadcastShape {
@@ -88,8 +89,10 @@ struct BroadcastShape {
   int64_t lhsStrides[kMaxRank] = {};
   int64_t rhsStrides[kMaxRank] = {};
 };
-cudaError_t binary(const Launch &l, BinaryOp op, DType t, const void *a, const void *b, void *y,
-                   int64_t n, const BroadcastShape &s);
+/// y = f(a, b) with numpy broadcasting.
+template <class Fn>
+cudaError_t binary(const Launch &l, Fn f, DType t, const void *a, const void *b, void *y, int64_t n,
+                   const BroadcastShape &s);
 
 /// Dropout with the counter-based mask of kernels/common/Random.h (the same
 /// mask as every backend); the step comes from l.step.

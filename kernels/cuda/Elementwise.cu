@@ -54,58 +54,12 @@ template <class E> __global__ void permuteKernel(const E *x, E *y, int64_t n, Pe
   }
 }
 
-// Functors (device lambdas would need --extended-lambda).
-struct ReluFn {
-  template <class T> __device__ T operator()(T x) const { return reluOp(x); }
-};
-struct GeluErfFn {
-  template <class T> __device__ T operator()(T x) const { return geluErfOp(x); }
-};
-struct GeluTanhFn {
-  template <class T> __device__ T operator()(T x) const { return geluTanhOp(x); }
-};
-struct SigmoidFn {
-  template <class T> __device__ T operator()(T x) const { return sigmoidOp(x); }
-};
-struct TanhFn {
-  template <class T> __device__ T operator()(T x) const { return tanhOp(x); }
-};
-struct ScaleFn {
-  double factor;
-  template <class T> __device__ T operator()(T x) const { return scaleOp(x, factor); }
-};
+// The element functors are kernels/common's (ir/Pointwise.def): plain
+// structs, since device lambdas would need --extended-lambda.
 
 template <DType D, class F> __global__ void unaryKernel(const void *x, void *y, int64_t n, F f) {
   AMPC_GRID_STRIDE(i, n) store<D>(y, i, f(load<D>(x, i)));
 }
-
-struct ReluGradFn {
-  template <class T> __device__ T operator()(T dy, T s) const { return reluGradOp(dy, s); }
-};
-struct GeluErfGradFn {
-  template <class T> __device__ T operator()(T dy, T s) const { return geluErfGradOp(dy, s); }
-};
-struct GeluTanhGradFn {
-  template <class T> __device__ T operator()(T dy, T s) const { return geluTanhGradOp(dy, s); }
-};
-struct SigmoidGradFn {
-  template <class T> __device__ T operator()(T dy, T s) const { return sigmoidGradOp(dy, s); }
-};
-struct TanhGradFn {
-  template <class T> __device__ T operator()(T dy, T s) const { return tanhGradOp(dy, s); }
-};
-struct AddFn {
-  template <class T> __device__ T operator()(T a, T b) const { return addOp(a, b); }
-};
-struct SubFn {
-  template <class T> __device__ T operator()(T a, T b) const { return subOp(a, b); }
-};
-struct MulFn {
-  template <class T> __device__ T operator()(T a, T b) const { return mulOp(a, b); }
-};
-struct DivFn {
-  template <class T> __device__ T operator()(T a, T b) const { return divOp(a, b); }
-};
 
 template <DType D, class F>
 __global__ void pairKernel(const void *a, const void *b, void *y, int64_t n, F f) {
@@ -234,62 +188,38 @@ cudaError_t permute(const Launch &l, unsigned elementSize, const void *x, void *
   return cudaGetLastError();
 }
 
-cudaError_t unary(const Launch &l, UnaryOp op, DType t, const void *x, void *y, int64_t n,
-                  double factor) {
+template <class Fn>
+cudaError_t unary(const Launch &l, Fn f, DType t, const void *x, void *y, int64_t n) {
   if (n == 0)
     return cudaSuccess;
-  switch (op) {
-  case UnaryOp::Relu:
-    return launchUnary(l, t, x, y, n, ReluFn{});
-  case UnaryOp::GeluErf:
-    return launchUnary(l, t, x, y, n, GeluErfFn{});
-  case UnaryOp::GeluTanh:
-    return launchUnary(l, t, x, y, n, GeluTanhFn{});
-  case UnaryOp::Sigmoid:
-    return launchUnary(l, t, x, y, n, SigmoidFn{});
-  case UnaryOp::Tanh:
-    return launchUnary(l, t, x, y, n, TanhFn{});
-  case UnaryOp::Scale:
-    return launchUnary(l, t, x, y, n, ScaleFn{factor});
-  }
-  return cudaErrorInvalidValue;
+  return launchUnary(l, t, x, y, n, f);
 }
 
-cudaError_t unaryGrad(const Launch &l, GradOp op, DType t, const void *dy, const void *saved,
-                      void *dx, int64_t n) {
+template <class Fn>
+cudaError_t unaryGrad(const Launch &l, Fn f, DType t, const void *dy, const void *saved, void *dx,
+                      int64_t n) {
   if (n == 0)
     return cudaSuccess;
-  switch (op) {
-  case GradOp::Relu:
-    return launchPair(l, t, dy, saved, dx, n, ReluGradFn{});
-  case GradOp::GeluErf:
-    return launchPair(l, t, dy, saved, dx, n, GeluErfGradFn{});
-  case GradOp::GeluTanh:
-    return launchPair(l, t, dy, saved, dx, n, GeluTanhGradFn{});
-  case GradOp::Sigmoid:
-    return launchPair(l, t, dy, saved, dx, n, SigmoidGradFn{});
-  case GradOp::Tanh:
-    return launchPair(l, t, dy, saved, dx, n, TanhGradFn{});
-  }
-  return cudaErrorInvalidValue;
+  return launchPair(l, t, dy, saved, dx, n, GradOf<Fn>{f});
 }
 
-cudaError_t binary(const Launch &l, BinaryOp op, DType t, const void *a, const void *b, void *y,
-                   int64_t n, const BroadcastShape &s) {
+template <class Fn>
+cudaError_t binary(const Launch &l, Fn f, DType t, const void *a, const void *b, void *y, int64_t n,
+                   const BroadcastShape &s) {
   if (n == 0)
     return cudaSuccess;
-  switch (op) {
-  case BinaryOp::Add:
-    return launchBinary(l, t, a, b, y, n, s, AddFn{});
-  case BinaryOp::Sub:
-    return launchBinary(l, t, a, b, y, n, s, SubFn{});
-  case BinaryOp::Mul:
-    return launchBinary(l, t, a, b, y, n, s, MulFn{});
-  case BinaryOp::Div:
-    return launchBinary(l, t, a, b, y, n, s, DivFn{});
-  }
-  return cudaErrorInvalidValue;
+  return launchBinary(l, t, a, b, y, n, s, f);
 }
+
+#define AMPC_POINTWISE_UNARY(Op, Fn)                                                               \
+  template cudaError_t unary<Fn>(const Launch &, Fn, DType, const void *, void *, int64_t);
+#define AMPC_POINTWISE_GRAD(Op, GradOp, Fn, Saved)                                                 \
+  template cudaError_t unaryGrad<Fn>(const Launch &, Fn, DType, const void *, const void *,        \
+                                     void *, int64_t);
+#define AMPC_POINTWISE_BINARY(Op, Fn)                                                              \
+  template cudaError_t binary<Fn>(const Launch &, Fn, DType, const void *, const void *, void *,   \
+                                  int64_t, const BroadcastShape &);
+#include "ir/Pointwise.def"
 
 cudaError_t dropout(const Launch &l, DType t, const void *x, void *y, int64_t n, double p,
                     bool training, uint64_t seed) {

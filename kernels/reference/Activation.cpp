@@ -1,8 +1,9 @@
-//===- Activation.cpp - Reference relu, gelu, sigmoid, tanh, softmax, dropout ===//
+//===- Activation.cpp - Reference softmax, log_softmax, dropout ----------===//
 //
 // Naive loops over the element math of kernels/common/ActivationMath.h. Each
 // kernel runs in the compute type of its input's dtype (f32 for half types,
-// rounded once on store).
+// rounded once on store). The pointwise activations (relu, gelu, ...) are
+// Elementwise.cpp's generic loops.
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/common/ActivationMath.h"
@@ -15,31 +16,6 @@
 namespace ampc::kernels::ref {
 
 namespace {
-
-/// out[i] = f(in[i]) for every element, f taking and returning ComputeT<D>.
-template <class ElementFn> void unaryMap(const KernelArgs &a, ElementFn f) {
-  const TensorArg &in = a.in(0), &out = a.out();
-  bool handled = dispatchFloat(in.dtype(), [&](auto tag) {
-    constexpr DType D = decltype(tag)::value;
-    for (int64_t i = 0, n = in.numElements(); i < n; ++i)
-      store<D>(out.data, i, f(load<D>(in.data, i)));
-  });
-  assert(handled && "activation on a non-floating dtype");
-  (void)handled;
-}
-
-/// out[i] = f(in0[i], in1[i]) for two inputs of the output's shape (the
-/// backward ops: the incoming gradient and a saved forward value).
-template <class ElementFn> void pairMap(const KernelArgs &a, ElementFn f) {
-  const TensorArg &dy = a.in(0), &saved = a.in(1), &out = a.out();
-  bool handled = dispatchFloat(out.dtype(), [&](auto tag) {
-    constexpr DType D = decltype(tag)::value;
-    for (int64_t i = 0, n = out.numElements(); i < n; ++i)
-      store<D>(out.data, i, f(load<D>(dy.data, i), load<D>(saved.data, i)));
-  });
-  assert(handled && "activation gradient on a non-floating dtype");
-  (void)handled;
-}
 
 /// The input viewed as [outer, size, inner] around dim `dim`.
 struct AxisView {
@@ -120,24 +96,6 @@ void softmaxGradImpl(const KernelArgs &a, bool log) {
 
 } // namespace
 
-void relu(const KernelArgs &a) {
-  unaryMap(a, [](auto x) { return reluOp(x); });
-}
-
-void gelu(const KernelArgs &a) {
-  if (a.attr("approximate").getString() == "tanh")
-    return unaryMap(a, [](auto x) { return geluTanhOp(x); });
-  unaryMap(a, [](auto x) { return geluErfOp(x); });
-}
-
-void sigmoid(const KernelArgs &a) {
-  unaryMap(a, [](auto x) { return sigmoidOp(x); });
-}
-
-void tanh(const KernelArgs &a) {
-  unaryMap(a, [](auto x) { return tanhOp(x); });
-}
-
 void softmax(const KernelArgs &a) { softmaxImpl(a, /*log=*/false); }
 
 void logSoftmax(const KernelArgs &a) { softmaxImpl(a, /*log=*/true); }
@@ -166,24 +124,6 @@ void dropout(const KernelArgs &a) {
   });
   assert(handled && "dropout on a non-floating dtype");
   (void)handled;
-}
-
-void reluGrad(const KernelArgs &a) {
-  pairMap(a, [](auto dy, auto x) { return reluGradOp(dy, x); });
-}
-
-void geluGrad(const KernelArgs &a) {
-  if (a.attr("approximate").getString() == "tanh")
-    return pairMap(a, [](auto dy, auto x) { return geluTanhGradOp(dy, x); });
-  pairMap(a, [](auto dy, auto x) { return geluErfGradOp(dy, x); });
-}
-
-void sigmoidGrad(const KernelArgs &a) {
-  pairMap(a, [](auto dy, auto y) { return sigmoidGradOp(dy, y); });
-}
-
-void tanhGrad(const KernelArgs &a) {
-  pairMap(a, [](auto dy, auto y) { return tanhGradOp(dy, y); });
 }
 
 void softmaxGrad(const KernelArgs &a) { softmaxGradImpl(a, /*log=*/false); }

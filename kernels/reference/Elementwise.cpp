@@ -1,11 +1,13 @@
-//===- Elementwise.cpp - Reference add, sub, mul, div, scale ----------------===//
+//===- Elementwise.cpp - Reference kernels of the pointwise ops -----------===//
 //
-// Binary ops broadcast as numpy does: shapes align at the right, a dim of 1
-// (or a missing leading dim) repeats. The element math is in
-// kernels/common/ElementwiseMath.h.
+// Three loops serve every row of ir/Pointwise.def: unary ops, the backward
+// ops of activations (incoming gradient and saved forward value, both of the
+// result's shape) and binary ops, which broadcast as numpy does: shapes align
+// at the right, a dim of 1 (or a missing leading dim) repeats. The element
+// math is the row's functor (kernels/common).
 //
 //===----------------------------------------------------------------------===//
-#include "kernels/common/ElementwiseMath.h"
+#include "kernels/Pointwise.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
 
@@ -62,32 +64,40 @@ template <class BinaryFn> void binaryMap(const KernelArgs &args, BinaryFn f) {
 
 } // namespace
 
-void add(const KernelArgs &a) {
-  binaryMap(a, [](auto x, auto y) { return addOp(x, y); });
-}
-
-void sub(const KernelArgs &a) {
-  binaryMap(a, [](auto x, auto y) { return subOp(x, y); });
-}
-
-void mul(const KernelArgs &a) {
-  binaryMap(a, [](auto x, auto y) { return mulOp(x, y); });
-}
-
-void div(const KernelArgs &a) {
-  binaryMap(a, [](auto x, auto y) { return divOp(x, y); });
-}
-
-void scale(const KernelArgs &a) {
-  double factor = a.attr("factor").getFloat();
+/// out[i] = f(in[i]) for every element, in the compute type of in's dtype.
+template <class Fn> void unaryPointwise(const KernelArgs &a) {
+  Fn f = makeElementFn<Fn>(a);
   const TensorArg &in = a.in(0), &out = a.out();
   bool handled = dispatchFloat(in.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     for (int64_t i = 0, n = in.numElements(); i < n; ++i)
-      store<D>(out.data, i, scaleOp(load<D>(in.data, i), factor));
+      store<D>(out.data, i, f(load<D>(in.data, i)));
   });
-  assert(handled && "scale on a non-floating dtype");
+  assert(handled && "pointwise op on a non-floating dtype");
   (void)handled;
 }
+
+/// out[i] = f.grad(dy[i], saved[i]): the backward of activation Fn.
+template <class Fn> void gradPointwise(const KernelArgs &a) {
+  GradOf<Fn> f = makeGradFn<Fn>(a);
+  const TensorArg &dy = a.in(0), &saved = a.in(1), &out = a.out();
+  bool handled = dispatchFloat(out.dtype(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    for (int64_t i = 0, n = out.numElements(); i < n; ++i)
+      store<D>(out.data, i, f(load<D>(dy.data, i), load<D>(saved.data, i)));
+  });
+  assert(handled && "activation gradient on a non-floating dtype");
+  (void)handled;
+}
+
+template <class Fn> void binaryPointwise(const KernelArgs &a) {
+  binaryMap(a, makeElementFn<Fn>(a));
+}
+
+#define AMPC_POINTWISE_UNARY(Op, Fn) template void unaryPointwise<Fn>(const KernelArgs &);
+#define AMPC_POINTWISE_GRAD(Op, GradOp, Fn, Saved)                                                 \
+  template void gradPointwise<Fn>(const KernelArgs &);
+#define AMPC_POINTWISE_BINARY(Op, Fn) template void binaryPointwise<Fn>(const KernelArgs &);
+#include "ir/Pointwise.def"
 
 } // namespace ampc::kernels::ref

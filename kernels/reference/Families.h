@@ -20,19 +20,14 @@ void globalAvgPool(const KernelArgs &a);
 void batchNorm2d(const KernelArgs &a);
 void layerNorm(const KernelArgs &a);
 // Activation.cpp
-void relu(const KernelArgs &a);
-void gelu(const KernelArgs &a);
-void sigmoid(const KernelArgs &a);
-void tanh(const KernelArgs &a);
 void softmax(const KernelArgs &a);
 void logSoftmax(const KernelArgs &a);
 void dropout(const KernelArgs &a);
-// Elementwise.cpp
-void add(const KernelArgs &a);
-void sub(const KernelArgs &a);
-void mul(const KernelArgs &a);
-void div(const KernelArgs &a);
-void scale(const KernelArgs &a);
+// Elementwise.cpp: the pointwise ops of ir/Pointwise.def, instantiated for
+// each row's element functor.
+template <class Fn> void unaryPointwise(const KernelArgs &a);
+template <class Fn> void gradPointwise(const KernelArgs &a);
+template <class Fn> void binaryPointwise(const KernelArgs &a);
 // Shape.cpp
 void flatten(const KernelArgs &a);
 void reshape(const KernelArgs &a);
@@ -52,10 +47,6 @@ void fill(const KernelArgs &a);
 
 // G2: backward ops of activations, shape ops and losses.
 // Activation.cpp
-void reluGrad(const KernelArgs &a);
-void geluGrad(const KernelArgs &a);
-void sigmoidGrad(const KernelArgs &a);
-void tanhGrad(const KernelArgs &a);
 void softmaxGrad(const KernelArgs &a);
 void logSoftmaxGrad(const KernelArgs &a);
 // ShapeGrad.cpp

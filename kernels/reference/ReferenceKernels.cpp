@@ -1,6 +1,7 @@
 //===- ReferenceKernels.cpp - OpKind -> reference kernel -------------------===//
 #include "kernels/reference/ReferenceKernels.h"
 
+#include "kernels/Pointwise.h"
 #include "kernels/reference/Families.h"
 
 namespace ampc::kernels {
@@ -9,6 +10,17 @@ KernelFn referenceKernel(OpKind kind) {
   // No default: a new op in Ops.def without a reference kernel fails to compile
   // (with -Werror=switch) and at least warns.
   switch (kind) {
+    // The pointwise ops: one generic loop per shape, over the row's functor.
+#define AMPC_POINTWISE_UNARY(Op, Fn)                                                               \
+  case OpKind::Op:                                                                                 \
+    return ref::unaryPointwise<Fn>;
+#define AMPC_POINTWISE_GRAD(Op, GradOp, Fn, Saved)                                                 \
+  case OpKind::GradOp:                                                                             \
+    return ref::gradPointwise<Fn>;
+#define AMPC_POINTWISE_BINARY(Op, Fn)                                                              \
+  case OpKind::Op:                                                                                 \
+    return ref::binaryPointwise<Fn>;
+#include "ir/Pointwise.def"
   case OpKind::Linear:
     return ref::linear;
   case OpKind::MatMul:
@@ -23,30 +35,12 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::batchNorm2d;
   case OpKind::LayerNorm:
     return ref::layerNorm;
-  case OpKind::Relu:
-    return ref::relu;
-  case OpKind::Gelu:
-    return ref::gelu;
-  case OpKind::Sigmoid:
-    return ref::sigmoid;
-  case OpKind::Tanh:
-    return ref::tanh;
   case OpKind::Softmax:
     return ref::softmax;
   case OpKind::LogSoftmax:
     return ref::logSoftmax;
   case OpKind::Dropout:
     return ref::dropout;
-  case OpKind::Add:
-    return ref::add;
-  case OpKind::Sub:
-    return ref::sub;
-  case OpKind::Mul:
-    return ref::mul;
-  case OpKind::Div:
-    return ref::div;
-  case OpKind::Scale:
-    return ref::scale;
   case OpKind::MaxPool2d:
     return ref::maxPool2d;
   case OpKind::AvgPool2d:
@@ -78,14 +72,6 @@ KernelFn referenceKernel(OpKind kind) {
   case OpKind::Fill:
     return ref::fill;
   // G2
-  case OpKind::ReluGrad:
-    return ref::reluGrad;
-  case OpKind::GeluGrad:
-    return ref::geluGrad;
-  case OpKind::SigmoidGrad:
-    return ref::sigmoidGrad;
-  case OpKind::TanhGrad:
-    return ref::tanhGrad;
   case OpKind::SoftmaxGrad:
     return ref::softmaxGrad;
   case OpKind::LogSoftmaxGrad:

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaContext.h"
 
+#include "kernels/Pointwise.h"
 #include "kernels/common/OptimizerMath.h"
 #include "kernels/common/Random.h"
 
@@ -151,36 +152,40 @@ bool poolShape(const Node &n, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t>
   return true;
 }
 
-/// unary ops: y = op(x).
-std::unique_ptr<kernels::NodeKernel> unaryKernel(CudaContext &ctx, const Node &n, kc::UnaryOp op,
-                                                 double factor = 0) {
+/// The pointwise ops of ir/Pointwise.def, each with its row's functor.
+template <class Fn>
+std::unique_ptr<kernels::NodeKernel> unaryKernel(CudaContext &ctx, const Node &n) {
   DType t = n.operand(0)->dtype();
   if (!floating(t))
     return nullptr;
-  return make(ctx, n, [op, t, factor](const KernelArgs &a, const kc::Launch &l) {
-    return kc::unary(l, op, t, a.in(0).data, a.out().data, a.out().numElements(), factor);
+  Fn f = kernels::makeElementFn<Fn>(n);
+  return make(ctx, n, [f, t](const KernelArgs &a, const kc::Launch &l) {
+    return kc::unary(l, f, t, a.in(0).data, a.out().data, a.out().numElements());
   });
 }
 
-std::unique_ptr<kernels::NodeKernel> gradKernel(CudaContext &ctx, const Node &n, kc::GradOp op) {
+template <class Fn>
+std::unique_ptr<kernels::NodeKernel> gradKernel(CudaContext &ctx, const Node &n) {
   DType t = n.result()->dtype();
   if (!floating(t) || n.operand(0)->dtype() != t || n.operand(1)->dtype() != t)
     return nullptr;
-  return make(ctx, n, [op, t](const KernelArgs &a, const kc::Launch &l) {
-    return kc::unaryGrad(l, op, t, a.in(0).data, a.in(1).data, a.out().data, a.out().numElements());
+  Fn f = kernels::makeElementFn<Fn>(n);
+  return make(ctx, n, [f, t](const KernelArgs &a, const kc::Launch &l) {
+    return kc::unaryGrad(l, f, t, a.in(0).data, a.in(1).data, a.out().data, a.out().numElements());
   });
 }
 
-std::unique_ptr<kernels::NodeKernel> binaryKernel(CudaContext &ctx, const Node &n,
-                                                  kc::BinaryOp op) {
+template <class Fn>
+std::unique_ptr<kernels::NodeKernel> binaryKernel(CudaContext &ctx, const Node &n) {
   DType t = n.result()->dtype();
   kc::BroadcastShape s;
   if (!floating(t) || n.operand(0)->dtype() != t || n.operand(1)->dtype() != t ||
       !broadcastShape(n.operand(0)->type().dims(), n.operand(1)->type().dims(),
                       n.result()->type().dims(), s))
     return nullptr;
-  return make(ctx, n, [op, t, s](const KernelArgs &a, const kc::Launch &l) {
-    return kc::binary(l, op, t, a.in(0).data, a.in(1).data, a.out().data, a.out().numElements(), s);
+  Fn f = kernels::makeElementFn<Fn>(n);
+  return make(ctx, n, [f, t, s](const KernelArgs &a, const kc::Launch &l) {
+    return kc::binary(l, f, t, a.in(0).data, a.in(1).data, a.out().data, a.out().numElements(), s);
   });
 }
 
@@ -258,6 +263,18 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   auto inType = [&](unsigned i) -> const TensorType & { return n.operand(i)->type(); };
   auto outType = [&](unsigned i) -> const TensorType & { return n.result(i)->type(); };
   switch (n.kind()) {
+    // The pointwise ops.
+#define AMPC_POINTWISE_UNARY(Op, Fn)                                                               \
+  case OpKind::Op:                                                                                 \
+    return unaryKernel<kernels::Fn>(ctx, n);
+#define AMPC_POINTWISE_GRAD(Op, GradOp, Fn, Saved)                                                 \
+  case OpKind::GradOp:                                                                             \
+    return gradKernel<kernels::Fn>(ctx, n);
+#define AMPC_POINTWISE_BINARY(Op, Fn)                                                              \
+  case OpKind::Op:                                                                                 \
+    return binaryKernel<kernels::Fn>(ctx, n);
+#include "ir/Pointwise.def"
+
   // cuBLAS.
   case OpKind::Linear:
   case OpKind::MatMul:
@@ -299,16 +316,6 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   }
 
   // Activations.
-  case OpKind::Relu:
-    return unaryKernel(ctx, n, kc::UnaryOp::Relu);
-  case OpKind::Gelu:
-    return unaryKernel(ctx, n,
-                       n.attr("approximate").getString() == "tanh" ? kc::UnaryOp::GeluTanh
-                                                                   : kc::UnaryOp::GeluErf);
-  case OpKind::Sigmoid:
-    return unaryKernel(ctx, n, kc::UnaryOp::Sigmoid);
-  case OpKind::Tanh:
-    return unaryKernel(ctx, n, kc::UnaryOp::Tanh);
   case OpKind::Softmax:
   case OpKind::LogSoftmax: {
     DType t = inType(0).dtype();
@@ -333,18 +340,6 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
                          seed);
     });
   }
-
-  // Elementwise arithmetic.
-  case OpKind::Add:
-    return binaryKernel(ctx, n, kc::BinaryOp::Add);
-  case OpKind::Sub:
-    return binaryKernel(ctx, n, kc::BinaryOp::Sub);
-  case OpKind::Mul:
-    return binaryKernel(ctx, n, kc::BinaryOp::Mul);
-  case OpKind::Div:
-    return binaryKernel(ctx, n, kc::BinaryOp::Div);
-  case OpKind::Scale:
-    return unaryKernel(ctx, n, kc::UnaryOp::Scale, n.attr("factor").getFloat());
 
   // Pooling.
   case OpKind::MaxPool2d:
@@ -478,16 +473,6 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   }
 
   // Activation backward ops.
-  case OpKind::ReluGrad:
-    return gradKernel(ctx, n, kc::GradOp::Relu);
-  case OpKind::GeluGrad:
-    return gradKernel(ctx, n,
-                      n.attr("approximate").getString() == "tanh" ? kc::GradOp::GeluTanh
-                                                                  : kc::GradOp::GeluErf);
-  case OpKind::SigmoidGrad:
-    return gradKernel(ctx, n, kc::GradOp::Sigmoid);
-  case OpKind::TanhGrad:
-    return gradKernel(ctx, n, kc::GradOp::Tanh);
   case OpKind::SoftmaxGrad:
   case OpKind::LogSoftmaxGrad: {
     DType t = outType(0).dtype();

@@ -225,6 +225,8 @@ def cases(rng):
              ["y"], lambda t: [F.gelu(t["x"])]),
         Case("gelu_tanh", "gelu", [Operand("x", uniform(-6, 6, 500))],
              ["y"], lambda t: [F.gelu(t["x"], approximate="tanh")], 'approximate = "tanh"'),
+        Case("silu", "silu", [Operand("x", uniform(-12, 12, 500))],
+             ["y"], lambda t: [F.silu(t["x"])]),
         Case("softmax", "softmax", [Operand("x", normal(3, 5, 4, scale=10.0))],
              ["y"], lambda t: [torch.softmax(t["x"], dim=1)], "dim = 1"),
         Case("log_softmax", "log_softmax", [Operand("x", normal(4, 7, scale=10.0))],

@@ -258,9 +258,9 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
   const std::set<std::string> withoutRule = {
       "fill", "slice",
       // G2 backward ops.
-      "relu_grad", "gelu_grad", "sigmoid_grad", "tanh_grad", "softmax_grad", "log_softmax_grad",
-      "embedding_grad", "mse_loss_grad", "cross_entropy_grad", "binary_cross_entropy_grad_input",
-      "binary_cross_entropy_grad_target",
+      "relu_grad", "gelu_grad", "sigmoid_grad", "tanh_grad", "silu_grad", "softmax_grad",
+      "log_softmax_grad", "embedding_grad", "mse_loss_grad", "cross_entropy_grad",
+      "binary_cross_entropy_grad_input", "binary_cross_entropy_grad_target",
       // G1 backward ops.
       "conv2d_grad_input", "conv2d_grad_weight", "scaled_dot_product_attention_grad",
       "maxpool2d_grad", "avgpool2d_grad", "global_avgpool_grad", "batchnorm2d_grad",

@@ -330,7 +330,7 @@ TEST(CpuF16ConversionTest, HalfElementwiseOpsOnEveryPattern) {
     b[i] = static_cast<uint16_t>((i * 40503 + 12345) & 0xffff);
   }
   TensorType t(DType::F16, {n});
-  for (const char *op : {"relu", "sigmoid", "tanh"})
+  for (const char *op : {"relu", "sigmoid", "tanh", "silu"})
     expectSameBitsAsReference(op, {t}, {bytesOf(a)}, {}, /*anyNaN=*/true);
   for (const char *approximate : {"none", "tanh"}) {
     AttrMap attrs;
@@ -342,7 +342,8 @@ TEST(CpuF16ConversionTest, HalfElementwiseOpsOnEveryPattern) {
   AttrMap scale;
   scale["factor"] = Attribute(0.3);
   expectSameBitsAsReference("scale", {t}, {bytesOf(a)}, scale, /*anyNaN=*/true);
-  for (const char *op : {"add", "sub", "mul", "div", "relu_grad", "sigmoid_grad", "tanh_grad"}) {
+  for (const char *op :
+       {"add", "sub", "mul", "div", "relu_grad", "sigmoid_grad", "tanh_grad", "silu_grad"}) {
     expectSameBitsAsReference(op, {t, t}, {bytesOf(a), bytesOf(b)}, {}, /*anyNaN=*/true);
     expectSameBitsAsReference(op, {t, t}, {bytesOf(b), bytesOf(a)}, {}, /*anyNaN=*/true);
   }

@@ -167,6 +167,8 @@ TEST(CpuLoopsTest, GeluSigmoidTanhAndTheirGradientsAreBitExact) {
     expectBitIdentical("tanh", {randomBits(of(t, {99}), 5)});
     expectBitIdentical("sigmoid_grad", {uniform(of(t, {99}), 6), uniform(of(t, {99}), 7, 0, 1)});
     expectBitIdentical("tanh_grad", {uniform(of(t, {99}), 8), uniform(of(t, {99}), 9, -1, 1)});
+    expectBitIdentical("silu", {uniform(of(t, {70001}), 10, -20, 20)});
+    expectBitIdentical("silu_grad", {uniform(of(t, {99}), 11), uniform(of(t, {99}), 12, -8, 8)});
   }
 }
 

@@ -130,6 +130,7 @@ std::vector<OpCase> opCases() {
   c.push_back({"gelu", {{T, {7, 9}}}, {{"approximate", Attribute("tanh")}}, 1});
   c.push_back({"sigmoid", {{T, {7, 9}}}, {}, 1});
   c.push_back({"tanh", {{T, {7, 9}}}, {}, 1});
+  c.push_back({"silu", {{T, {7, 9}}}, {}, 1});
   c.push_back({"softmax", {{T, {4, 5, 6}}}, {{"dim", Attribute(int64_t(1))}}, 1});
   c.push_back({"log_softmax", {{T, {4, 11}}}, {}, 1});
   c.push_back(
@@ -182,6 +183,7 @@ std::vector<OpCase> opCases() {
   c.push_back({"gelu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"sigmoid_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"tanh_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
+  c.push_back({"silu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"softmax_grad", {{T, {4, 11}}, {T, {4, 11}}}, {}, 1});
   c.push_back({"log_softmax_grad", {{T, {4, 11}}, {T, {4, 11}}}, {}, 1});
   c.push_back({"mse_loss_grad", {{T, {}}, {T, {6, 7}}, {T, {6, 7}}}, {}, 1});

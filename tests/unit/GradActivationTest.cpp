@@ -1,4 +1,4 @@
-//===- GradActivationTest.cpp - Gradients of relu, gelu, sigmoid, tanh, ... ===//
+//===- GradActivationTest.cpp - Gradients of relu, gelu, sigmoid, tanh, silu, ... ===//
 //
 // Finite-difference checks (f64) of every activation's gradient rule, on
 // several shapes and attributes (both gelu forms, softmax dims, dropout in
@@ -55,6 +55,11 @@ TEST(GradActivation, SigmoidAndTanh) {
     EXPECT_TRUE(checkGradients(op, {{f64({4, 3})}}, {}, {.lo = -4, .hi = 4}));
     EXPECT_TRUE(checkGradients(op, {{f64({7})}}, {}, {.seed = 5}));
   }
+}
+
+TEST(GradActivation, Silu) {
+  EXPECT_TRUE(checkGradients("silu", {{f64({4, 3})}}, {}, {.lo = -6, .hi = 6}));
+  EXPECT_TRUE(checkGradients("silu", {{f64({2, 5})}}, {}, {.seed = 7}));
 }
 
 TEST(GradActivation, SoftmaxAndLogSoftmaxEveryDim) {
@@ -133,6 +138,11 @@ TEST(GradActivation, BackwardKernelsHandComputed) {
     KernelRun tanh = runKernel("tanh_grad", {four, four}, {{2, 1, 4, 1}, {0.5, 0, -1, -0.75}});
     ASSERT_TRUE(tanh.ok) << tanh.error;
     EXPECT_TRUE(allClose(tanh.outputs[0], {1.5, 1, 0, 0.4375}, 0));
+    // silu from x: dy s (1 + x (1 - s)), s = sigmoid(x): 1/2 at 0, and
+    // s = 1 at 800 (slope 1), s = 0 at -800 (slope 0).
+    KernelRun silu = runKernel("silu_grad", {four, four}, {{2, 3, 2, 2}, {0, 0, 800, -800}});
+    ASSERT_TRUE(silu.ok) << silu.error;
+    EXPECT_TRUE(allClose(silu.outputs[0], {1, 1.5, 2, 0}, 0));
     // softmax from y = [0.25, 0.75], dy = [1, 3]: sum dy y = 2.5,
     // dx = y (dy - 2.5) = [-0.375, 0.375].
     KernelRun softmax = runKernel("softmax_grad", {two, two}, {{1, 3}, {0.25, 0.75}});
@@ -164,6 +174,7 @@ TEST(GradActivation, ElementwiseBackwardKernelsMatchF64) {
                            t, tol));
     EXPECT_TRUE(matchesF64("sigmoid_grad", {type, type}, {dy, sigmoidY}, {}, t, tol));
     EXPECT_TRUE(matchesF64("tanh_grad", {type, type}, {dy, tanhY}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("silu_grad", {type, type}, {dy, x}, {}, t, tol));
   }
 }
 

@@ -218,6 +218,22 @@ train: {steps: 1, data: {npy: {x: x.npy, y: y.npy}}}
   EXPECT_EQ(g->meta().at("train.data.y").getString(), "y.npy");
 }
 
+TEST(ModelLoaderTest, SiluIsALayer) {
+  auto g = loadOk(R"(model: s
+batch: 2
+inputs:
+  x: {shape: [B, 4]}
+layers:
+  - linear: {out_features: 3}
+  - silu: {}
+)");
+  ASSERT_TRUE(g);
+  const Node *silu = nodeNamed(*g, "silu_0");
+  ASSERT_TRUE(silu);
+  EXPECT_EQ(silu->kind(), OpKind::Silu);
+  EXPECT_EQ(silu->operand(0)->name(), "linear_0");
+}
+
 TEST(ModelLoaderTest, DefaultsNamesInputsAndOutput) {
   auto g = loadOk(R"(model: d
 batch: 3

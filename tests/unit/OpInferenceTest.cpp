@@ -93,6 +93,7 @@ std::vector<ValidCase> validCases() {
       {"gelu", {"f32[4,8]"}, {}, "f32[4,8]"},
       {"sigmoid", {"bf16[4]"}, {}, "bf16[4]"},
       {"tanh", {"f64[]"}, {}, "f64[]"},
+      {"silu", {"f16[2,3]"}, {}, "f16[2,3]"},
       {"softmax", {"f32[2,10]"}, {}, "f32[2,10]"},
       {"log_softmax", {"f32[2,10]"}, {{"dim", 1}}, "f32[2,10]"},
       {"dropout", {"f32[8,128]"}, {{"p", 0.1}}, "f32[8,128]"},
@@ -126,6 +127,7 @@ std::vector<ValidCase> validCases() {
       {"gelu_grad", {"f32[4,8]", "f32[4,8]"}, {{"approximate", "tanh"}}, "f32[4,8]"},
       {"sigmoid_grad", {"bf16[4]", "bf16[4]"}, {}, "bf16[4]"},
       {"tanh_grad", {"f64[]", "f64[]"}, {}, "f64[]"},
+      {"silu_grad", {"bf16[2,3]", "bf16[2,3]"}, {}, "bf16[2,3]"},
       {"softmax_grad", {"f32[2,10]", "f32[2,10]"}, {{"dim", 0}}, "f32[2,10]"},
       {"log_softmax_grad", {"f32[4,3,5]", "f32[4,3,5]"}, {{"dim", -2}}, "f32[4,3,5]"},
       // concat's and reduce_sum's backward: columns [2, 5) of 8; [3,1] repeated
@@ -392,7 +394,7 @@ TEST(OpInference, LayerNorm) {
 //===----------------------------------------------------------------------===//
 
 TEST(OpInference, Activations) {
-  for (const char *op : {"relu", "sigmoid", "tanh", "gelu", "dropout", "softmax"})
+  for (const char *op : {"relu", "sigmoid", "tanh", "silu", "gelu", "dropout", "softmax"})
     EXPECT_EQ(infer(op, {"i64[2]"}), "error: input must be a floating type, got i64[2]") << op;
   EXPECT_EQ(infer("gelu", {"f32[3]"}, {{"approximate", "tanh"}}), "f32[3]");
   EXPECT_EQ(infer("gelu", {"f32[3]"}, {{"approximate", "erf"}}),
@@ -572,6 +574,8 @@ TEST(OpInference, BackwardOps) {
             "error: grad and input must have the same shape, got f32[2,3] and f32[3,2]");
   EXPECT_EQ(infer("sigmoid_grad", {"f16[4]", "f32[4]"}),
             "error: grad and output must have the same dtype, got f16[4] and f32[4]");
+  EXPECT_EQ(infer("silu_grad", {"f32[4]", "f32[2,2]"}),
+            "error: grad and input must have the same shape, got f32[4] and f32[2,2]");
   EXPECT_EQ(infer("gelu_grad", {"f32[4]", "f32[4]"}, {{"approximate", "erf"}}),
             "error: approximate must be \"none\" or \"tanh\", got \"erf\"");
   EXPECT_EQ(infer("softmax_grad", {"f32[2,3]", "f32[2,3]"}, {{"dim", 2}}),

@@ -1,4 +1,4 @@
-//===- RefActivationTest.cpp - Reference relu, gelu, sigmoid, tanh, softmax, dropout ===//
+//===- RefActivationTest.cpp - Reference activations, softmax, dropout ----===//
 #include "KernelTestUtil.h"
 
 #include "kernels/common/ActivationMath.h"
@@ -77,6 +77,18 @@ TEST(RefActivationTest, TanhHandComputed) {
 }
 
 TEST(RefActivationTest, TanhRandom) { checkAgainstF64AndHalf("tanh"); }
+
+TEST(RefActivationTest, SiluHandComputed) {
+  KernelRun run = runF64("silu", {6}, {0, 1, -1, 2, -800, 800});
+  ASSERT_TRUE(run.ok) << run.error;
+  // x sigmoid(x); e^800 overflows to inf and silu(-800) is the limit -0.
+  EXPECT_TRUE(allClose(run.outputs[0],
+                       {0, 0.7310585786300049, -0.2689414213699951, 1.7615941559557646, 0, 800},
+                       1e-15));
+  EXPECT_TRUE(std::signbit(run.outputs[0][4]));
+}
+
+TEST(RefActivationTest, SiluRandom) { checkAgainstF64AndHalf("silu", {}, -10, 10); }
 
 TEST(RefActivationTest, SoftmaxHandComputed) {
   // Rows [1, 2, 3] and [1000, 1000, 1000]: the second would overflow exp
@@ -160,8 +172,13 @@ TEST(RefActivationTest, HalfEmulationIsExactForEveryHalfValue) {
     }
     std::vector<TensorType> types = {TensorType(DType::F32, {int64_t(values.size())})};
     const std::pair<const char *, AttrMap> ops[] = {
-        {"relu", {}},    {"gelu", {}}, {"gelu", {{"approximate", "tanh"}}},
-        {"sigmoid", {}}, {"tanh", {}}, {"dropout", {{"p", 0.1}, {"seed", int64_t(9)}}}};
+        {"relu", {}},
+        {"gelu", {}},
+        {"gelu", {{"approximate", "tanh"}}},
+        {"sigmoid", {}},
+        {"tanh", {}},
+        {"silu", {}},
+        {"dropout", {{"p", 0.1}, {"seed", int64_t(9)}}}};
     for (const auto &[op, attrs] : ops)
       EXPECT_TRUE(halfEmulationExact(op, types, {values}, attrs, half)) << op;
 
@@ -173,7 +190,8 @@ TEST(RefActivationTest, HalfEmulationIsExactForEveryHalfValue) {
     const std::pair<const char *, float (*)(float)> mathOps[] = {
         {"gelu", [](float x) { return kernels::geluErfOp(x); }},
         {"sigmoid", [](float x) { return kernels::sigmoidOp(x); }},
-        {"tanh", [](float x) { return kernels::tanhOp(x); }}};
+        {"tanh", [](float x) { return kernels::tanhOp(x); }},
+        {"silu", [](float x) { return kernels::siluOp(x); }}};
     for (const auto &[op, math] : mathOps) {
       KernelRun run = runKernel(op, {TensorType(half, {int64_t(values.size())})}, {values});
       ASSERT_TRUE(run.ok) << run.error;

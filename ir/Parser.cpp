@@ -15,6 +15,7 @@
 
 #include "ir/Builder.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -1011,11 +1012,18 @@ private:
             reportOperandTypeMismatch(p.node->op(), p.index, v->type(), p.writtenType, p.typePos) &&
             ok;
     }
+    llvm::SmallPtrSet<const Value *, 8> updated;
     for (const auto &[target, newValue] : pendingUpdates_) {
       Value *state = resolve(target);
       Value *value = resolve(newValue);
       if (state && !state->isState()) {
         error(target.pos, "update target %" + target.text + " is not a state tensor");
+        state = nullptr;
+      }
+      // Reported here, at the second update, rather than by the verifier
+      // at the updating value's node.
+      if (state && !updated.insert(state).second) {
+        error(target.pos, "state %" + target.text + " is updated more than once");
         state = nullptr;
       }
       if (!state || !value) {

@@ -12,6 +12,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev   # oneDNN (its CMake config needs OpenCL headers)
   libomp-dev
   python3
+  python3-torch               # the PyTorch oracle (tests/pytorch), run by CI
 )
 
 missing=()

@@ -282,6 +282,7 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   known.push_back("data");
   known.push_back("lr_schedule");
   known.push_back("clip_grad_norm");
+  known.push_back("non_finite_data");
   if (!r.readMap(node, "'train'", args) || !r.checkKnownKeys(args, known, "key", " in 'train'"))
     return false;
   const MapEntry *steps = findEntry(args, "steps"), *epochs = findEntry(args, "epochs");
@@ -300,6 +301,14 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
     if (!readSettings(r, args, llvm::ArrayRef<Setting>(clipSetting), "train", r.loc(clip->keyNode),
                       "'train'", meta))
       return false;
+  }
+  if (const MapEntry *policy = findEntry(args, "non_finite_data")) {
+    std::string value;
+    if (!r.readString(policy->value, "'non_finite_data'", value))
+      return false;
+    if (value != "error" && value != "skip")
+      return r.error(policy->value, "'non_finite_data' must be error or skip, got '" + value + "'");
+    meta["train.non_finite_data"] = Attribute(value);
   }
   if (const MapEntry *schedule = findEntry(args, "lr_schedule")) {
     if (!readSchedule(r, schedule->value, meta))

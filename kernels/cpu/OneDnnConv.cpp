@@ -23,6 +23,10 @@ using dnnl::memory;
 /// The largest stride beyond the kernel's reach that oneDNN is given.
 constexpr int64_t kMaxGapStride = 16;
 
+/// Output area (H' x W') beyond which a bf16 weight gradient is computed by
+/// the f32 primitive (see prepareOneDnnConv2dGradWeight).
+constexpr int64_t kMaxBf16GradWeightArea = 256 * 256;
+
 /// A convolution's geometry in oneDNN's terms, from a node's attributes and
 /// the shapes of its input x [N, C, H, W], weight w [O, C/g, kh, kw] and
 /// output y [N, O, H', W'] (whichever of them the node has as tensors).
@@ -38,8 +42,11 @@ struct ConvShape {
   /// Such a node runs its reference kernel instead.
   bool safe = true;
 
+  /// `type` is our buffers' dtype; `compute`, when given, the one the
+  /// primitive runs in (the bindings' reorders convert).
   ConvShape(const Node &n, llvm::ArrayRef<int64_t> xDims, llvm::ArrayRef<int64_t> wDims,
-            llvm::ArrayRef<int64_t> yDims, memory::data_type type) {
+            llvm::ArrayRef<int64_t> yDims, memory::data_type type,
+            std::optional<memory::data_type> compute = std::nullopt) {
     const std::vector<int64_t> &stride = n.attr("stride").getInts(),
                                &padding = n.attr("padding").getInts(),
                                &dilation = n.attr("dilation").getInts();
@@ -48,9 +55,10 @@ struct ConvShape {
     y = plainDesc(yDims, type);
     w = groups == 1 ? plainDesc(wDims, type)
                     : plainDesc({groups, wDims[0] / groups, wDims[1], wDims[2], wDims[3]}, type);
-    anyX = memory::desc(x.dims(), type, memory::format_tag::any);
-    anyW = memory::desc(w.dims(), type, memory::format_tag::any);
-    anyY = memory::desc(y.dims(), type, memory::format_tag::any);
+    memory::data_type inside = compute.value_or(type);
+    anyX = memory::desc(x.dims(), inside, memory::format_tag::any);
+    anyW = memory::desc(w.dims(), inside, memory::format_tag::any);
+    anyY = memory::desc(y.dims(), inside, memory::format_tag::any);
     for (unsigned d = 0; d < 2; ++d) {
       int64_t span = (wDims[2 + d] - 1) * dilation[d] + 1;
       // With one output along a dim the stride moves nothing, so any stride
@@ -130,10 +138,19 @@ std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradInput(const Node &n) {
 }
 
 // conv2d_grad_weight(dy, x) -> dw (the bias gradient is a separate reduce_sum)
+//
+// Over large images the bf16 primitive runs in f32: creating oneDNN 2.6's
+// bf16 backward-weights primitive for an 800x800 output (8 -> 16 channels,
+// 3x3) did not finish in 600 s on a Xeon with AMX (640x640: 0.35 s; f32:
+// instant). The bindings' reorders widen dy and x (exactly) and round dw
+// once, as the bf16 primitive does after accumulating in f32.
 std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradWeight(const Node &n) {
   memory::data_type type = *oneDnnType(n.result()->dtype());
-  ConvShape s(n, n.operand(1)->type().dims(), n.result()->type().dims(),
-              n.operand(0)->type().dims(), type);
+  llvm::ArrayRef<int64_t> dyDims = n.operand(0)->type().dims();
+  std::optional<memory::data_type> compute;
+  if (type == memory::data_type::bf16 && dyDims[2] * dyDims[3] > kMaxBf16GradWeightArea)
+    compute = memory::data_type::f32;
+  ConvShape s(n, n.operand(1)->type().dims(), n.result()->type().dims(), dyDims, type, compute);
   if (!s.safe)
     return nullptr;
   dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, s.anyX, s.anyW,

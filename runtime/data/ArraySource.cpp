@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/Twine.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace ampc::data {
@@ -43,11 +44,21 @@ double loadReal(const SampleArray &a, int64_t i) {
 
 class ArraySource final : public DataSource {
 public:
-  ArraySource(std::string kind, std::vector<SampleArray> arrays)
-      : kind_(std::move(kind)), arrays_(std::move(arrays)) {}
+  /// `kept`, when not empty, lists the samples served (the others held NaN
+  /// or inf and are skipped); `firstSkipped` says where the first of those was.
+  ArraySource(std::string kind, std::vector<SampleArray> arrays, std::vector<int64_t> kept,
+              std::string firstSkipped)
+      : kind_(std::move(kind)), arrays_(std::move(arrays)), kept_(std::move(kept)),
+        firstSkipped_(std::move(firstSkipped)) {}
 
   llvm::StringRef kind() const override { return kind_; }
-  int64_t numSamples() const override { return arrays_.front().numSamples; }
+  int64_t numSamples() const override {
+    return kept_.empty() ? arrays_.front().numSamples : static_cast<int64_t>(kept_.size());
+  }
+  int64_t skippedSamples() const override {
+    return kept_.empty() ? 0 : arrays_.front().numSamples - static_cast<int64_t>(kept_.size());
+  }
+  std::string firstSkipped() const override { return firstSkipped_; }
 
   bool loadSample(int64_t index, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
                   std::string &err) override {
@@ -61,8 +72,9 @@ public:
             std::to_string(batch.size());
       return false;
     }
+    int64_t stored = kept_.empty() ? index : kept_[index];
     for (size_t i = 0; i < arrays_.size(); ++i)
-      copySample(arrays_[i], index, batch[i], row);
+      copySample(arrays_[i], stored, batch[i], row);
     return true;
   }
   /// The arrays are read only once loaded.
@@ -99,7 +111,20 @@ private:
 
   std::string kind_;
   std::vector<SampleArray> arrays_;
+  std::vector<int64_t> kept_;
+  std::string firstSkipped_;
 };
+
+/// The first non-finite value of sample `s` of a floating array, as its
+/// position within the sample, or -1.
+int64_t firstNonFinite(const SampleArray &a, int64_t s) {
+  if (a.isIntegral())
+    return -1;
+  for (int64_t j = 0; j < a.sampleElements; ++j)
+    if (!std::isfinite(loadReal(a, s * a.sampleElements + j)))
+      return j;
+  return -1;
+}
 
 /// Every integer value of `a` must lie in the input's range (a label of 10
 /// with 10 classes would otherwise index past the logits).
@@ -127,7 +152,8 @@ bool checkIndexRange(const InputInfo &in, const SampleArray &a, std::string &err
 
 std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
                                               llvm::ArrayRef<InputInfo> inputs,
-                                              std::vector<SampleArray> arrays, std::string &err) {
+                                              std::vector<SampleArray> arrays, std::string &err,
+                                              NonFiniteData nonFinite) {
   assert(arrays.size() == inputs.size() && !arrays.empty() && "one array per input");
   for (size_t i = 0; i < arrays.size(); ++i) {
     const SampleArray &a = arrays[i];
@@ -156,7 +182,45 @@ std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
     err = fileError(arrays[0].path, "holds no samples");
     return nullptr;
   }
-  return std::make_unique<ArraySource>(kind.str(), std::move(arrays));
+  // NaN or inf in the data would otherwise surface as a diverged loss
+  // blamed on the learning rate (O0) or as every step skipped by the loss
+  // scaler (O1-O3), far from its cause.
+  std::vector<int64_t> kept;
+  std::string firstSkipped;
+  for (int64_t s = 0; s < arrays[0].numSamples; ++s) {
+    bool finite = true;
+    for (size_t i = 0; i < arrays.size() && finite; ++i) {
+      int64_t j = firstNonFinite(arrays[i], s);
+      if (j < 0)
+        continue;
+      finite = false;
+      double v = loadReal(arrays[i], s * arrays[i].sampleElements + j);
+      std::string what = arrays[i].where(s) + ": value " + std::to_string(j) + " of " +
+                         inputs[i].describe() + " is " +
+                         (std::isnan(v) ? "nan"
+                          : v > 0       ? "inf"
+                                        : "-inf");
+      if (nonFinite == NonFiniteData::Error) {
+        err = fileError(arrays[i].path, what + "; fix the data, or set 'non_finite_data: skip' "
+                                               "in 'train' to leave such samples out");
+        return nullptr;
+      }
+      if (firstSkipped.empty())
+        firstSkipped = "'" + arrays[i].path + "' " + what;
+    }
+    if (finite && nonFinite == NonFiniteData::Skip)
+      kept.push_back(s);
+  }
+  if (!firstSkipped.empty() && kept.empty()) {
+    err = fileError(arrays[0].path,
+                    "every sample holds NaN or inf (the first: " + firstSkipped + ")");
+    return nullptr;
+  }
+  // No sample skipped: serve them all, without the index table.
+  if (firstSkipped.empty())
+    kept.clear();
+  return std::make_unique<ArraySource>(kind.str(), std::move(arrays), std::move(kept),
+                                       std::move(firstSkipped));
 }
 
 } // namespace ampc::data

@@ -143,12 +143,14 @@ std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<Input
     }
     ++features.numSamples;
     ++labels.numSamples;
+    features.lines.push_back(lineNo);
+    labels.lines.push_back(lineNo);
   }
 
   std::vector<SampleArray> arrays(inputs.size());
   arrays[featureInput] = std::move(features);
   arrays[labelInput] = std::move(labels);
-  return createArraySource("csv", inputs, std::move(arrays), err);
+  return createArraySource("csv", inputs, std::move(arrays), err, nonFiniteDataPolicy(g));
 }
 
 } // namespace ampc::data

@@ -76,6 +76,9 @@ struct SampleArray {
   int64_t numSamples = 0;
   int64_t sampleElements = 0;
   std::vector<char> bytes;
+  /// The file line each sample came from (CSV), for messages; empty when
+  /// samples are simply numbered.
+  std::vector<int64_t> lines;
 
   bool isIntegral() const {
     return isUint8 || dtype == DType::I64 || dtype == DType::I32 || dtype == DType::Bool;
@@ -83,6 +86,15 @@ struct SampleArray {
   unsigned elementSize() const { return isUint8 ? 1 : dtypeSize(dtype); }
   /// "f32", "u8", ... for messages.
   llvm::StringRef dtypeName() const;
+  /// "line 18" or "sample 17", for messages.
+  std::string where(int64_t sample) const;
+};
+
+/// What a file source does with a sample holding NaN or +-inf in a
+/// floating input (train.non_finite_data).
+enum class NonFiniteData {
+  Error, ///< refuse the file, naming the first such sample
+  Skip,  ///< leave such samples out, and say how many (DataSource::skippedSamples)
 };
 
 /// A source over in-memory arrays, one per graph input (arrays[i] feeds
@@ -90,7 +102,11 @@ struct SampleArray {
 /// sizes and dtypes, and that integer data lies in each input's range.
 std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
                                               llvm::ArrayRef<InputInfo> inputs,
-                                              std::vector<SampleArray> arrays, std::string &err);
+                                              std::vector<SampleArray> arrays, std::string &err,
+                                              NonFiniteData nonFinite = NonFiniteData::Error);
+
+/// train.non_finite_data of the graph's meta (error when absent).
+NonFiniteData nonFiniteDataPolicy(const Graph &g);
 
 // The readers. Each returns nullptr with err naming the file on failure.
 std::unique_ptr<DataSource> createSyntheticSource(llvm::ArrayRef<InputInfo> inputs, uint64_t seed,

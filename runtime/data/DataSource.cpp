@@ -86,6 +86,17 @@ llvm::StringRef SampleArray::dtypeName() const {
   return isUint8 ? llvm::StringRef("u8") : ampc::dtypeName(dtype);
 }
 
+std::string SampleArray::where(int64_t sample) const {
+  if (sample >= 0 && sample < static_cast<int64_t>(lines.size()))
+    return "line " + std::to_string(lines[sample]);
+  return "sample " + std::to_string(sample);
+}
+
+NonFiniteData nonFiniteDataPolicy(const Graph &g) {
+  return metaString(g, "train.non_finite_data", "error") == "skip" ? NonFiniteData::Skip
+                                                                   : NonFiniteData::Error;
+}
+
 std::string fileError(llvm::StringRef path, const llvm::Twine &msg) {
   return ("data file '" + path + "': " + msg).str();
 }
@@ -153,8 +164,16 @@ std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef mod
       err = "out of memory while setting up the " + kind + " data";
     }
   }
-  if (!source)
+  if (!source) {
     diag.error(Location(), err);
+    return source;
+  }
+  if (int64_t skipped = source->skippedSamples())
+    diag.warning(Location(), "skipped " + llvm::Twine(skipped) + " of " +
+                                 llvm::Twine(skipped + source->numSamples()) +
+                                 " samples holding NaN or inf (train.non_finite_data: skip; the "
+                                 "first: " +
+                                 source->firstSkipped() + ")");
   return source;
 }
 

@@ -47,6 +47,10 @@ public:
   /// rows of one batch). Sources that read from memory say yes; the batcher
   /// then fills a batch's rows in parallel.
   virtual bool concurrentLoads() const { return false; }
+  /// Samples of the file left out for holding NaN or inf
+  /// (train.non_finite_data: skip), and where the first one was.
+  virtual int64_t skippedSamples() const { return 0; }
+  virtual std::string firstSkipped() const { return ""; }
 };
 
 /// The source the graph's meta asks for (train.data: synthetic | npy | csv |

@@ -121,7 +121,7 @@ std::unique_ptr<DataSource> createIdxSource(const Graph &g, llvm::ArrayRef<Input
                err))
     return nullptr;
   images.scale = 1.0 / 255.0;
-  return createArraySource("idx", inputs, std::move(arrays), err);
+  return createArraySource("idx", inputs, std::move(arrays), err, nonFiniteDataPolicy(g));
 }
 
 } // namespace ampc::data

@@ -55,7 +55,7 @@ std::unique_ptr<DataSource> createNpySource(const Graph &g, llvm::ArrayRef<Input
     a.bytes = std::move(npy.data);
     arrays.push_back(std::move(a));
   }
-  return createArraySource("npy", inputs, std::move(arrays), err);
+  return createArraySource("npy", inputs, std::move(arrays), err, nonFiniteDataPolicy(g));
 }
 
 } // namespace ampc::data

@@ -21,6 +21,18 @@ double readScalar(const Program &p, const Value *v) {
   return kernels::loadAsDouble(v->dtype(), p.data(v), 0);
 }
 
+/// "input 'x'" when a floating batch tensor holds NaN or inf, else "".
+std::string nonFiniteInput(const Graph &g, llvm::ArrayRef<HostTensor> batch) {
+  for (size_t i = 0; i < batch.size() && i < g.inputs().size(); ++i) {
+    if (!isFloating(batch[i].dtype()))
+      continue;
+    for (int64_t e = 0; e < batch[i].numElements(); ++e)
+      if (!std::isfinite(batch[i].getAsDouble(e)))
+        return ("input '" + g.inputs()[i]->name() + "'").str();
+  }
+  return "";
+}
+
 /// Copies one batch into the program's inputs (same order as the graph's).
 void bindBatch(Program &p, llvm::ArrayRef<HostTensor> batch) {
   const Graph &g = p.graph();
@@ -244,10 +256,26 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       return false;
     // With a loss scaler an overflow skips the step and backs the scale
     // off; without one a non-finite loss means the run diverged.
+    // Under loss scaling a NaN in the data looks like an overflow: every
+    // such step is skipped and the scale backs off without end.
+    if (!std::isfinite(rec.loss) && skippedValue) {
+      std::string badInput = nonFiniteInput(g, batch);
+      if (!badInput.empty()) {
+        log.finish();
+        err = "the batch of step " + std::to_string(step) + " holds NaN or inf in its " + badInput +
+              "; the data is bad (the loss scaler would skip such steps forever)";
+        return false;
+      }
+    }
     if (!std::isfinite(rec.loss) && !skippedValue) {
       log.finish();
+      // Bad data and a learning rate past the edge of stability look alike
+      // from the loss; the batch tells them apart.
+      std::string badInput = nonFiniteInput(g, batch);
       err = "the loss is not finite at step " + std::to_string(step) +
-            " (diverged; try a lower learning rate)";
+            (badInput.empty() ? " (diverged; try a lower learning rate)"
+                              : " (the batch's " + badInput +
+                                    " holds NaN or inf: the data, not the learning rate)");
       return false;
     }
     if (!options_.checkpointPath.empty() && options_.checkpointEvery > 0 &&

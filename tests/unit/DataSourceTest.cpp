@@ -773,6 +773,46 @@ TEST(CsvData, BadFiles) {
       << missing;
 }
 
+// NaN or inf in a file's data is found when the file is opened, with the
+// line, not later as a diverged loss blamed on the learning rate (O0) or as
+// every step skipped by the loss scaler (O1-O3).
+TEST(CsvData, NonFiniteValuesAreAnErrorOrSkipped) {
+  TempDir dir;
+  auto g = classifier(2, 1, 3, 4);
+  g->meta()["train.data"] = Attribute("csv");
+  g->meta()["train.data.path"] = Attribute("n.csv");
+  g->meta()["train.data.header"] = Attribute(true);
+  dir.write("n.csv", "a,b,c,label\n1,2,3,0\n4,nan,6,1\n7,8,-inf,2\n9,10,11,3\n");
+  DiagnosticEngine diag;
+  EXPECT_FALSE(createDataSource(*g, dir.path(), diag));
+  EXPECT_EQ(firstError(diag),
+            "error: data file '" + dir.file("n.csv") +
+                "': line 3: value 1 of input 'image' [B,1,1,3] is nan; fix the data, or set "
+                "'non_finite_data: skip' in 'train' to leave such samples out");
+
+  g->meta()["train.non_finite_data"] = Attribute("skip");
+  diag.clear();
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  ASSERT_EQ(src->numSamples(), 2);
+  EXPECT_EQ(src->skippedSamples(), 2);
+  ASSERT_EQ(diag.diagnostics().size(), 1u);
+  EXPECT_NE(diag.diagnostics()[0].message.find("skipped 2 of 4 samples holding NaN or inf"),
+            std::string::npos)
+      << diag.diagnostics()[0].message;
+  auto batch = makeBatchTensors(*g);
+  std::string err;
+  ASSERT_TRUE(src->loadSample(1, batch, 0, err)) << err;
+  EXPECT_EQ(batch[0].values<float>()[0], 9.0f);
+  EXPECT_EQ(batch[1].values<int64_t>()[0], 3);
+
+  dir.write("n.csv", "a,b,c,label\n1,nan,3,0\n");
+  diag.clear();
+  EXPECT_FALSE(createDataSource(*g, dir.path(), diag));
+  EXPECT_NE(firstError(diag).find("every sample holds NaN or inf"), std::string::npos)
+      << firstError(diag);
+}
+
 // --- IDX ---------------------------------------------------------------------
 
 struct IdxCase : ::testing::Test {

@@ -75,6 +75,14 @@ int runForward(api::Model &m, const Options &opts) {
     printDiagnostics(data.status());
     return kBadInput;
   }
+  // The trained weights, when asked for (they used to be ignored silently).
+  if (!opts.resume.empty()) {
+    if (api::Status s = program->loadCheckpoint(opts.resume); !s) {
+      printDiagnostics(s);
+      return kRuntimeFailure;
+    }
+    out() << "weights from " << opts.resume << "\n";
+  }
   api::Result<api::ForwardReport> report = program->runForward();
   if (!report) {
     printDiagnostics(report.status());

@@ -313,8 +313,16 @@ int runCommandLine(int argc, char **argv) {
              "--emit, --run or plan\n";
     return kBadInput;
   }
-  if (!opts.resume.empty() && !opts.emit.empty()) {
-    err() << "error: --resume continues training; it cannot be combined with --emit\n";
+  if (!opts.resume.empty() && (!opts.emit.empty() || opts.planOnly || opts.explain)) {
+    err() << "error: --resume continues training (or gives --run forward its weights); it "
+             "cannot be combined with --emit, --explain or plan\n";
+    return kBadInput;
+  }
+  // Training's outputs: another action would silently not write them.
+  if ((!opts.checkpoint.empty() || !opts.metricsOut.empty()) &&
+      (!opts.emit.empty() || !opts.run.empty() || opts.planOnly || opts.explain)) {
+    err() << "error: --checkpoint and --metrics-out are written by training; they cannot be "
+             "combined with --emit, --run, --explain or plan\n";
     return kBadInput;
   }
 

@@ -337,6 +337,19 @@ Status Model::rewrite(const PipelineOptions &opts) {
                            " pipeline has: " + known + ", end)");
     }
   }
+  // A misspelt name would print nothing and look like success.
+  for (const std::string &p : opts.printAfter) {
+    bool hostPass = llvm::any_of(
+        opts.insertions, [&](const PipelineOptions::Insertion &in) { return in.pass.name == p; });
+    if (p == "all" || hostPass || llvm::is_contained(names, p))
+      continue;
+    std::string known;
+    for (const std::string &n : names)
+      known += n + ", ";
+    return Status::error("cannot print the IR after unknown pass '" + p + "' (the " +
+                         (opts.stage == Stage::Train ? "train" : "forward") +
+                         " pipeline has: " + known + "or all)");
+  }
   PassManager pm;
   auto addHost = [&](const std::string &anchor, bool before) {
     for (const PipelineOptions::Insertion &in : opts.insertions)

@@ -4,6 +4,7 @@
 #include "passes/Autodiff.h"
 
 #include "ir/Builder.h"
+#include "ir/MetaReader.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -23,82 +24,6 @@ struct UpdateRecipe {
   std::vector<std::string> stateSuffixes;
   bool takesStepCount = false;
   AttrMap attrs;
-};
-
-/// Reads the meta keys of the training configuration, reporting a missing or
-/// mistyped one.
-class MetaReader {
-public:
-  MetaReader(const AttrMap &meta, DiagnosticEngine &diag) : meta_(meta), diag_(diag) {}
-
-  bool failed() const { return failed_; }
-  bool has(llvm::StringRef key) const { return meta_.count(key) != 0; }
-
-  double number(llvm::StringRef key, std::optional<double> def) {
-    const Attribute *a = find(key, def.has_value());
-    if (!a)
-      return def.value_or(0);
-    if (!a->is(AttrType::Int) && !a->is(AttrType::Float))
-      return mistyped(key, "a number"), 0;
-    return a->getNumber();
-  }
-  int64_t integer(llvm::StringRef key, int64_t def) {
-    const Attribute *a = find(key, true);
-    if (!a)
-      return def;
-    if (!a->is(AttrType::Int))
-      return mistyped(key, "an integer"), 0;
-    return a->getInt();
-  }
-  bool boolean(llvm::StringRef key, bool def) {
-    const Attribute *a = find(key, true);
-    if (!a)
-      return def;
-    if (!a->is(AttrType::Bool))
-      return mistyped(key, "a bool"), false;
-    return a->getBool();
-  }
-  std::string string(llvm::StringRef key, llvm::StringRef def) {
-    const Attribute *a = find(key, true);
-    if (!a)
-      return def.str();
-    if (!a->is(AttrType::String))
-      return mistyped(key, "a string"), "";
-    return a->getString();
-  }
-  std::vector<double> numbers(llvm::StringRef key, std::vector<double> def) {
-    const Attribute *a = find(key, true);
-    if (!a)
-      return def;
-    if (a->is(AttrType::Floats))
-      return a->getFloats();
-    if (a->is(AttrType::Ints))
-      return std::vector<double>(a->getInts().begin(), a->getInts().end());
-    return mistyped(key, "a list of numbers"), def;
-  }
-
-  bool error(const llvm::Twine &msg) {
-    diag_.error(Location(), "optimizer: " + msg);
-    failed_ = true;
-    return false;
-  }
-
-private:
-  const Attribute *find(llvm::StringRef key, bool optional) {
-    auto it = meta_.find(key);
-    if (it != meta_.end())
-      return &it->second;
-    if (!optional)
-      error("the graph's meta has no '" + key + "'");
-    return nullptr;
-  }
-  void mistyped(llvm::StringRef key, llvm::StringRef what) {
-    error("meta '" + key + "' must be " + what + ", got " + meta_.find(key)->second.str());
-  }
-
-  const AttrMap &meta_;
-  DiagnosticEngine &diag_;
-  bool failed_ = false;
 };
 
 /// The update op and its settings from meta `optimizer` / `optimizer.*`
@@ -201,7 +126,7 @@ PassResult OptimizerPass::run(Graph &g, PassContext &ctx) {
       paramGrads.push_back({p, grad});
   }
 
-  MetaReader meta(g.meta(), diag);
+  MetaReader meta(g.meta(), diag, "optimizer: ");
   int64_t accumulate = meta.integer("train.accumulate", 1);
   if (!meta.failed() && accumulate < 1)
     meta.error("meta 'train.accumulate' must be >= 1, got " + llvm::Twine(accumulate));

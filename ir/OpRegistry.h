@@ -1,9 +1,12 @@
 //===- OpRegistry.h - The single source of truth about ops -----------------===//
 //
 // One OpInfo per op: operands, attributes with types and defaults, shape/dtype
-// inference, precision category, and slots for the gradient rule, cost and
-// kernels that later layers fill. Passes ask the registry; they never switch
-// over op names.
+// inference, precision category and the gradient rule. Kernels are not here:
+// the reference backend maps every OpKind to its kernel in a switch without
+// `default:` (kernels/reference/ReferenceKernels.cpp), so a new op fails to
+// compile until it has one; the fast backends take the ops they have kernels
+// for and fall back to the reference for the rest. Passes ask the registry;
+// they never switch over op names.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_IR_OPREGISTRY_H
@@ -105,8 +108,6 @@ struct OpInfo {
   /// The gradient rule; nullptr for ops that are not differentiated (backward
   /// and optimizer ops themselves).
   GradientFn gradient = nullptr;
-  // Filled by later layers: cost (flops/bytes); kernels live in kernels/ per
-  // backend, keyed by OpKind (a switch without default per backend).
 
   const AttrSpec *findAttr(llvm::StringRef n) const;
   /// Smallest and largest operand count the signature allows (max = ~0u if variadic).

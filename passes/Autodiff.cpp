@@ -11,9 +11,6 @@ namespace ampc {
 
 std::string gradientName(llvm::StringRef param) { return (param + ".grad").str(); }
 
-namespace {
-
-/// The loss: the first result of the last node with role loss.
 Value *findLoss(Graph &g) {
   Value *loss = nullptr;
   for (Node &n : g.nodes())
@@ -21,6 +18,8 @@ Value *findLoss(Graph &g) {
       loss = n.result(0);
   return loss;
 }
+
+namespace {
 
 bool differentiableOperand(const Node &n, unsigned i) {
   const OperandSpec *spec = n.op().operandSpec(i);

@@ -21,6 +21,10 @@ public:
   PassResult run(Graph &g, PassContext &ctx) override;
 };
 
+/// The loss autodiff differentiates: the first result of the last node with
+/// role loss, or null when the graph has none.
+Value *findLoss(Graph &g);
+
 /// The name autodiff gives the gradient of `param`.
 std::string gradientName(llvm::StringRef param);
 

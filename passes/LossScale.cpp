@@ -42,15 +42,6 @@ SkippableNodes findSkippable(Graph &g) {
   return s;
 }
 
-/// The loss: the first result of the last node with role loss.
-Value *findLoss(Graph &g) {
-  Value *loss = nullptr;
-  for (Node &n : g.nodes())
-    if (n.role() == NodeRole::Loss && n.numResults() > 0)
-      loss = n.result(0);
-  return loss;
-}
-
 /// The node after `n` in the graph's order, or null at the end.
 Node *nextNode(Graph &g, Node *n) {
   auto it = std::next(n->getIterator());

@@ -4,6 +4,7 @@
 #include "passes/Autodiff.h"
 
 #include "ir/Builder.h"
+#include "ir/MetaReader.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -23,82 +24,6 @@ struct UpdateRecipe {
   std::vector<std::string> stateSuffixes;
   bool takesStepCount = false;
   AttrMap attrs;
-};
-
-/// Reads the meta keys of the training configuration, reporting a missing or
-/// mistyped one.
-class MetaReader {
-public:
-  MetaReader(const AttrMap &meta, DiagnosticEngine &diag) : meta_(meta), diag_(diag) {}
-
-  bool failed() const { return failed_; }
-  bool has(llvm::StringRef key) const { return meta_.count(key) != 0; }
-
-  double number(llvm::StringRef key, std::optional<double> def) {
-    const Attribute *a = find(key, def.has_value());
-    if (!a)
-      return def.value_or(0);
-    if (!a->is(AttrType::Int) && !a->is(AttrType::Float))
-      return mistyped(key, "a number"), 0;
-    return a->getNumber();
-  }
-  int64_t integer(llvm::StringRef key, int64_t def) {
-    const Attribute *a = find(key, true);
-    if (!a)
-      return def;
-    if (!a->is(AttrType::Int))
-      return mistyped(key, "an integer"), 0;
-    return a->getInt();
-  }
-  bool boolean(llvm::StringRef key, bool def) {
-    const Attribute *a = find(key, true);
-    if (!a)
-      return def;
-    if (!a->is(AttrType::Bool))
-      return mistyped(key, "a bool"), false;
-    return a->getBool();
-  }
-  std::string string(llvm::StringRef key, llvm::StringRef def) {
-    const Attribute *a = find(key, true);
-    if (!a)
-      return def.str();
-    if (!a->is(AttrType::String))
-      return mistyped(key, "a string"), "";
-    return a->getString();
-  }
-  std::vector<double> numbers(llvm::StringRef key, std::vector<double> def) {
-    const Attribute *a = find(key, true);
-    if (!a)
-      return def;
-    if (a->is(AttrType::Floats))
-      return a->getFloats();
-    if (a->is(AttrType::Ints))
-      return std::vector<double>(a->getInts().begin(), a->getInts().end());
-    return mistyped(key, "a list of numbers"), def;
-  }
-
-  bool error(const llvm::Twine &msg) {
-    diag_.error(Location(), "optimizer: " + msg);
-    failed_ = true;
-    return false;
-  }
-
-private:
-  const Attribute *find(llvm::StringRef key, bool optional) {
-    auto it = meta_.find(key);
-    if (it != meta_.end())
-      return &it->second;
-    if (!optional)
-      error("the graph's meta has no '" + key + "'");
-    return nullptr;
-  }
-  void mistyped(llvm::StringRef key, llvm::StringRef what) {
-    error("meta '" + key + "' must be " + what + ", got " + meta_.find(key)->second.str());
-  }
-
-  const AttrMap &meta_;
-  DiagnosticEngine &diag_;
-  bool failed_ = false;
 };
 
 /// The update op and its settings from meta `optimizer` / `optimizer.*`
@@ -180,178 +105,233 @@ DType stateDType(const Value *param) {
   return param->dtype() == DType::F64 ? DType::F64 : DType::F32;
 }
 
-} // namespace
+/// The pass's phases over one graph, in the order they build: the settings,
+/// the learning rate, the step counter, the gradients the updates use
+/// (accumulated, clipped), the updates, the outputs.
+class OptimizerLowering {
+public:
+  OptimizerLowering(Graph &g, DiagnosticEngine &diag) : g_(g), diag_(diag) {}
 
-PassResult OptimizerPass::run(Graph &g, PassContext &ctx) {
-  DiagnosticEngine &diag = ctx.diag;
-  for (Node &n : g.nodes())
-    if (n.role() == NodeRole::Optimizer) {
-      diag.error(n.loc(), "optimizer: the graph already has optimizer nodes");
-      return PassResult::Failed;
-    }
+  bool run();
 
-  // The parameters to update: trainable, with a gradient among the outputs.
-  llvm::DenseSet<const Value *> outputs(g.outputs().begin(), g.outputs().end());
-  std::vector<std::pair<Value *, Value *>> paramGrads;
-  for (Value *p : g.state(StateKind::Parameter)) {
-    if (!p->trainable())
-      continue;
-    Value *grad = g.lookup(gradientName(p->name()));
-    if (grad && outputs.count(grad))
-      paramGrads.push_back({p, grad});
-  }
-
-  MetaReader meta(g.meta(), diag);
-  int64_t accumulate = meta.integer("train.accumulate", 1);
-  if (!meta.failed() && accumulate < 1)
-    meta.error("meta 'train.accumulate' must be >= 1, got " + llvm::Twine(accumulate));
-  double clipNorm = meta.number("train.clip_grad_norm", 0.0);
-  bool clip = meta.has("train.clip_grad_norm");
-  if (!meta.failed() && clip && !(clipNorm > 0))
-    meta.error("meta 'train.clip_grad_norm' must be > 0, got " + formatDouble(clipNorm));
-  if (meta.failed())
-    return PassResult::Failed;
-  std::optional<UpdateRecipe> recipe = readRecipe(meta, accumulate);
-  if (!recipe)
-    return PassResult::Failed;
-  std::optional<AttrMap> schedule = readSchedule(meta, accumulate);
-  if (!schedule)
-    return PassResult::Failed;
-  if (paramGrads.empty()) {
-    diag.error(Location(), "optimizer: the graph has no parameter gradients (run autodiff first)");
-    return PassResult::Failed;
-  }
-
-  auto freeName = [&](const std::string &name) {
-    if (g.isNameFree(name))
-      return true;
-    diag.error(Location(), "optimizer: the name '" + name + "' is taken");
+private:
+  bool error(const Location &loc, const llvm::Twine &msg) {
+    diag_.error(loc, "optimizer: " + msg);
     return false;
-  };
-  auto build = [&](OpKind kind, llvm::ArrayRef<Value *> operands, AttrMap attrs,
-                   llvm::ArrayRef<std::string> names, const Location &loc) -> Node * {
-    Node *n =
-        buildNode(g, OpRegistry::builtin().get(kind), operands, std::move(attrs), loc, diag, names);
+  }
+  bool requireFreeName(const std::string &name) {
+    return g_.isNameFree(name) || error(Location(), "the name '" + name + "' is taken");
+  }
+  Node *build(OpKind kind, llvm::ArrayRef<Value *> operands, AttrMap attrs,
+              llvm::ArrayRef<std::string> names, const Location &loc) {
+    Node *n = buildNode(g_, OpRegistry::builtin().get(kind), operands, std::move(attrs), loc, diag_,
+                        names);
     if (n)
       n->setRole(NodeRole::Optimizer);
     return n;
-  };
-  auto nextName = [&](llvm::StringRef stateName) {
-    return g.uniqueName(stateName.str() + ".next");
-  };
+  }
+  std::string nextName(llvm::StringRef stateName) {
+    return g_.uniqueName(stateName.str() + ".next");
+  }
+  Value *addZeroState(const Value *param, llvm::StringRef suffix);
 
-  if (!freeName("lr") || (clip && !freeName("grad_norm")))
-    return PassResult::Failed;
-  // Nodes that belong to no one parameter point at the loss: the training
-  // objective they serve (and a location keeps the textual IR round-trip).
-  Location stepLoc;
-  for (Node &n : g.nodes())
-    if (n.role() == NodeRole::Loss)
-      stepLoc = n.loc();
-  Node *lrNode = build(OpKind::LearningRate, {}, *schedule, {"lr"}, stepLoc);
-  if (!lrNode)
-    return PassResult::Failed;
-  Value *lr = lrNode->result();
+  bool readSettings();
+  bool addStepCounter();
+  bool accumulateGrads();
+  bool addClipping();
+  bool addUpdates();
+  void replaceOutputs();
 
-  Value *stepCount = nullptr;
-  if (recipe->takesStepCount) {
-    const std::string counterName = "optimizer.step";
-    if (!freeName(counterName))
-      return PassResult::Failed;
-    InitSpec zeros;
-    zeros.kind = InitSpec::Kind::Zeros;
-    Value *counter = g.addState(counterName, TensorType(DType::F32, {}), StateKind::OptimizerState,
-                                zeros, stepLoc);
-    Node *n = build(OpKind::StepCounter, {counter}, {{"accumulate", Attribute(accumulate)}},
-                    {nextName(counterName)}, stepLoc);
-    if (!n)
-      return PassResult::Failed;
-    stepCount = n->result();
-    g.addStateUpdate(counter, stepCount);
+  Graph &g_;
+  DiagnosticEngine &diag_;
+  /// The parameters to update and their gradients, in state order.
+  std::vector<std::pair<Value *, Value *>> paramGrads_;
+  int64_t accumulate_ = 1;
+  bool clip_ = false;
+  double clipNorm_ = 0;
+  std::optional<UpdateRecipe> recipe_;
+  std::optional<AttrMap> schedule_;
+  /// Where nodes that belong to no one parameter point: the loss.
+  Location stepLoc_;
+  Value *lr_ = nullptr;
+  Value *stepCount_ = nullptr;
+  /// Per parameter, the gradient its update applies.
+  std::vector<Value *> grads_;
+  llvm::DenseSet<const Value *> consumedGrads_;
+  Value *gradScale_ = nullptr;
+  Value *gradNorm_ = nullptr;
+};
+
+/// The trainable parameters with a gradient among the outputs, and the
+/// settings from the graph's meta.
+bool OptimizerLowering::readSettings() {
+  llvm::DenseSet<const Value *> outputs(g_.outputs().begin(), g_.outputs().end());
+  for (Value *p : g_.state(StateKind::Parameter)) {
+    if (!p->trainable())
+      continue;
+    Value *grad = g_.lookup(gradientName(p->name()));
+    if (grad && outputs.count(grad))
+      paramGrads_.push_back({p, grad});
   }
 
-  auto addZeroState = [&](const Value *param, llvm::StringRef suffix) -> Value * {
-    std::string name = (param->name() + "." + suffix).str();
-    if (!freeName(name))
-      return nullptr;
-    InitSpec zeros;
-    zeros.kind = InitSpec::Kind::Zeros;
-    return g.addState(name, TensorType(stateDType(param), param->type().dims()),
-                      StateKind::OptimizerState, zeros, param->loc());
-  };
+  MetaReader meta(g_.meta(), diag_, "optimizer: ");
+  accumulate_ = meta.integer("train.accumulate", 1);
+  if (!meta.failed() && accumulate_ < 1)
+    meta.error("meta 'train.accumulate' must be >= 1, got " + llvm::Twine(accumulate_));
+  clipNorm_ = meta.number("train.clip_grad_norm", 0.0);
+  clip_ = meta.has("train.clip_grad_norm");
+  if (!meta.failed() && clip_ && !(clipNorm_ > 0))
+    meta.error("meta 'train.clip_grad_norm' must be > 0, got " + formatDouble(clipNorm_));
+  if (meta.failed())
+    return false;
+  recipe_ = readRecipe(meta, accumulate_);
+  if (!recipe_)
+    return false;
+  schedule_ = readSchedule(meta, accumulate_);
+  if (!schedule_)
+    return false;
+  if (paramGrads_.empty())
+    return error(Location(), "the graph has no parameter gradients (run autodiff first)");
+  return true;
+}
 
-  // The gradients the updates use: the mean over each group of micro-batches
-  // when accumulating.
-  llvm::DenseSet<const Value *> consumedGrads;
-  std::vector<Value *> grads;
-  for (auto [param, grad] : paramGrads) {
-    consumedGrads.insert(grad);
-    if (accumulate == 1) {
-      grads.push_back(grad);
+Value *OptimizerLowering::addZeroState(const Value *param, llvm::StringRef suffix) {
+  std::string name = (param->name() + "." + suffix).str();
+  if (!requireFreeName(name))
+    return nullptr;
+  InitSpec zeros;
+  zeros.kind = InitSpec::Kind::Zeros;
+  return g_.addState(name, TensorType(stateDType(param), param->type().dims()),
+                     StateKind::OptimizerState, zeros, param->loc());
+}
+
+/// One step count shared by every update that needs it.
+bool OptimizerLowering::addStepCounter() {
+  if (!recipe_->takesStepCount)
+    return true;
+  const std::string counterName = "optimizer.step";
+  if (!requireFreeName(counterName))
+    return false;
+  InitSpec zeros;
+  zeros.kind = InitSpec::Kind::Zeros;
+  Value *counter = g_.addState(counterName, TensorType(DType::F32, {}), StateKind::OptimizerState,
+                               zeros, stepLoc_);
+  Node *n = build(OpKind::StepCounter, {counter}, {{"accumulate", Attribute(accumulate_)}},
+                  {nextName(counterName)}, stepLoc_);
+  if (!n)
+    return false;
+  stepCount_ = n->result();
+  g_.addStateUpdate(counter, stepCount_);
+  return true;
+}
+
+/// The gradients the updates use: the mean over each group of micro-batches
+/// when accumulating.
+bool OptimizerLowering::accumulateGrads() {
+  for (auto [param, grad] : paramGrads_) {
+    consumedGrads_.insert(grad);
+    if (accumulate_ == 1) {
+      grads_.push_back(grad);
       continue;
     }
     Value *acc = addZeroState(param, "grad_accum");
     if (!acc)
-      return PassResult::Failed;
-    Node *n = build(OpKind::AccumulateGrad, {acc, grad}, {{"accumulate", Attribute(accumulate)}},
+      return false;
+    Node *n = build(OpKind::AccumulateGrad, {acc, grad}, {{"accumulate", Attribute(accumulate_)}},
                     {nextName(acc->name())}, param->loc());
     if (!n)
-      return PassResult::Failed;
-    g.addStateUpdate(acc, n->result());
-    grads.push_back(n->result());
+      return false;
+    g_.addStateUpdate(acc, n->result());
+    grads_.push_back(n->result());
   }
+  return true;
+}
 
-  Value *gradScale = nullptr;
-  Value *gradNorm = nullptr;
-  if (clip) {
-    Node *norm = build(OpKind::GlobalNorm, grads, {}, {"grad_norm"}, stepLoc);
-    if (!norm)
-      return PassResult::Failed;
-    gradNorm = norm->result();
-    Node *coef = build(OpKind::ClipCoefficient, {gradNorm}, {{"max_norm", Attribute(clipNorm)}},
-                       {g.uniqueName("grad_clip_coef")}, stepLoc);
-    if (!coef)
-      return PassResult::Failed;
-    gradScale = coef->result();
-  }
+/// Clipping by the global norm: one coefficient every update scales by.
+bool OptimizerLowering::addClipping() {
+  if (!clip_)
+    return true;
+  Node *norm = build(OpKind::GlobalNorm, grads_, {}, {"grad_norm"}, stepLoc_);
+  if (!norm)
+    return false;
+  gradNorm_ = norm->result();
+  Node *coef = build(OpKind::ClipCoefficient, {gradNorm_}, {{"max_norm", Attribute(clipNorm_)}},
+                     {g_.uniqueName("grad_clip_coef")}, stepLoc_);
+  if (!coef)
+    return false;
+  gradScale_ = coef->result();
+  return true;
+}
 
-  for (size_t i = 0; i < paramGrads.size(); ++i) {
-    Value *param = paramGrads[i].first;
-    llvm::SmallVector<Value *, 8> operands = {param, grads[i]};
+bool OptimizerLowering::addUpdates() {
+  for (size_t i = 0; i < paramGrads_.size(); ++i) {
+    Value *param = paramGrads_[i].first;
+    llvm::SmallVector<Value *, 8> operands = {param, grads_[i]};
     llvm::SmallVector<Value *, 2> state;
     std::vector<std::string> names = {nextName(param->name())};
-    for (const std::string &suffix : recipe->stateSuffixes) {
+    for (const std::string &suffix : recipe_->stateSuffixes) {
       Value *s = addZeroState(param, suffix);
       if (!s)
-        return PassResult::Failed;
+        return false;
       state.push_back(s);
       operands.push_back(s);
       names.push_back(nextName(s->name()));
     }
-    if (stepCount)
-      operands.push_back(stepCount);
-    operands.push_back(lr);
-    if (gradScale)
-      operands.push_back(gradScale);
-    Node *n = build(recipe->op, operands, recipe->attrs, names, param->loc());
+    if (stepCount_)
+      operands.push_back(stepCount_);
+    operands.push_back(lr_);
+    if (gradScale_)
+      operands.push_back(gradScale_);
+    Node *n = build(recipe_->op, operands, recipe_->attrs, names, param->loc());
     if (!n)
-      return PassResult::Failed;
-    g.addStateUpdate(param, n->result(0));
+      return false;
+    g_.addStateUpdate(param, n->result(0));
     for (size_t s = 0; s < state.size(); ++s)
-      g.addStateUpdate(state[s], n->result(s + 1));
+      g_.addStateUpdate(state[s], n->result(s + 1));
   }
+  return true;
+}
 
-  // The gradients are consumed here; keeping them as outputs would keep
-  // their buffers alive for nothing.
+/// The gradients are consumed here; keeping them as outputs would keep their
+/// buffers alive for nothing.
+void OptimizerLowering::replaceOutputs() {
   std::vector<Value *> newOutputs;
-  for (Value *v : g.outputs())
-    if (!consumedGrads.count(v))
+  for (Value *v : g_.outputs())
+    if (!consumedGrads_.count(v))
       newOutputs.push_back(v);
-  newOutputs.push_back(lr);
-  if (gradNorm)
-    newOutputs.push_back(gradNorm);
-  g.setOutputs(std::move(newOutputs));
-  return PassResult::Changed;
+  newOutputs.push_back(lr_);
+  if (gradNorm_)
+    newOutputs.push_back(gradNorm_);
+  g_.setOutputs(std::move(newOutputs));
+}
+
+bool OptimizerLowering::run() {
+  for (Node &n : g_.nodes())
+    if (n.role() == NodeRole::Optimizer)
+      return error(n.loc(), "the graph already has optimizer nodes");
+  if (!readSettings())
+    return false;
+  if (!requireFreeName("lr") || (clip_ && !requireFreeName("grad_norm")))
+    return false;
+  // Nodes that belong to no one parameter point at the loss: the training
+  // objective they serve (and a location keeps the textual IR round-trip).
+  for (Node &n : g_.nodes())
+    if (n.role() == NodeRole::Loss)
+      stepLoc_ = n.loc();
+  Node *lrNode = build(OpKind::LearningRate, {}, *schedule_, {"lr"}, stepLoc_);
+  if (!lrNode)
+    return false;
+  lr_ = lrNode->result();
+  if (!addStepCounter() || !accumulateGrads() || !addClipping() || !addUpdates())
+    return false;
+  replaceOutputs();
+  return true;
+}
+
+} // namespace
+
+PassResult OptimizerPass::run(Graph &g, PassContext &ctx) {
+  return OptimizerLowering(g, ctx.diag).run() ? PassResult::Changed : PassResult::Failed;
 }
 
 } // namespace ampc

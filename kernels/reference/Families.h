@@ -45,7 +45,7 @@ void binaryCrossEntropy(const KernelArgs &a);
 void reduceSum(const KernelArgs &a);
 void fill(const KernelArgs &a);
 
-// G2: backward ops of activations, shape ops and losses.
+// Backward ops of activations, shape ops and losses.
 // Activation.cpp
 void softmaxGrad(const KernelArgs &a);
 void logSoftmaxGrad(const KernelArgs &a);
@@ -59,15 +59,16 @@ void crossEntropyGrad(const KernelArgs &a);
 void binaryCrossEntropyGradInput(const KernelArgs &a);
 void binaryCrossEntropyGradTarget(const KernelArgs &a);
 
-// G1 backward kernels: LinearAlgebra.cpp
+// Backward ops of linear algebra, pooling and normalization.
+// LinearAlgebra.cpp
 void conv2dGradInput(const KernelArgs &a);
 void conv2dGradWeight(const KernelArgs &a);
 void scaledDotProductAttentionGrad(const KernelArgs &a);
-// G1 backward kernels: Pooling.cpp
+// Pooling.cpp
 void maxPool2dGrad(const KernelArgs &a);
 void avgPool2dGrad(const KernelArgs &a);
 void globalAvgPoolGrad(const KernelArgs &a);
-// G1 backward kernels: Normalization.cpp
+// Normalization.cpp
 void batchNorm2dGrad(const KernelArgs &a);
 void layerNormGrad(const KernelArgs &a);
 

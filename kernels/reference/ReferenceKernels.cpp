@@ -71,7 +71,7 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::reduceSum;
   case OpKind::Fill:
     return ref::fill;
-  // G2
+  // Backward ops of activations, shape ops and losses.
   case OpKind::SoftmaxGrad:
     return ref::softmaxGrad;
   case OpKind::LogSoftmaxGrad:
@@ -90,7 +90,7 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::binaryCrossEntropyGradInput;
   case OpKind::BinaryCrossEntropyGradTarget:
     return ref::binaryCrossEntropyGradTarget;
-  // G1: backward ops of linear algebra, pooling and normalization.
+  // Backward ops of linear algebra, pooling and normalization.
   case OpKind::Conv2dGradInput:
     return ref::conv2dGradInput;
   case OpKind::Conv2dGradWeight:

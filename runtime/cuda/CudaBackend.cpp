@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaBackend.h"
 
-#include "runtime/cuda/CudaContext.h"
+#include "kernels/cuda/CudaContext.h"
 
 #include "kernels/custom/CustomKernels.h"
 #include "kernels/reference/ReferenceKernels.h"
@@ -24,53 +24,6 @@
 #include <vector>
 
 namespace ampc::cuda {
-
-//===----------------------------------------------------------------------===//
-// Errors
-//===----------------------------------------------------------------------===//
-
-void fatal(const std::string &message) {
-  llvm::errs() << "error: cuda: " << message << "\n";
-  llvm::errs().flush();
-  std::exit(1);
-}
-
-std::string errorText(cudaError_t e) {
-  return "error " + std::to_string(static_cast<int>(e)) + " (" + cudaGetErrorName(e) + ": " +
-         cudaGetErrorString(e) + ")";
-}
-
-std::string errorText(cublasStatus_t s) {
-  return "status " + std::to_string(static_cast<int>(s)) + " (" + cublasGetStatusName(s) + ": " +
-         cublasGetStatusString(s) + ")";
-}
-
-std::string errorText(cudnnStatus_t s) {
-  return "status " + std::to_string(static_cast<int>(s)) + " (" + cudnnGetErrorString(s) + ")";
-}
-
-template <class Status> static void failWith(Status s, const char *what, const Node *node) {
-  std::string where;
-  if (node) {
-    where = " on " + node->opName().str();
-    if (node->numResults())
-      where += " (%" + node->result()->name().str() + ")";
-  }
-  fatal(std::string(what) + " failed" + where + ": " + errorText(s));
-}
-
-void check(cudaError_t e, const char *what, const Node *node) {
-  if (e != cudaSuccess)
-    failWith(e, what, node);
-}
-void check(cublasStatus_t s, const char *what, const Node *node) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    failWith(s, what, node);
-}
-void check(cudnnStatus_t s, const char *what, const Node *node) {
-  if (s != CUDNN_STATUS_SUCCESS)
-    failWith(s, what, node);
-}
 
 //===----------------------------------------------------------------------===//
 // Discovery
@@ -130,38 +83,6 @@ CudaOptions CudaOptions::fromEnvironment() {
   o.allowTf32 = flag("AMPC_CUDA_TF32", false);
   o.cudaGraphs = flag("AMPC_CUDA_GRAPHS", true);
   return o;
-}
-
-//===----------------------------------------------------------------------===//
-// Context
-//===----------------------------------------------------------------------===//
-
-bool CudaContext::reserveWorkspace(size_t bytes, std::string &err) {
-  if (bytes <= workspaceBytes)
-    return true;
-  if (workspace)
-    check(cudaFree(workspace), "cudaFree (workspace)");
-  workspace = nullptr;
-  workspaceBytes = 0;
-  cudaError_t e = cudaMalloc(&workspace, bytes);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    err = "cannot allocate " + std::to_string(bytes) + " bytes of cuDNN workspace: " + errorText(e);
-    return false;
-  }
-  workspaceBytes = bytes;
-  return true;
-}
-
-void *CudaContext::allocateScratch(size_t bytes, const Node &n) {
-  void *p = nullptr;
-  check(cudaMalloc(&p, bytes ? bytes : 16), "cudaMalloc (node scratch)", &n);
-  return p;
-}
-
-DeviceScratch::~DeviceScratch() {
-  if (ptr)
-    cudaFree(ptr);
 }
 
 //===----------------------------------------------------------------------===//
@@ -262,6 +183,8 @@ private:
 
 } // namespace
 
+/// Runs `host` (a reference or custom CPU kernel) on host copies of the
+/// operands and copies the results back: slow, but every op runs.
 std::unique_ptr<kernels::NodeKernel> makeHostFallback(CudaContext &ctx, const Node &n,
                                                       std::unique_ptr<kernels::NodeKernel> host) {
   if (!host)

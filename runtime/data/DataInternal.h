@@ -12,6 +12,7 @@
 #include "runtime/data/DataSource.h"
 
 #include "ir/DType.h"
+#include "ir/MetaReader.h"
 
 #include <optional>
 
@@ -117,12 +118,6 @@ std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<Input
                                             llvm::StringRef modelDir, std::string &err);
 std::unique_ptr<DataSource> createIdxSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
                                             llvm::StringRef modelDir, std::string &err);
-
-/// Meta lookups with defaults (the frontend fills defaults, but a graph read
-/// from textual IR or built by hand may lack them).
-std::string metaString(const Graph &g, llvm::StringRef key, llvm::StringRef dflt);
-int64_t metaInt(const Graph &g, llvm::StringRef key, int64_t dflt);
-bool metaBool(const Graph &g, llvm::StringRef key, bool dflt);
 
 } // namespace data
 } // namespace ampc

@@ -109,27 +109,6 @@ std::string resolvePath(llvm::StringRef modelDir, llvm::StringRef path) {
   return std::string(full);
 }
 
-std::string metaString(const Graph &g, llvm::StringRef key, llvm::StringRef dflt) {
-  auto it = g.meta().find(key);
-  if (it == g.meta().end() || !it->second.is(AttrType::String))
-    return dflt.str();
-  return it->second.getString();
-}
-
-int64_t metaInt(const Graph &g, llvm::StringRef key, int64_t dflt) {
-  auto it = g.meta().find(key);
-  if (it == g.meta().end() || !it->second.is(AttrType::Int))
-    return dflt;
-  return it->second.getInt();
-}
-
-bool metaBool(const Graph &g, llvm::StringRef key, bool dflt) {
-  auto it = g.meta().find(key);
-  if (it == g.meta().end() || !it->second.is(AttrType::Bool))
-    return dflt;
-  return it->second.getBool();
-}
-
 } // namespace data
 
 using namespace data;

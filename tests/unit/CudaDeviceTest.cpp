@@ -16,7 +16,7 @@
 #include "passes/PrecisionPolicy.h"
 #include "passes/StandardPipeline.h"
 #include "runtime/train/Trainer.h"
-#include "tests/unit/CudaTestUtil.h"
+#include "CudaTestUtil.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -73,16 +73,6 @@ inline std::string firstError(const DiagnosticEngine &diag) {
   return diag.diagnostics().empty() ? std::string("?") : diag.diagnostics()[0].str();
 }
 
-/// The loss autodiff differentiates: the first result of the last node with
-/// role loss.
-inline Value *findLoss(Graph &g) {
-  Value *loss = nullptr;
-  for (Node &n : g.nodes())
-    if (n.role() == NodeRole::Loss && n.numResults() > 0)
-      loss = n.result(0);
-  return loss;
-}
-
 /// A backward node none of whose results is read or output computes a
 /// gradient nobody needs.
 inline const Node *findDeadBackwardNode(const Graph &g) {
@@ -112,7 +102,7 @@ inline ::testing::AssertionResult checkGraphGradients(Graph &g, const NamedValue
                                                       GradCheckOptions opts = {},
                                                       const std::string &what = "graph") {
   DiagnosticEngine diag;
-  Value *loss = detail::findLoss(g);
+  Value *loss = findLoss(g);
   if (!loss)
     return ::testing::AssertionFailure() << what << ": no node with role loss";
   if (!llvm::is_contained(g.outputs(), loss))

@@ -8,14 +8,7 @@ namespace ampc::cli {
 namespace {
 
 int64_t metaInt(const api::Model &m, const char *key, int64_t fallback) {
-  std::optional<std::string> v = m.graph().meta(key);
-  if (!v)
-    return fallback;
-  try {
-    return std::stoll(*v);
-  } catch (...) {
-    return fallback;
-  }
+  return m.graph().metaInt(key).value_or(fallback);
 }
 
 api::Progress progressOf(const std::string &s) {

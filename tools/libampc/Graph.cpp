@@ -191,6 +191,11 @@ std::optional<std::string> GraphView::meta(std::string_view key) const {
   return it->second.is(AttrType::String) ? it->second.getString() : it->second.str();
 }
 
+std::optional<int64_t> GraphView::metaInt(std::string_view key) const {
+  const Attribute *a = findMeta(*g_, key, AttrType::Int);
+  return a ? std::optional<int64_t>(a->getInt()) : std::nullopt;
+}
+
 namespace {
 SpecialOutputs specialOutputs(bool writeThrough) {
   return writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;

@@ -12,6 +12,7 @@
 #include "frontends/yaml/ModelLoader.h"
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
+#include "ir/MetaReader.h"
 #include "kernels/KernelArgs.h"
 #include "runtime/data/DataSource.h"
 
@@ -61,8 +62,6 @@ struct Model::Impl {
 
 /// The graph's "amp.opt_level" ("O0" when none is set).
 std::string optLevelOf(const ampc::Graph &g);
-/// An integer setting of the graph's meta, or `fallback`.
-int64_t metaInt(const ampc::Graph &g, const char *key, int64_t fallback);
 
 struct Access {
   static ValueView value(const ampc::Value *v) { return ValueView(v); }

@@ -201,15 +201,7 @@ Status Model::setTrainSettings(const TrainSettings &settings) {
   return {};
 }
 
-std::string optLevelOf(const Graph &g) {
-  auto it = g.meta().find("amp.opt_level");
-  return it != g.meta().end() && it->second.is(AttrType::String) ? it->second.getString() : "O0";
-}
-
-int64_t metaInt(const Graph &g, const char *key, int64_t fallback) {
-  auto it = g.meta().find(key);
-  return it != g.meta().end() && it->second.is(AttrType::Int) ? it->second.getInt() : fallback;
-}
+std::string optLevelOf(const Graph &g) { return metaString(g, "amp.opt_level", "O0"); }
 
 Result<DataInfo> Model::openData() {
   Impl &m = *impl_;

@@ -147,6 +147,9 @@ public:
   /// A graph-level setting (the textual IR's meta block: "amp.opt_level",
   /// "optimizer.lr", ...) as the textual IR spells it; nullopt when absent.
   std::optional<std::string> meta(std::string_view key) const;
+  /// An integer setting ("train.steps", "train.log_every", ...); nullopt when
+  /// absent or not an integer.
+  std::optional<int64_t> metaInt(std::string_view key) const;
   /// Runs the verifier.
   Status verify() const;
 

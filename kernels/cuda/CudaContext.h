@@ -12,8 +12,8 @@
 // failed on which node and exits with status 1.
 //
 //===----------------------------------------------------------------------===//
-#ifndef AMPC_RUNTIME_CUDA_CUDACONTEXT_H
-#define AMPC_RUNTIME_CUDA_CUDACONTEXT_H
+#ifndef AMPC_KERNELS_CUDA_CUDACONTEXT_H
+#define AMPC_KERNELS_CUDA_CUDACONTEXT_H
 
 #include "ir/Graph.h"
 #include "kernels/KernelArgs.h"
@@ -78,16 +78,12 @@ struct DeviceScratch {
 };
 
 /// The CUDA node kernel for `n`, or nullptr where the op has no CUDA kernel
-/// for these dtypes/attributes (the backend then uses the host fallback).
+/// for these dtypes/attributes (the backend then runs the reference kernel
+/// on host copies: makeHostFallback, runtime/cuda/CudaBackend.cpp).
 /// CudaKernelTable.cpp; GEMMs in GemmKernels.cpp; cuDNN in CudnnKernels.cpp.
 std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const Node &n);
 std::unique_ptr<kernels::NodeKernel> prepareGemmKernel(CudaContext &ctx, const Node &n);
 std::unique_ptr<kernels::NodeKernel> prepareCudnnKernel(CudaContext &ctx, const Node &n);
-
-/// Runs `host` (a reference or custom CPU kernel) on host copies of the
-/// operands and copies the results back: slow, but every op runs.
-std::unique_ptr<kernels::NodeKernel> makeHostFallback(CudaContext &ctx, const Node &n,
-                                                      std::unique_ptr<kernels::NodeKernel> host);
 
 /// Helpers for the tables.
 inline kernels::cuda::Tensor tensorOf(const kernels::TensorArg &t) {

@@ -7,7 +7,7 @@
 // backend runs its reference kernel on host copies (docs/cuda.md lists them).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cuda/CudaContext.h"
+#include "kernels/cuda/CudaContext.h"
 
 #include "kernels/Pointwise.h"
 #include "kernels/common/OptimizerMath.h"

@@ -13,7 +13,7 @@
 // formed in the compute type and rounded once, as the reference does.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cuda/CudaContext.h"
+#include "kernels/cuda/CudaContext.h"
 
 #include <algorithm>
 #include <vector>

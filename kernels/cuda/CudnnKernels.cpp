@@ -23,7 +23,7 @@
 // CUDNN_BN_MIN_EPSILON run on the host fallback.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cuda/CudaContext.h"
+#include "kernels/cuda/CudaContext.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -46,12 +46,13 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+mkdir -p "$build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
   -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
-  -DAMPC_FUZZ=ON -DAMPC_WITH_CUDA=OFF -DAMPC_BUILD_BENCH=OFF >"$build.configure.log" 2>&1 \
-  || { cat "$build.configure.log"; exit 1; }
+  -DAMPC_FUZZ=ON -DAMPC_WITH_CUDA=OFF -DAMPC_BUILD_BENCH=OFF >"$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j"$jobs" --target "${targets[@]/#/fuzz-}"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}

@@ -23,11 +23,12 @@ if [[ ${AMPC_SANITIZE_CC:-gcc} == clang ]]; then
   compilers=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
 fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+mkdir -p "$build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compilers[@]}" \
   -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
   -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
-  -DAMPC_WITH_CUDA=OFF -DAMPC_BUILD_BENCH=OFF >"$build.configure.log" 2>&1 \
-  || { cat "$build.configure.log"; exit 1; }
+  -DAMPC_WITH_CUDA=OFF -DAMPC_BUILD_BENCH=OFF >"$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j"$jobs"
 
 # allocator_may_return_null: an impossible allocation throws std::bad_alloc,

@@ -11,7 +11,8 @@
 # when a target crashed, leaked, hung or ran out of memory: the input that did
 # it is in build-fuzz/fuzz-runs/TARGET/ (replay it with
 # build-fuzz/bin/fuzz-TARGET FILE). New inputs the fuzzer found stay in
-# build-fuzz/fuzz-runs/TARGET/corpus/ (the committed corpus is not touched).
+# build-fuzz/fuzz-runs/TARGET/corpus/, where the next run starts from them
+# (the committed corpus is not touched; delete fuzz-runs/ to start afresh).
 #
 # Environment: AMPC_FUZZ_BUILD (build dir, default build-fuzz), AMPC_FUZZ_JOBS
 # (build jobs, default 2).
@@ -63,7 +64,10 @@ failed=()
 summary=()
 for t in "${targets[@]}"; do
   out=$runs/$t
-  rm -rf "$out" && mkdir -p "$out/corpus"
+  # The corpus of an earlier run is kept, so runs add up; the committed
+  # seeds are copied in anew (a seed changed since is picked up).
+  mkdir -p "$out/corpus"
+  find "$out" -maxdepth 1 -type f -delete
   cp -r tests/fuzz/corpus/"$t"/. "$out/corpus/"
   echo "== fuzz-$t for ${seconds}s"
   # -timeout: one input running 10 s is a hang; -rss_limit_mb: a blow-up.

@@ -42,6 +42,21 @@ train:
   data: {csv: {path: data.csv}}
 )";
 
+/// The same file read as a regression data set: a header line, the target
+/// in column 0 (no integer input: the loss target takes the label column).
+constexpr const char *kCsvRegressionModel = R"(model: fuzz_csv_regression
+batch: 3
+inputs:
+  x: {shape: [B, 3]}
+  t: {shape: [B, 1]}
+layers:
+  - linear: {out_features: 1, name: y}
+loss: {mse_loss: {input: y, target: t}}
+optimizer: {sgd: {lr: 0.1}}
+train:
+  data: {csv: {path: data.csv, header: true, label_column: 0}}
+)";
+
 /// A floating feature input and an integer class label, one .npy file each.
 constexpr const char *kNpyModel = R"(model: fuzz_npy
 batch: 2
@@ -49,6 +64,24 @@ inputs:
   x: {shape: [B, 3]}
   y: {shape: [B], dtype: i64}
 layers:
+  - linear: {out_features: 4, name: logits}
+loss: {cross_entropy: {input: logits, target: y}}
+optimizer: {sgd: {lr: 0.1}}
+train:
+  drop_last: false
+  data: {npy: {x: x.npy, y: y.npy}}
+)";
+
+/// The same files read as token indices (an i32 input into an embedding of
+/// 8 rows: the range check) and class labels.
+constexpr const char *kNpyEmbeddingModel = R"(model: fuzz_npy_embedding
+batch: 2
+inputs:
+  x: {shape: [B, 3], dtype: i32}
+  y: {shape: [B], dtype: i64}
+layers:
+  - embedding: {num_embeddings: 8, embedding_dim: 2}
+  - flatten: {}
   - linear: {out_features: 4, name: logits}
 loss: {cross_entropy: {input: logits, target: y}}
 optimizer: {sgd: {lr: 0.1}}

@@ -1,7 +1,8 @@
 //===- FuzzNpy.cpp - The .npy reader and the npy data source ---------------===//
 //
-// The input holds two .npy files (FuzzUtil.h, splitTwoFiles): kNpyModel's
-// features x and labels y. The first is also read alone, header only and
+// The input holds two .npy files (FuzzUtil.h, splitTwoFiles), x and y, read
+// by kNpyModel (features and labels) and kNpyEmbeddingModel (token indices
+// and labels). The first is also read alone, header only and
 // whole, as init.from reads parameter files.
 //
 //===----------------------------------------------------------------------===//
@@ -14,7 +15,9 @@
 #include <cstdint>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static std::unique_ptr<ampc::Graph> g = ampc::fuzz::loadFixedModel(ampc::fuzz::kNpyModel);
+  static std::unique_ptr<ampc::Graph> features = ampc::fuzz::loadFixedModel(ampc::fuzz::kNpyModel);
+  static std::unique_ptr<ampc::Graph> tokens =
+      ampc::fuzz::loadFixedModel(ampc::fuzz::kNpyEmbeddingModel);
   auto [x, y] = ampc::fuzz::splitTwoFiles(data, size);
   std::string xPath = ampc::fuzz::writeScratchFile("x.npy", x);
   ampc::fuzz::writeScratchFile("y.npy", y);
@@ -22,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string err;
   ampc::readNpyHeader(xPath, array, err);
   ampc::readNpy(xPath, array, err);
-  ampc::fuzz::exerciseDataSource(*g);
+  ampc::fuzz::exerciseDataSource(*features);
+  ampc::fuzz::exerciseDataSource(*tokens);
   return 0;
 }

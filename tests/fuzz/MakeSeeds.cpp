@@ -123,6 +123,10 @@ void writeNpySeeds() {
   // f16 bits of 1.0, -2.0, 0.5 and so on; u8 labels.
   put("npy", "f16-u8.bin",
       twoFiles(npy<uint16_t>(DType::F16, {1, 3}, {0x3c00, 0xc000, 0x3800}), npyU8({1}, {2})));
+  // Token indices for the embedding model (8 rows).
+  put("npy", "i32-i64.bin",
+      twoFiles(npy<int32_t>(DType::I32, {2, 3}, {0, 7, 3, 1, 6, 2}),
+               npy<int64_t>(DType::I64, {2}, {0, 3})));
   put("npy", "u8-bool-scalar.bin",
       twoFiles(npyU8({2, 1, 3}, {0, 1, 2, 253, 254, 255}), npy<uint8_t>(DType::Bool, {}, {1})));
 }
@@ -139,6 +143,8 @@ void writeCsvSeeds() {
   put("csv", "plain.csv", "0.5,1,2,0\n-1,2.5e3,3,3\n4,5,6,1\n");
   put("csv", "spaces-crlf.csv", " 1 , 2 ,3, 2\r\n\r\n4,5,6 , 1\r\n");
   put("csv", "one-row.csv", "1e-3,-0,7,3");
+  // For the regression model: a header, the target first.
+  put("csv", "header.csv", "target,a,b,c\n0.5,1,2,3\n-1,4,5,6\n1e2,7,8,9\n2,0,0,1\n");
 }
 
 } // namespace

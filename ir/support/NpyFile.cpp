@@ -213,17 +213,26 @@ bool readHeaderFrom(std::FILE *f, llvm::StringRef path, NpyArray &out, uint64_t 
   return true;
 }
 
-/// Size of the data the header announces, or nullopt on overflow.
+/// Size of the data the header announces, or nullopt when the bytes of the
+/// shape's nonzero dims do not fit int64. Zero dims are left out of that
+/// bound: (0, 2^62, 4) holds no data, yet a reader multiplying its sample
+/// dims (2^62 * 4) would overflow.
 std::optional<uint64_t> dataBytes(const NpyArray &a) {
+  constexpr uint64_t kLimit = uint64_t(INT64_MAX);
   uint64_t n = a.elementSize();
+  bool empty = false;
   for (int64_t d : a.shape) {
     if (d < 0)
       return std::nullopt;
-    if (d != 0 && n > UINT64_MAX / uint64_t(d))
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (n > kLimit / uint64_t(d))
       return std::nullopt;
     n *= uint64_t(d);
   }
-  return n;
+  return empty ? 0 : n;
 }
 
 bool readImpl(llvm::StringRef path, NpyArray &out, bool withData, std::string &err) {

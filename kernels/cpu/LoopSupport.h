@@ -47,6 +47,7 @@
 #include <utility>
 
 #if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -197,8 +198,15 @@ constexpr int64_t kHalfBlock = 256;
 namespace detail {
 
 /// Whether the CPU has F16C (and AVX2, which the 8-lane copy also uses).
+/// F16C is read from CPUID (leaf 1, ECX bit 29): clang 14's
+/// __builtin_cpu_supports does not know "f16c", and the sanitizer and fuzz
+/// builds use clang.
 inline bool cpuHasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0 &&
+           __builtin_cpu_supports("avx2");
+  }();
   return has;
 }
 

@@ -63,16 +63,20 @@ bool readIdx(const std::string &path, unsigned rank, const char *what, SampleArr
                               llvm::Twine(headerBytes) + "-byte header");
     return false;
   }
-  uint64_t elements = 1;
+  // No file is 2^40 bytes: stop before a product of dims could overflow.
+  // The bound is on the nonzero dims, because [0, 2^32-1, 2^32-1] holds no
+  // data yet its per-sample count, (2^32-1)^2, overflows int64.
+  uint64_t elements = 1, nonzero = 1;
   llvm::SmallVector<uint32_t, 3> dims;
   for (unsigned i = 0; i < rank; ++i) {
-    dims.push_back(readBigEndian32(p + 4 + 4 * i));
-    // No file is 2^40 bytes: stop before the product could overflow.
-    if (dims.back() != 0 && elements > (uint64_t(1) << 40) / dims.back()) {
+    uint32_t d = readBigEndian32(p + 4 + 4 * i);
+    dims.push_back(d);
+    if (d != 0 && nonzero > (uint64_t(1) << 40) / d) {
       err = fileError(path, "implausible dimensions in the header");
       return false;
     }
-    elements *= dims.back();
+    nonzero *= d == 0 ? 1 : d;
+    elements *= d;
   }
   uint64_t expectedSize = headerBytes + elements;
   if (bytes.size() != expectedSize) {

@@ -219,14 +219,26 @@ bool saveCheckpoint(llvm::StringRef path, const Program &program, const Checkpoi
 
 bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string &err) {
   auto buf = readWhole(path, err);
-  return buf && parseCheckpoint(path, buf->getBuffer(), info, nullptr, err);
+  return buf && readCheckpointInfoFromBuffer(path, buf->getBuffer(), info, err);
 }
 
 bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info,
                     std::string &err) {
   auto buf = readWhole(path, err);
+  return buf && loadCheckpointFromBuffer(path, buf->getBuffer(), program, info, err);
+}
+
+uint64_t checkpointChecksum(llvm::StringRef body) { return fnv1a(body.data(), body.size()); }
+
+bool readCheckpointInfoFromBuffer(llvm::StringRef name, llvm::StringRef data, CheckpointInfo &info,
+                                  std::string &err) {
+  return parseCheckpoint(name, data, info, nullptr, err);
+}
+
+bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Program &program,
+                              CheckpointInfo &info, std::string &err) {
   llvm::StringMap<StoredTensor> tensors;
-  if (!buf || !parseCheckpoint(path, buf->getBuffer(), info, &tensors, err))
+  if (!parseCheckpoint(path, data, info, &tensors, err))
     return false;
   const Graph &g = program.graph();
   std::string expected = modelHash(g);

@@ -66,6 +66,17 @@ bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string 
 /// shape.
 bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info, std::string &err);
 
+/// readCheckpointInfo and loadCheckpoint for a file already in memory;
+/// `name` stands for the path in messages. The fuzz targets read through
+/// these, so that no input has to go through a file.
+bool readCheckpointInfoFromBuffer(llvm::StringRef name, llvm::StringRef data, CheckpointInfo &info,
+                                  std::string &err);
+bool loadCheckpointFromBuffer(llvm::StringRef name, llvm::StringRef data, Program &program,
+                              CheckpointInfo &info, std::string &err);
+
+/// The checksum a checkpoint ends with: FNV-1a of every byte before it.
+uint64_t checkpointChecksum(llvm::StringRef body);
+
 } // namespace ampc
 
 #endif

@@ -889,6 +889,15 @@ TEST_F(IdxCase, WrongImageSizeAndMismatchedCounts) {
                          dir.file("images.idx") + "' has 2");
 }
 
+// With no samples the data-size bound did not stop sample dims whose
+// product overflows int64 (tests/fuzz/corpus/idx/regress-*).
+TEST_F(IdxCase, HugeDimsOfAnEmptyFile) {
+  dir.write("images.idx", bigEndian32(0x803) + bigEndian32(0) + bigEndian32(0xffffffffu) +
+                              bigEndian32(0xffffffffu));
+  dir.write("labels.idx", idxLabels({}));
+  EXPECT_EQ(error(), imagesPrefix() + "implausible dimensions in the header");
+}
+
 TEST_F(IdxCase, MissingFile) {
   dir.write("images.idx", idxImages(2, 2, 3));
   std::string msg = error();

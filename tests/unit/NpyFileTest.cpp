@@ -202,4 +202,20 @@ TEST_F(NpyFileTest, ReportsMalformedHeader) {
   EXPECT_NE(readError(p).find("header lacks"), std::string::npos);
 }
 
+// A zero dim makes an empty array whatever the others are, but the other
+// dims' product must still fit int64: the readers multiply sample dims
+// (tests/fuzz/corpus/npy/regress-*).
+TEST_F(NpyFileTest, ReportsElementCountOverflowBesideAZeroDim) {
+  std::string p = writeRaw(
+      "huge.npy",
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4), }", "");
+  EXPECT_NE(readError(p).find("shape's element count overflows"), std::string::npos);
+  p = writeRaw("ok.npy",
+               "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, 4), }", "");
+  NpyArray a;
+  std::string err;
+  EXPECT_TRUE(readNpy(p, a, err)) << err;
+  EXPECT_EQ(a.numElements(), 0);
+}
+
 } // namespace

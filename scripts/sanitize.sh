@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds everything with AddressSanitizer and UndefinedBehaviorSanitizer and
+# runs the unit, lit and fuzz-regression tests (docs/testing.md).
+#
+#   scripts/sanitize.sh [CTEST_ARGS...]
+#
+# Uses GCC (the compiler CI builds with; AMPC_SANITIZE_CC=clang for clang-14)
+# in build-asan/, with the CUDA backend off: nvcc does not take the host
+# sanitizer flags, and there is no GPU to run it on here. Any sanitizer
+# report fails the test it happens in (-fno-sanitize-recover, halt_on_error).
+#
+# Environment: AMPC_SANITIZE_BUILD (build dir, default build-asan),
+# AMPC_SANITIZE_JOBS (build and test jobs, default 2).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${AMPC_SANITIZE_BUILD:-$root/build-asan}
+jobs=${AMPC_SANITIZE_JOBS:-2}
+"$root/scripts/install-deps.sh" >/dev/null
+
+compilers=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++)
+if [[ ${AMPC_SANITIZE_CC:-gcc} == clang ]]; then
+  compilers=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
+fi
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+mkdir -p "$build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compilers[@]}" \
+  -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
+  -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
+  -DAMPC_WITH_CUDA=OFF -DAMPC_BUILD_BENCH=OFF >"$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
+cmake --build "$build" -j"$jobs"
+
+# allocator_may_return_null: an impossible allocation throws std::bad_alloc,
+# as it does without ASan, so the tests that expect "out of memory" as an
+# error see one (ASan would otherwise abort on a huge request).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# The unit, lit and fuzz-regression tests: install-embed builds a program
+# without ASan against the instrumented library, and pytorch-forward tests
+# numerics, not memory.
+ctest --test-dir "$build" --output-on-failure -j"$jobs" -L 'unit|lit|fuzz' "$@"

@@ -259,6 +259,11 @@ int runCommandLine(int argc, char **argv) {
   err().tie(nullptr);
   Options opts;
   CLI::App app{"ampc: mixed-precision model-rewriting compiler"};
+  app.footer("\nCommands:\n"
+             "  ampc [options] MODEL        train MODEL (or --emit, --run, --explain)\n"
+             "  ampc plan [options] MODEL   print the memory plan of the training step\n"
+             "  ampc bench [options] MODEL  train a few steps at each opt level and compare\n"
+             "Limits, exit codes and output files: docs/cli.md");
   addOptions(app, opts);
 
   // `ampc plan MODEL` and `ampc bench MODEL` are commands of their own;

@@ -12,11 +12,11 @@
 //    asked for, state written through data() sent back).
 //
 //===----------------------------------------------------------------------===//
+#include "CudaTestUtil.h"
 #include "frontends/yaml/ModelLoader.h"
 #include "passes/PrecisionPolicy.h"
 #include "passes/StandardPipeline.h"
 #include "runtime/train/Trainer.h"
-#include "CudaTestUtil.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -9,6 +9,7 @@
 // to run them on a GPU machine.
 //
 //===----------------------------------------------------------------------===//
+#include "CudaTestUtil.h"
 #include "frontends/yaml/ModelLoader.h"
 #include "ir/Builder.h"
 #include "kernels/common/Random.h"
@@ -16,7 +17,6 @@
 #include "passes/PrecisionPolicy.h"
 #include "passes/StandardPipeline.h"
 #include "runtime/train/Trainer.h"
-#include "CudaTestUtil.h"
 
 #include "llvm/Support/raw_ostream.h"
 

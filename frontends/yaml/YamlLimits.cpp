@@ -94,10 +94,8 @@ private:
     if (level + depth > uint64_t(opts_.maxNesting))
       fail(mark, "the model file nests deeper than " + std::to_string(opts_.maxNesting) +
                      " levels (aliases expanded); raise the limit with --max-nesting");
-    if (stack_.empty()) {
-      total_ = std::min(total_ + size, kSaturated);
-      return;
-    }
+    if (stack_.empty())
+      return; // the root: its size was checked as its collection grew
     Frame &parent = stack_.back();
     parent.size = std::min(parent.size + size, kSaturated);
     parent.depth = std::max(parent.depth, depth + 1);
@@ -142,7 +140,6 @@ private:
   llvm::SmallVector<Frame, 16> stack_;
   llvm::DenseMap<YAML::anchor_t, AnchorInfo> anchors_;
   std::string pendingName_;
-  uint64_t total_ = 0;
 };
 
 } // namespace

@@ -28,7 +28,7 @@ std::optional<api::DeviceChoice> selectDevice(const Options &opts) {
 }
 
 std::optional<api::Program> compileProgram(const api::Model &m, const std::string &device,
-                                           const Options &opts) {
+                                           const Options &opts, int &failureCode) {
   api::CompileOptions copts;
   copts.device = device;
   copts.castCache = opts.castCache;
@@ -36,15 +36,11 @@ std::optional<api::Program> compileProgram(const api::Model &m, const std::strin
   // Data paths resolve against the model file's folder (the default).
   api::Result<api::Program> program = api::Program::compile(m, copts);
   if (!program) {
-    opts.compileOutOfMemory = program.status().outOfMemory();
+    failureCode = program.status().outOfMemory() ? kRuntimeFailure : kBadInput;
     printDiagnostics(program.status());
     return std::nullopt;
   }
   return std::move(*program);
-}
-
-int compileFailureCode(const Options &opts) {
-  return opts.compileOutOfMemory ? kRuntimeFailure : kBadInput;
 }
 
 /// `ampc plan`: the memory plan's table, before anything runs.
@@ -53,9 +49,10 @@ int runPlan(const api::Model &m, const Options &opts) {
   if (!device)
     return kRuntimeFailure;
   showPolicy(m, device->name);
-  std::optional<api::Program> program = compileProgram(m, device->name, opts);
+  int failureCode = kBadInput;
+  std::optional<api::Program> program = compileProgram(m, device->name, opts, failureCode);
   if (!program)
-    return compileFailureCode(opts);
+    return failureCode;
   out() << "model " << m.name() << ", opt level " << optLevelOf(m) << ", "
         << program->numScheduledOps() << " scheduled ops on " << program->device() << "\n";
   out() << program->memoryPlan();
@@ -68,9 +65,10 @@ int runForward(api::Model &m, const Options &opts) {
   if (!device)
     return kRuntimeFailure;
   showPolicy(m, device->name);
-  std::optional<api::Program> program = compileProgram(m, device->name, opts);
+  int failureCode = kBadInput;
+  std::optional<api::Program> program = compileProgram(m, device->name, opts, failureCode);
   if (!program)
-    return compileFailureCode(opts);
+    return failureCode;
   if (api::Result<api::DataInfo> data = m.openData(); !data) {
     printDiagnostics(data.status());
     return kBadInput;

@@ -35,9 +35,6 @@ struct Options {
   int64_t maxYamlNodes = api::LoadOptions().maxYamlNodes;
   int64_t maxNodes = api::LoadOptions().maxNodes;
   int64_t maxMemory = 0; ///< bytes; 0 = the machine's memory
-  /// What compileProgram's failure was: the machine's memory (exit 1) or
-  /// the model (exit 2).
-  mutable bool compileOutOfMemory = false;
   int64_t batch = 0;
   bool verifyEach = false;
   std::string printAfter;
@@ -85,13 +82,11 @@ void printPrecisionFooter(const api::Model &m, const api::Program *program);
 std::optional<api::DeviceChoice> selectDevice(const Options &opts);
 
 /// Compiles for `device` (the model's seeds, the model file's folder for
-/// data paths); nullopt after printing the diagnostics.
+/// data paths); nullopt after printing the diagnostics, with the exit code
+/// in `failureCode`: 1 when the machine lacked the memory, 2 when the model
+/// cannot run.
 std::optional<api::Program> compileProgram(const api::Model &m, const std::string &device,
-                                           const Options &opts);
-
-/// The exit code after compileProgram failed: 1 when the machine lacked
-/// the memory, 2 when the model cannot run.
-int compileFailureCode(const Options &opts);
+                                           const Options &opts, int &failureCode);
 
 /// Imports `opts.model` (with --batch, --max-elements and the command
 /// line's policy and training overrides) and verifies it; nullopt after

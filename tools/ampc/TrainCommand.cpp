@@ -40,8 +40,9 @@ int prepareTraining(api::Model &m, const std::string &device, const Options &opt
   run.data = *plan;
   if (!runPipeline(m, opts, api::Stage::Train))
     return kBadInput;
-  run.program = compileProgram(m, device, opts);
-  return run.program ? kSuccess : compileFailureCode(opts);
+  int failureCode = kBadInput;
+  run.program = compileProgram(m, device, opts, failureCode);
+  return run.program ? kSuccess : failureCode;
 }
 
 api::TrainOptions trainOptions(const api::Model &m, const Options &opts) {

@@ -11,6 +11,9 @@ const std::string &Location::file() const {
 std::string Location::str() const {
   if (!known())
     return "<unknown>";
+  // Line 0: a place without lines, e.g. an ONNX node ("m.onnx: node 'x' (op Conv, opset 17)").
+  if (line_ == 0)
+    return *file_;
   return *file_ + ":" + std::to_string(line_) + ":" + std::to_string(col_);
 }
 

@@ -81,7 +81,7 @@ std::string InitSpec::str() const {
   case Kind::Normal:
     return "normal(" + formatDouble(a) + ", " + formatDouble(b) + ")";
   case Kind::File:
-    return "file(" + Attribute(path).str() + ")";
+    return "file(" + Attribute(path).str() + (key.empty() ? "" : ", " + Attribute(key).str()) + ")";
   }
   return "none";
 }

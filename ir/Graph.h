@@ -55,11 +55,15 @@ struct InitSpec {
   Kind kind = Kind::None;
   double a = 0;     ///< Constant: value; Uniform: low; Normal: mean
   double b = 0;     ///< Uniform: high; Normal: std
-  std::string path; ///< File: an .npy file
-  /// "zeros", "uniform(-0.1, 0.1)", "normal(0.0, 1.0)", "file(\"w.npy\")".
+  std::string path; ///< File: an .npy file, or a container of named tensors
+  /// File: the tensor's name in a container file (an ONNX model's
+  /// initializer); empty for an .npy file. See ir/support/TensorFile.h.
+  std::string key;
+  /// "zeros", "uniform(-0.1, 0.1)", "normal(0.0, 1.0)", "file(\"w.npy\")",
+  /// "file(\"m.onnx\", \"fc.weight\")".
   std::string str() const;
   friend bool operator==(const InitSpec &x, const InitSpec &y) {
-    return x.kind == y.kind && x.a == y.a && x.b == y.b && x.path == y.path;
+    return x.kind == y.kind && x.a == y.a && x.b == y.b && x.path == y.path && x.key == y.key;
   }
 };
 

@@ -109,6 +109,22 @@ public:
     case '%':
     case '@': {
       ++cur_;
+      // %"a name": a value named in an imported file (onnx::MatMul_110,
+      // /conv1/Conv_output_0) keeps its spelling; such names hold no '"' or '\\'.
+      if (c == '%' && cur_ != end_ && *cur_ == '"') {
+        const char *quoted = ++cur_;
+        while (cur_ != end_ && *cur_ != '"' && *cur_ != '\n' && *cur_ != '\\')
+          ++cur_;
+        if (cur_ == end_ || *cur_ != '"' || cur_ == quoted) {
+          error(t.pos, "expected a non-empty quoted name without '\\' after '%\"'");
+          t.kind = Tok::Error;
+          return t;
+        }
+        t.kind = Tok::ValueName;
+        t.text = llvm::StringRef(quoted, cur_ - quoted);
+        ++cur_;
+        return t;
+      }
       const char *nameStart = cur_;
       while (cur_ != end_ && isNameChar(*cur_))
         ++cur_;
@@ -981,6 +997,14 @@ private:
         return expected("a quoted path in file(...)");
       init.path = unescape(tok_.text);
       advance();
+      // file("model.onnx", "conv1.weight"): one tensor of a container file.
+      if (tok_.kind == Tok::Comma) {
+        advance();
+        if (tok_.kind != Tok::String)
+          return expected("a quoted tensor name after the path in file(...)");
+        init.key = unescape(tok_.text);
+        advance();
+      }
       return consume(Tok::RParen, "')' after the path");
     }
     return error(kindTok.pos, "unknown initializer '" + k +

@@ -69,7 +69,13 @@ private:
       os_ << "%<<null>>";
       return;
     }
-    os_ << '%' << v->name();
+    os_ << '%';
+    if (llvm::all_of(v->name(), [](char c) {
+          return llvm::isAlnum(c) || c == '_' || c == '.' || c == '-';
+        }) && !v->name().empty())
+      os_ << v->name();
+    else
+      os_ << '"' << v->name() << '"';
   }
 
   void printNameList(llvm::ArrayRef<Value *> values) {

@@ -2,6 +2,7 @@
 #include "runtime/Program.h"
 
 #include "ir/support/NpyFile.h"
+#include "ir/support/TensorFile.h"
 #include "kernels/common/Random.h"
 #include "kernels/common/Storage.h"
 
@@ -318,7 +319,8 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
       }
       NpyArray array;
       std::string err;
-      if (!readNpy(path, array, err)) {
+      if (!(init.key.empty() ? readNpy(path, array, err)
+                             : readNamedTensor(path, init.key, array, err))) {
         diag.error(v->loc(), "cannot initialise %" + v->name() + ": " + err);
         return false;
       }

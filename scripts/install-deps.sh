@@ -12,7 +12,9 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev   # oneDNN (its CMake config needs OpenCL headers)
   libomp-dev
   python3
+  libonnx-dev libprotobuf-dev # the ONNX frontend (frontends/onnx)
   python3-torch               # the PyTorch oracle (tests/pytorch), run by CI
+  python3-torchvision python3-onnx  # ONNX cross-checks (tests/onnx): exports, helper-built models
 )
 
 missing=()

@@ -8,6 +8,9 @@
 #include "frontends/yaml/ModelLoader.h"
 #include "frontends/yaml/Lowering.h"
 #include "frontends/yaml/YamlLimits.h"
+#if AMPC_HAVE_ONNX
+#include "frontends/onnx/OnnxImporter.h"
+#endif
 
 #include "ir/Builder.h"
 #include "ir/Verifier.h"
@@ -56,6 +59,13 @@ public:
   }
 
 private:
+  struct OnnxWrapper {
+    std::string file;
+    std::vector<std::string> frozen;
+    Location loc, fileLoc;
+  };
+  std::optional<OnnxWrapper> onnx_;
+
   const MapEntry *find(llvm::StringRef key) const {
     for (const MapEntry &e : top_)
       if (e.key == key)
@@ -85,8 +95,12 @@ private:
     if (!model)
       return false;
     std::string name;
-    if (!r_.readString(model->value, "'model'", name))
+    if (model->value.node.IsMap()) {
+      if (!readOnnxWrapper(*model, name))
+        return false;
+    } else if (!r_.readString(model->value, "'model'", name)) {
       return false;
+    }
     if (!isValidName(name))
       return r_.error(model->value,
                       "invalid model name '" + name + "': use letters, digits, '_', '.' and '-'");
@@ -99,13 +113,18 @@ private:
       if (!readBlocks(ctx, blocks->value))
         return false;
 
-    const MapEntry *layers = require("layers");
-    if (!layers)
-      return false;
     Value *last = nullptr;
     llvm::StringMap<Value *> names;
-    if (!lowerLayers(ctx, layers->value, last, names))
-      return false;
+    if (onnx_) {
+      if (const MapEntry *layers = find("layers"))
+        return r_.error(layers->keyNode, "a model that wraps an ONNX graph has no 'layers'");
+      if (!lowerOnnx(ctx, last, names))
+        return false;
+    } else {
+      const MapEntry *layers = require("layers");
+      if (!layers || !lowerLayers(ctx, layers->value, last, names))
+        return false;
+    }
     if (const MapEntry *loss = find("loss")) {
       if (!readLoss(ctx, *loss, names))
         return false;
@@ -126,6 +145,91 @@ private:
       if (!readAmp(r_, amp->value, g.meta()))
         return false;
     return true;
+  }
+
+  /// `model: {onnx: FILE, name: NAME, frozen: [initializer, ...]}`.
+  bool readOnnxWrapper(const MapEntry &model, std::string &name) {
+    MapEntries fields;
+    if (!r_.readMap(model.value, "'model'", fields) ||
+        !r_.checkKnownKeys(fields, {"onnx", "name", "frozen"}, "key", " in 'model'"))
+      return false;
+    OnnxWrapper w;
+    w.loc = r_.loc(model.value);
+    for (const MapEntry &f : fields) {
+      if (f.key == "onnx") {
+        if (!r_.readString(f.value, "'onnx'", w.file))
+          return false;
+        w.fileLoc = r_.loc(f.value);
+      } else if (f.key == "name") {
+        if (!r_.readString(f.value, "'name'", name))
+          return false;
+      } else {
+        std::vector<Bound> items;
+        if (!r_.readStringList(f.value, "'frozen'", items))
+          return false;
+        for (const Bound &b : items) {
+          std::string s;
+          if (!r_.readString(b, "a frozen initializer", s))
+            return false;
+          w.frozen.push_back(s);
+        }
+      }
+    }
+    if (w.file.empty())
+      return r_.error(model.value, "'model' as a map needs 'onnx: FILE' (the ONNX graph it wraps)");
+    if (name.empty()) {
+      name = llvm::sys::path::stem(w.file).str();
+      for (char &c : name)
+        if (!llvm::isAlnum(c) && c != '_' && c != '.' && c != '-')
+          c = '_';
+    }
+    onnx_ = std::move(w);
+    return true;
+  }
+
+  /// The wrapped ONNX graph in place of `layers:`: its inputs are the
+  /// model file's inputs of the same names; its outputs are names for
+  /// `loss:`, the first of them the model's output.
+  bool lowerOnnx(ModelContext &ctx, Value *&last, llvm::StringMap<Value *> &names) {
+#if AMPC_HAVE_ONNX
+    OnnxImportSettings settings;
+    llvm::SmallString<256> path;
+    if (llvm::sys::path::is_absolute(onnx_->file)) {
+      path = onnx_->file;
+    } else {
+      path = baseDir_;
+      llvm::sys::path::append(path, onnx_->file);
+    }
+    settings.path = std::string(path);
+    settings.pathInInit = onnx_->file;
+    settings.training = find("loss") != nullptr;
+    settings.frozen = onnx_->frozen;
+    settings.load = opts_;
+    llvm::StringMap<Value *> inputs;
+    for (Value *in : ctx.g.inputs())
+      inputs[in->name()] = in;
+    llvm::StringMap<Value *> outputs;
+    if (!lowerOnnxInto(ctx.g, settings, inputs, onnx_->fileLoc, r_.diag(), outputs))
+      return false;
+    for (Value *in : ctx.g.inputs())
+      names[in->name()] = in;
+    for (const auto &o : outputs)
+      names[o.getKey()] = o.getValue();
+    // The first ONNX output (lowerOnnxInto records its name in meta).
+    if (outputs.empty())
+      return r_.error(onnx_->fileLoc, "the ONNX graph has no outputs");
+    last = outputs.begin()->getValue();
+    if (auto first = ctx.g.meta().find("source.onnx.first_output"); first != ctx.g.meta().end())
+      if (Value *v = outputs.lookup(first->second.getString()))
+        last = v;
+    return true;
+#else
+    (void)ctx;
+    (void)last;
+    (void)names;
+    return r_.error(onnx_->fileLoc, "this ampc was built without the ONNX frontend (configure "
+                                    "with -DAMPC_WITH_ONNX=ON and libonnx-dev installed)");
+#endif
   }
 
   bool readBatch(Graph &g) {

@@ -269,6 +269,33 @@ static void gradCast(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value 
   dxs[0] = gb.castTo(dys[0], fwd.operand(0)->dtype());
 }
 
+// The gradient flows into the sliced range; the rest of the input gets
+// zeros (a fill on each side, joined by concat).
+static void gradSlice(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                      llvm::MutableArrayRef<Value *> dxs) {
+  const TensorType &x = fwd.operand(0)->type();
+  int64_t axis = fwd.attr("axis").getInt();
+  if (axis < 0)
+    axis += x.rank();
+  int64_t start = fwd.attr("start").getInt(), end = fwd.attr("end").getInt();
+  auto zeros = [&](int64_t size) {
+    std::vector<int64_t> dims(x.dims().begin(), x.dims().end());
+    dims[axis] = size;
+    return gb.build1(OpKind::Fill, {},
+                     {{"value", Attribute(0.0)},
+                      {"shape", Attribute(dims)},
+                      {"dtype", Attribute(dys[0]->dtype())}});
+  };
+  llvm::SmallVector<Value *, 3> parts;
+  if (start > 0)
+    parts.push_back(zeros(start));
+  parts.push_back(dys[0]);
+  if (end < x.dim(axis))
+    parts.push_back(zeros(x.dim(axis) - end));
+  dxs[0] = parts.size() == 1 ? dys[0]
+                             : gb.build1(OpKind::Concat, parts, {{"axis", Attribute(axis)}});
+}
+
 static void gradBroadcastTo(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                             llvm::MutableArrayRef<Value *> dxs) {
   dxs[0] = gb.sumToShape(dys[0], fwd.operand(0)->type().dims());
@@ -317,13 +344,15 @@ void registerShapeOps(OpRegistry &r) {
       .infer(inferCast)
       .gradient(gradCast)
       .elementwise();
-  // slice is concat's backward and has no gradient itself.
+  // slice is concat's backward, and a forward op of imported models
+  // (ONNX Slice, Gather of a constant index).
   OpRow(r.define(OpKind::Slice))
       .operand("input")
       .attr("axis", AttrType::Int)
       .attr("start", AttrType::Int)
       .attr("end", AttrType::Int)
-      .infer(inferSlice);
+      .infer(inferSlice)
+      .gradient(gradSlice);
   OpRow(r.define(OpKind::BroadcastTo))
       .operand("input")
       .attr("shape", AttrType::Ints)

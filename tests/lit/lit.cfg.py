@@ -26,6 +26,10 @@ path = os.pathsep.join([config.ampc_tools_dir, config.llvm_tools_dir,
                         config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.environment["PATH"] = path
 
+# `REQUIRES: onnx`: this build has the ONNX frontend (AMPC_WITH_ONNX).
+if getattr(config, "ampc_with_onnx", "OFF").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("onnx")
+
 def tool_pattern(name):
     # A whole word only: not part of a path, an option or another name.
     return r"(?<![-./\w%])" + re.escape(name) + r"(?![-.\w])"

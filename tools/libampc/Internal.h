@@ -39,6 +39,10 @@ Diagnostic toPublic(const ampc::Diagnostic &d);
 
 /// The frontend's load options (limits, batch) from the public ones.
 ampc::LoadOptions toInternal(const LoadOptions &o);
+/// A model file by its extension: .onnx through the ONNX frontend (when
+/// built), anything else as a YAML model file.
+std::unique_ptr<ampc::Graph> loadAnyModelFile(const std::string &path, ampc::DiagnosticEngine &diag,
+                                        const ampc::LoadOptions &load);
 
 /// Where the model came from, so evaluation can import it again.
 struct ModelSource {

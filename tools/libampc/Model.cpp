@@ -3,6 +3,9 @@
 #include "PolicyInternal.h"
 
 #include "frontends/yaml/ModelLoader.h"
+#if AMPC_HAVE_ONNX
+#include "frontends/onnx/OnnxImporter.h"
+#endif
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -36,6 +39,20 @@ ampc::LoadOptions toInternal(const LoadOptions &o) {
   l.maxNodes = o.maxNodes;
   l.batchOverride = o.batch;
   return l;
+}
+
+std::unique_ptr<ampc::Graph> loadAnyModelFile(const std::string &path, ampc::DiagnosticEngine &diag,
+                                        const ampc::LoadOptions &load) {
+  if (llvm::StringRef(path).endswith_insensitive(".onnx")) {
+#if AMPC_HAVE_ONNX
+    return loadOnnxModel(path, diag, load);
+#else
+    diag.error({}, "cannot read '" + path + "': this ampc was built without the ONNX frontend "
+                   "(configure with -DAMPC_WITH_ONNX=ON and libonnx-dev installed)");
+    return nullptr;
+#endif
+  }
+  return loadModelFile(path, diag, load);
 }
 
 namespace {
@@ -100,7 +117,7 @@ private:
 
 Result<Model> Model::loadFile(const std::string &path, const LoadOptions &opts) {
   DiagnosticEngine diag;
-  std::unique_ptr<Graph> g = loadModelFile(path, diag, toInternal(opts));
+  std::unique_ptr<Graph> g = loadAnyModelFile(path, diag, toInternal(opts));
   ModelSource source{ModelSource::Kind::File, path, path, dirOf(path), opts};
   return finishImport(std::move(g), diag, std::move(source));
 }

@@ -120,7 +120,7 @@ bool buildEvalProgram(Program::Impl &p, std::optional<int64_t> batch, Diagnostic
   load.batchOverride = batch ? batch : m.source.load.batch;
   std::unique_ptr<Graph> g =
       m.source.kind == ModelSource::Kind::File
-          ? loadModelFile(m.source.pathOrText, diag, load)
+          ? loadAnyModelFile(m.source.pathOrText, diag, load)
           : loadModelString(m.source.pathOrText, m.source.bufferName, diag, load, m.source.baseDir);
   if (!g)
     return false;

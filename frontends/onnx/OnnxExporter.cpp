@@ -1,0 +1,561 @@
+//===- OnnxExporter.cpp - Registry ops to ONNX nodes -----------------------===//
+#include "frontends/onnx/OnnxExporter.h"
+#include "frontends/onnx/OnnxFile.h"
+
+#include "onnx/checker.h"
+#include "onnx/onnx_pb.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace ampc {
+
+namespace {
+
+constexpr int64_t kExportOpset = 17;
+
+int32_t onnxTypeOf(DType t) {
+  switch (t) {
+  case DType::F32:
+    return onnx::TensorProto::FLOAT;
+  case DType::F16:
+    return onnx::TensorProto::FLOAT16;
+  case DType::BF16:
+    return onnx::TensorProto::BFLOAT16;
+  case DType::F64:
+    return onnx::TensorProto::DOUBLE;
+  case DType::I64:
+    return onnx::TensorProto::INT64;
+  case DType::I32:
+    return onnx::TensorProto::INT32;
+  case DType::Bool:
+    return onnx::TensorProto::BOOL;
+  }
+  return onnx::TensorProto::UNDEFINED;
+}
+
+class Exporter {
+public:
+  Exporter(const Graph &g, onnx::GraphProto &out, DiagnosticEngine &diag)
+      : g_(g), out_(out), diag_(diag) {}
+
+  const Graph &graph() const { return g_; }
+  bool error(const Node &n, const llvm::Twine &msg) {
+    diag_.error(n.loc(), "cannot export " + n.opName() + " to ONNX: " + msg);
+    return false;
+  }
+
+  std::string fresh(llvm::StringRef hint) {
+    return ("ampc_" + hint + "_" + llvm::Twine(counter_++)).str();
+  }
+  static std::string name(const Value *v) { return v->name().str(); }
+
+  onnx::NodeProto &node(llvm::StringRef type, llvm::ArrayRef<std::string> inputs,
+                        llvm::ArrayRef<std::string> outputs) {
+    onnx::NodeProto &n = *out_.add_node();
+    n.set_op_type(type.str());
+    n.set_name(outputs.empty() ? fresh(type) : outputs.front() + "/" + type.str());
+    for (const std::string &i : inputs)
+      n.add_input(i);
+    for (const std::string &o : outputs)
+      n.add_output(o);
+    return n;
+  }
+  static void attrInt(onnx::NodeProto &n, llvm::StringRef k, int64_t v) {
+    onnx::AttributeProto &a = *n.add_attribute();
+    a.set_name(k.str());
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(v);
+  }
+  static void attrFloat(onnx::NodeProto &n, llvm::StringRef k, double v) {
+    onnx::AttributeProto &a = *n.add_attribute();
+    a.set_name(k.str());
+    a.set_type(onnx::AttributeProto::FLOAT);
+    a.set_f(float(v));
+  }
+  static void attrInts(onnx::NodeProto &n, llvm::StringRef k, llvm::ArrayRef<int64_t> v) {
+    onnx::AttributeProto &a = *n.add_attribute();
+    a.set_name(k.str());
+    a.set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v)
+      a.add_ints(x);
+  }
+
+  /// An initializer holding `values` as int64 (shapes, axes).
+  std::string constInts(llvm::ArrayRef<int64_t> values, bool scalar = false) {
+    onnx::TensorProto &t = *out_.add_initializer();
+    t.set_name(fresh("const"));
+    t.set_data_type(onnx::TensorProto::INT64);
+    if (!scalar)
+      t.add_dims(int64_t(values.size()));
+    for (int64_t v : values)
+      t.add_int64_data(v);
+    return t.name();
+  }
+  /// A scalar initializer of dtype `t` (the other operand's type).
+  std::string constScalar(double v, DType t) {
+    onnx::TensorProto &p = *out_.add_initializer();
+    p.set_name(fresh("scalar"));
+    p.set_data_type(onnxTypeOf(t));
+    std::string raw(dtypeSize(t), '\0');
+    switch (t) {
+    case DType::F32: {
+      float f = float(v);
+      std::memcpy(raw.data(), &f, 4);
+      break;
+    }
+    case DType::F64:
+      std::memcpy(raw.data(), &v, 8);
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      uint16_t h = t == DType::F16 ? floatToHalfBits(float(v)) : floatToBf16Bits(float(v));
+      std::memcpy(raw.data(), &h, 2);
+      break;
+    }
+    case DType::I64: {
+      int64_t i = int64_t(v);
+      std::memcpy(raw.data(), &i, 8);
+      break;
+    }
+    case DType::I32: {
+      int32_t i = int32_t(v);
+      std::memcpy(raw.data(), &i, 4);
+      break;
+    }
+    case DType::Bool:
+      raw[0] = v != 0;
+      break;
+    }
+    p.set_raw_data(raw);
+    return p.name();
+  }
+
+  static uint16_t floatToHalfBits(float f);
+  static uint16_t floatToBf16Bits(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
+    return uint16_t((bits + rounding) >> 16);
+  }
+
+  /// Output name of a result (its IR name).
+  static std::string out(const Node &n, unsigned i = 0) { return name(n.result(i)); }
+  static std::string in(const Node &n, unsigned i) { return name(n.operand(i)); }
+
+private:
+  const Graph &g_;
+  onnx::GraphProto &out_;
+  DiagnosticEngine &diag_;
+  unsigned counter_ = 0;
+};
+
+uint16_t Exporter::floatToHalfBits(float f) {
+  // Round to nearest even, as the runtime's conversion does.
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff)
+    return uint16_t(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 31)
+    return uint16_t(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10)
+      return uint16_t(sign);
+    mant |= 0x800000;
+    uint32_t shift = uint32_t(14 - exp);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1)))
+      ++half;
+    return uint16_t(sign | half);
+  }
+  uint32_t half = sign | (uint32_t(exp) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+    ++half;
+  return uint16_t(half);
+}
+
+using EmitFn = bool (*)(Exporter &e, const Node &n);
+
+bool emitSimple(Exporter &e, const Node &n, llvm::StringRef type) {
+  std::vector<std::string> ins;
+  for (unsigned i = 0; i < n.numOperands(); ++i)
+    ins.push_back(Exporter::in(n, i));
+  e.node(type, ins, {Exporter::out(n)});
+  return true;
+}
+
+/// A result whose shape is all that changes: a Reshape to its static dims.
+bool emitReshape(Exporter &e, const Node &n) {
+  std::vector<int64_t> dims(n.result()->type().dims().begin(), n.result()->type().dims().end());
+  e.node("Reshape", {Exporter::in(n, 0), e.constInts(dims)}, {Exporter::out(n)});
+  return true;
+}
+
+bool emitLinear(Exporter &e, const Node &n) {
+  const TensorType &x = n.operand(0)->type();
+  if (x.rank() == 2) {
+    onnx::NodeProto &g = e.node("Gemm", {}, {Exporter::out(n)});
+    for (unsigned i = 0; i < n.numOperands(); ++i)
+      g.add_input(Exporter::in(n, i));
+    Exporter::attrInt(g, "transB", 1);
+    return true;
+  }
+  // [..., in] x W^T (+ b): MatMul with the weight transposed once.
+  std::string wt = e.fresh("weight_t");
+  e.node("Transpose", {Exporter::in(n, 1)}, {wt});
+  if (n.numOperands() == 2) {
+    e.node("MatMul", {Exporter::in(n, 0), wt}, {Exporter::out(n)});
+    return true;
+  }
+  std::string y = e.fresh("matmul");
+  e.node("MatMul", {Exporter::in(n, 0), wt}, {y});
+  e.node("Add", {y, Exporter::in(n, 2)}, {Exporter::out(n)});
+  return true;
+}
+
+bool emitMatMul(Exporter &e, const Node &n) {
+  std::string a = Exporter::in(n, 0), b = Exporter::in(n, 1);
+  auto transposeLast2 = [&](const std::string &v, unsigned rank) {
+    std::vector<int64_t> perm;
+    for (unsigned d = 0; d < rank; ++d)
+      perm.push_back(d);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    std::string t = e.fresh("transposed");
+    Exporter::attrInts(e.node("Transpose", {v}, {t}), "perm", perm);
+    return t;
+  };
+  if (n.attr("transpose_a").getBool())
+    a = transposeLast2(a, n.operand(0)->type().rank());
+  if (n.attr("transpose_b").getBool())
+    b = transposeLast2(b, n.operand(1)->type().rank());
+  e.node("MatMul", {a, b}, {Exporter::out(n)});
+  return true;
+}
+
+bool emitConv(Exporter &e, const Node &n) {
+  onnx::NodeProto &c = e.node("Conv", {}, {Exporter::out(n)});
+  for (unsigned i = 0; i < n.numOperands(); ++i)
+    c.add_input(Exporter::in(n, i));
+  const std::vector<int64_t> &p = n.attr("padding").getInts();
+  Exporter::attrInts(c, "pads", {p[0], p[1], p[0], p[1]});
+  Exporter::attrInts(c, "strides", n.attr("stride").getInts());
+  Exporter::attrInts(c, "dilations", n.attr("dilation").getInts());
+  Exporter::attrInt(c, "group", n.attr("groups").getInt());
+  const TensorType &w = n.operand(1)->type();
+  Exporter::attrInts(c, "kernel_shape", {w.dim(2), w.dim(3)});
+  return true;
+}
+
+bool emitBatchNorm(Exporter &e, const Node &n) {
+  if (n.attr("training").getBool())
+    return e.error(n, "batchnorm is in training mode (export the inference graph)");
+  onnx::NodeProto &b = e.node("BatchNormalization", {}, {Exporter::out(n)});
+  for (unsigned i = 0; i < 5; ++i)
+    b.add_input(Exporter::in(n, i));
+  Exporter::attrFloat(b, "epsilon", n.attr("eps").getNumber());
+  Exporter::attrFloat(b, "momentum", 1.0 - n.attr("momentum").getNumber());
+  return true;
+}
+
+bool emitLayerNorm(Exporter &e, const Node &n) {
+  onnx::NodeProto &l = e.node("LayerNormalization",
+                              {Exporter::in(n, 0), Exporter::in(n, 1), Exporter::in(n, 2)},
+                              {Exporter::out(n)});
+  Exporter::attrInt(l, "axis", -n.attr("normalized_dims").getInt());
+  Exporter::attrFloat(l, "epsilon", n.attr("eps").getNumber());
+  return true;
+}
+
+bool emitGelu(Exporter &e, const Node &n) {
+  DType t = n.operand(0)->dtype();
+  std::string x = Exporter::in(n, 0);
+  if (n.attr("approximate").getString() == "tanh") {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    std::string x3 = e.fresh("gelu"), inner = e.fresh("gelu"), scaled = e.fresh("gelu"),
+                th = e.fresh("gelu"), one = e.fresh("gelu"), half = e.fresh("gelu");
+    e.node("Pow", {x, e.constScalar(3.0, t)}, {x3});
+    std::string x3s = e.fresh("gelu");
+    e.node("Mul", {x3, e.constScalar(0.044715, t)}, {x3s});
+    e.node("Add", {x, x3s}, {inner});
+    e.node("Mul", {inner, e.constScalar(std::sqrt(2.0 / M_PI), t)}, {scaled});
+    e.node("Tanh", {scaled}, {th});
+    e.node("Add", {th, e.constScalar(1.0, t)}, {one});
+    e.node("Mul", {x, one}, {half});
+    e.node("Mul", {half, e.constScalar(0.5, t)}, {Exporter::out(n)});
+    return true;
+  }
+  // The erf form torch exports, which the importer recognises back.
+  std::string d = e.fresh("gelu"), er = e.fresh("gelu"), a = e.fresh("gelu"), m = e.fresh("gelu");
+  e.node("Div", {x, e.constScalar(std::sqrt(2.0), t)}, {d});
+  e.node("Erf", {d}, {er});
+  e.node("Add", {er, e.constScalar(1.0, t)}, {a});
+  e.node("Mul", {x, a}, {m});
+  e.node("Mul", {m, e.constScalar(0.5, t)}, {Exporter::out(n)});
+  return true;
+}
+
+bool emitSilu(Exporter &e, const Node &n) {
+  std::string s = e.fresh("silu");
+  e.node("Sigmoid", {Exporter::in(n, 0)}, {s});
+  e.node("Mul", {Exporter::in(n, 0), s}, {Exporter::out(n)});
+  return true;
+}
+
+bool emitSoftmaxLike(Exporter &e, const Node &n, llvm::StringRef type) {
+  Exporter::attrInt(e.node(type, {Exporter::in(n, 0)}, {Exporter::out(n)}), "axis",
+                    n.attr("dim").getInt());
+  return true;
+}
+
+bool emitScale(Exporter &e, const Node &n) {
+  e.node("Mul",
+         {Exporter::in(n, 0), e.constScalar(n.attr("factor").getNumber(), n.operand(0)->dtype())},
+         {Exporter::out(n)});
+  return true;
+}
+
+bool emitPool(Exporter &e, const Node &n, bool isMax) {
+  onnx::NodeProto &p = e.node(isMax ? "MaxPool" : "AveragePool", {Exporter::in(n, 0)},
+                              {Exporter::out(n)});
+  std::vector<int64_t> kernel = n.attr("kernel").getInts(), stride = n.attr("stride").getInts();
+  if (stride.empty())
+    stride = kernel;
+  const std::vector<int64_t> &pad = n.attr("padding").getInts();
+  Exporter::attrInts(p, "kernel_shape", kernel);
+  Exporter::attrInts(p, "strides", stride);
+  Exporter::attrInts(p, "pads", {pad[0], pad[1], pad[0], pad[1]});
+  if (!isMax)
+    Exporter::attrInt(p, "count_include_pad", n.attr("count_include_pad").getBool() ? 1 : 0);
+  return true;
+}
+
+bool emitTranspose(Exporter &e, const Node &n) {
+  unsigned rank = n.operand(0)->type().rank();
+  std::vector<int64_t> perm;
+  for (unsigned d = 0; d < rank; ++d)
+    perm.push_back(d);
+  auto norm = [&](int64_t d) { return d < 0 ? d + rank : d; };
+  std::swap(perm[norm(n.attr("dim0").getInt())], perm[norm(n.attr("dim1").getInt())]);
+  Exporter::attrInts(e.node("Transpose", {Exporter::in(n, 0)}, {Exporter::out(n)}), "perm", perm);
+  return true;
+}
+
+bool emitPermute(Exporter &e, const Node &n) {
+  unsigned rank = n.operand(0)->type().rank();
+  std::vector<int64_t> perm = n.attr("dims").getInts();
+  for (int64_t &d : perm)
+    d = d < 0 ? d + rank : d;
+  Exporter::attrInts(e.node("Transpose", {Exporter::in(n, 0)}, {Exporter::out(n)}), "perm", perm);
+  return true;
+}
+
+bool emitConcat(Exporter &e, const Node &n) {
+  std::vector<std::string> ins;
+  for (unsigned i = 0; i < n.numOperands(); ++i)
+    ins.push_back(Exporter::in(n, i));
+  Exporter::attrInt(e.node("Concat", ins, {Exporter::out(n)}), "axis", n.attr("axis").getInt());
+  return true;
+}
+
+bool emitEmbedding(Exporter &e, const Node &n) {
+  e.node("Gather", {Exporter::in(n, 1), Exporter::in(n, 0)}, {Exporter::out(n)});
+  return true;
+}
+
+bool emitCast(Exporter &e, const Node &n) {
+  Exporter::attrInt(e.node("Cast", {Exporter::in(n, 0)}, {Exporter::out(n)}), "to",
+                    onnxTypeOf(n.attr("to").getDType()));
+  return true;
+}
+
+bool emitSlice(Exporter &e, const Node &n) {
+  e.node("Slice",
+         {Exporter::in(n, 0), e.constInts({n.attr("start").getInt()}),
+          e.constInts({n.attr("end").getInt()}), e.constInts({n.attr("axis").getInt()})},
+         {Exporter::out(n)});
+  return true;
+}
+
+bool emitDropout(Exporter &e, const Node &n) {
+  if (n.attr("training").getBool() && n.attr("p").getNumber() > 0)
+    return e.error(n, "dropout is in training mode (export the inference graph)");
+  e.node("Identity", {Exporter::in(n, 0)}, {Exporter::out(n)});
+  return true;
+}
+
+bool emitReduce(Exporter &e, const Node &n, bool mean) {
+  std::vector<int64_t> axes = n.attr("dims").getInts();
+  if (axes.empty())
+    for (unsigned d = 0; d < n.operand(0)->type().rank(); ++d)
+      axes.push_back(d);
+  bool keep = n.attr("keepdim").getBool();
+  if (mean) {
+    onnx::NodeProto &r = e.node("ReduceMean", {Exporter::in(n, 0)}, {Exporter::out(n)});
+    Exporter::attrInts(r, "axes", axes);
+    Exporter::attrInt(r, "keepdims", keep);
+  } else {
+    onnx::NodeProto &r =
+        e.node("ReduceSum", {Exporter::in(n, 0), e.constInts(axes)}, {Exporter::out(n)});
+    Exporter::attrInt(r, "keepdims", keep);
+  }
+  return true;
+}
+
+bool emitClamp(Exporter &e, const Node &n) {
+  DType t = n.operand(0)->dtype();
+  e.node("Clip",
+         {Exporter::in(n, 0), e.constScalar(n.attr("min").getNumber(), t),
+          e.constScalar(n.attr("max").getNumber(), t)},
+         {Exporter::out(n)});
+  return true;
+}
+
+bool emitPow(Exporter &e, const Node &n) {
+  e.node("Pow",
+         {Exporter::in(n, 0),
+          e.constScalar(n.attr("exponent").getNumber(), n.operand(0)->dtype())},
+         {Exporter::out(n)});
+  return true;
+}
+
+struct ExportRow {
+  OpKind kind;
+  EmitFn emit;
+};
+
+// clang-format off
+const ExportRow kExportTable[] = {
+  {OpKind::Linear,       emitLinear},
+  {OpKind::MatMul,       emitMatMul},
+  {OpKind::BatchMatMul,  emitMatMul},
+  {OpKind::Conv2d,       emitConv},
+  {OpKind::BatchNorm2d,  emitBatchNorm},
+  {OpKind::LayerNorm,    emitLayerNorm},
+  {OpKind::Relu,         [](Exporter &e, const Node &n) { return emitSimple(e, n, "Relu"); }},
+  {OpKind::Sigmoid,      [](Exporter &e, const Node &n) { return emitSimple(e, n, "Sigmoid"); }},
+  {OpKind::Tanh,         [](Exporter &e, const Node &n) { return emitSimple(e, n, "Tanh"); }},
+  {OpKind::Gelu,         emitGelu},
+  {OpKind::Silu,         emitSilu},
+  {OpKind::Softmax,      [](Exporter &e, const Node &n) { return emitSoftmaxLike(e, n, "Softmax"); }},
+  {OpKind::LogSoftmax,   [](Exporter &e, const Node &n) { return emitSoftmaxLike(e, n, "LogSoftmax"); }},
+  {OpKind::Dropout,      emitDropout},
+  {OpKind::Add,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Add"); }},
+  {OpKind::Sub,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Sub"); }},
+  {OpKind::Mul,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Mul"); }},
+  {OpKind::Div,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Div"); }},
+  {OpKind::Scale,        emitScale},
+  {OpKind::MaxPool2d,    [](Exporter &e, const Node &n) { return emitPool(e, n, true); }},
+  {OpKind::AvgPool2d,    [](Exporter &e, const Node &n) { return emitPool(e, n, false); }},
+  {OpKind::GlobalAvgPool,[](Exporter &e, const Node &n) { return emitSimple(e, n, "GlobalAveragePool"); }},
+  {OpKind::Flatten,      emitReshape},
+  {OpKind::Reshape,      emitReshape},
+  {OpKind::Transpose,    emitTranspose},
+  {OpKind::Permute,      emitPermute},
+  {OpKind::Concat,       emitConcat},
+  {OpKind::Embedding,    emitEmbedding},
+  {OpKind::Cast,         emitCast},
+  {OpKind::Slice,        emitSlice},
+  {OpKind::ReduceSum,    [](Exporter &e, const Node &n) { return emitReduce(e, n, false); }},
+  {OpKind::ReduceMean,   [](Exporter &e, const Node &n) { return emitReduce(e, n, true); }},
+  {OpKind::Clamp,        emitClamp},
+  {OpKind::Sqrt,         [](Exporter &e, const Node &n) { return emitSimple(e, n, "Sqrt"); }},
+  {OpKind::Erf,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Erf"); }},
+  {OpKind::Exp,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Exp"); }},
+  {OpKind::Pow,          emitPow},
+};
+// clang-format on
+
+const ExportRow *findRow(OpKind k) {
+  for (const ExportRow &r : kExportTable)
+    if (r.kind == k)
+      return &r;
+  return nullptr;
+}
+
+void setValueInfo(onnx::ValueInfoProto &vi, const Value *v) {
+  vi.set_name(v->name().str());
+  onnx::TypeProto::Tensor &t = *vi.mutable_type()->mutable_tensor_type();
+  t.set_elem_type(onnxTypeOf(v->dtype()));
+  onnx::TensorShapeProto &s = *t.mutable_shape();
+  for (int64_t d : v->type().dims())
+    s.add_dim()->set_dim_value(d);
+}
+
+} // namespace
+
+std::vector<std::string> exportableOps() {
+  std::vector<std::string> ops;
+  for (const ExportRow &r : kExportTable)
+    ops.push_back(std::string(OpRegistry::builtin().get(r.kind).name));
+  llvm::sort(ops);
+  return ops;
+}
+
+bool exportOnnxModel(const Graph &g, StateBytesFn stateBytes, std::string &out,
+                     DiagnosticEngine &diag) {
+  onnx::ModelProto model;
+  model.set_ir_version(onnx::IR_VERSION);
+  model.set_producer_name("ampc");
+  onnx::OperatorSetIdProto &opset = *model.add_opset_import();
+  opset.set_domain("");
+  opset.set_version(kExportOpset);
+  onnx::GraphProto &graph = *model.mutable_graph();
+  graph.set_name(g.name());
+  for (const Value *in : g.inputs())
+    setValueInfo(*graph.add_input(), in);
+  llvm::DenseSet<const Value *> used;
+  for (const Node &n : g.nodes())
+    for (const Value *v : n.operands())
+      used.insert(v);
+  for (const Value *o : g.outputs())
+    used.insert(o);
+  for (const Value *s : g.state()) {
+    if (!used.count(s))
+      continue;
+    onnx::TensorProto &t = *graph.add_initializer();
+    t.set_name(s->name().str());
+    t.set_data_type(onnxTypeOf(s->dtype()));
+    for (int64_t d : s->type().dims())
+      t.add_dims(d);
+    std::vector<char> bytes;
+    if (!stateBytes(s, bytes))
+      return false;
+    t.set_raw_data(std::string(bytes.begin(), bytes.end()));
+  }
+  Exporter e(g, graph, diag);
+  for (const Node &n : g.nodes()) {
+    if (n.role() != NodeRole::Forward)
+      return e.error(n, "the graph has " + roleName(n.role()) +
+                            " nodes; export the inference graph");
+    const ExportRow *row = findRow(n.kind());
+    if (!row)
+      return e.error(n, "the op has no ONNX form yet (docs/onnx.md lists the exported ops)");
+    if (!row->emit(e, n))
+      return false;
+  }
+  for (const Value *o : g.outputs())
+    setValueInfo(*graph.add_output(), o);
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &ex) {
+    diag.error({}, llvm::Twine("internal error: the exported model fails the ONNX checker: ") +
+                       ex.what());
+    return false;
+  }
+  if (!model.SerializeToString(&out)) {
+    diag.error({}, "cannot serialise the ONNX model (over 2 GiB?)");
+    return false;
+  }
+  return true;
+}
+
+} // namespace ampc

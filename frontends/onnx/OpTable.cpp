@@ -1,0 +1,78 @@
+//===- OpTable.cpp - ONNX op type and opset to a builder -------------------===//
+//
+// The one table of the ONNX frontend. A row names an ONNX op type and the
+// first opset whose semantics its builder follows; a later row of the same
+// type takes over from its opset on. Files older than opset 13 are converted
+// to 13 before lowering (OnnxFile.cpp), so 13 is the oldest row needed.
+// docs/onnx.md lists the same mapping for users.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/Builders.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <set>
+
+namespace ampc::onnxfe {
+
+namespace {
+// clang-format off
+const OpTableEntry kOnnxOps[] = {
+  // Convolution, normalisation, pooling, dense layers.
+  {"Conv",               13, lowerConv},
+  {"BatchNormalization", 13, lowerBatchNormalization},
+  {"LayerNormalization", 17, lowerLayerNormalization},
+  {"MaxPool",            13, lowerMaxPool},
+  {"AveragePool",        13, lowerAveragePool},
+  {"GlobalAveragePool",  13, lowerGlobalAveragePool},
+  {"Gemm",               13, lowerGemm},
+  {"MatMul",             13, lowerMatMul},
+  {"Softmax",            13, lowerSoftmax},
+  {"LogSoftmax",         13, lowerLogSoftmax},
+  {"Dropout",            13, lowerDropout},
+  // Elementwise.
+  {"Add",                13, lowerAdd},
+  {"Sub",                13, lowerSub},
+  {"Mul",                13, lowerMul},
+  {"Div",                13, lowerDiv},
+  {"Pow",                13, lowerPow},
+  {"Relu",               13, lowerRelu},
+  {"Sigmoid",            13, lowerSigmoid},
+  {"Tanh",               13, lowerTanh},
+  {"Sqrt",               13, lowerSqrt},
+  {"Erf",                13, lowerErf},
+  {"Clip",               13, lowerClip},
+  {"ReduceMean",         13, lowerReduceMean},
+  // Shapes, constants, data movement.
+  {"Constant",           13, lowerConstant},
+  {"Identity",           13, lowerIdentity},
+  {"Shape",              13, lowerShape},
+  {"Gather",             13, lowerGather},
+  {"Concat",             13, lowerConcat},
+  {"Slice",              13, lowerSlice},
+  {"Reshape",            13, lowerReshape},
+  {"Flatten",            13, lowerFlatten},
+  {"Transpose",          13, lowerTranspose},
+  {"Unsqueeze",          13, lowerUnsqueeze},
+  {"Squeeze",            13, lowerSqueeze},
+  {"Cast",               13, lowerCast},
+};
+// clang-format on
+} // namespace
+
+const OpTableEntry *findOnnxOp(llvm::StringRef opType, int64_t opset) {
+  const OpTableEntry *best = nullptr;
+  for (const OpTableEntry &e : kOnnxOps)
+    if (opType == e.opType && e.sinceOpset <= opset && (!best || e.sinceOpset > best->sinceOpset))
+      best = &e;
+  return best;
+}
+
+std::vector<std::string> supportedOnnxOps() {
+  std::set<std::string> types;
+  for (const OpTableEntry &e : kOnnxOps)
+    types.insert(e.opType);
+  return std::vector<std::string>(types.begin(), types.end());
+}
+
+} // namespace ampc::onnxfe

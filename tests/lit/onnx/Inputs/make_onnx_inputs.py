@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Writes the small ONNX files the lit tests in tests/lit/onnx read.
+
+The files are committed; run this (with Debian's /usr/bin/python3, which has
+python3-onnx) only to change them:  /usr/bin/python3 make_onnx_inputs.py
+"""
+
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def save(model, name, check=True):
+    if check:
+        onnx.checker.check_model(model)
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(model.SerializeToString())
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def vi(name, shape, t=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+rng = np.random.default_rng(0)
+w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "conv.weight")
+b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "conv.bias")
+fw = numpy_helper.from_array(rng.standard_normal((10, 4)).astype(np.float32), "fc.weight")
+fb = numpy_helper.from_array(rng.standard_normal(10).astype(np.float32), "fc.bias")
+
+# A small valid classifier: conv, relu, global pool, flatten, linear.
+good = model([helper.make_node("Conv", ["x", "conv.weight", "conv.bias"], ["c"], pads=[1, 1, 1, 1]),
+              helper.make_node("Relu", ["c"], ["r"]),
+              helper.make_node("GlobalAveragePool", ["r"], ["p"]),
+              helper.make_node("Flatten", ["p"], ["f"]),
+              helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], transB=1)],
+             [vi("x", ["N", 3, 8, 8])], [vi("logits", ["N", 10])], [w, b, fw, fb])
+save(good, "small-cnn.onnx")
+data = good.SerializeToString()
+with open(os.path.join(HERE, "truncated.onnx"), "wb") as f:
+    f.write(data[: len(data) // 2])
+with open(os.path.join(HERE, "not-onnx.onnx"), "wb") as f:
+    f.write(b"model: mlp\nbatch: 4\n")
+
+relu = [helper.make_node("Relu", ["x"], ["y"])]
+save(model(relu, [vi("x", [2, 3])], [vi("y", [2, 3])], opset=18), "opset-18.onnx", check=False)
+save(model(relu, [vi("x", [2, 3])], [vi("y", [2, 3])], opset=5), "opset-5.onnx", check=False)
+save(model([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], [vi("x", [2, 3])], [vi("y", [2, 3])]),
+     "unknown-op.onnx")
+save(model([helper.make_node("Relu", ["b"], ["a"], name="first"), helper.make_node("Relu", ["a"], ["b"], name="second")],
+           [vi("x", [2, 3])], [vi("a", [2, 3])]), "cyclic.onnx", check=False)
+save(model([helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")], [vi("x", [2, 3])], [vi("y", [2, 3])]),
+     "dangling-input.onnx", check=False)
+save(model(relu, [vi("x", ["N", "seq"])], [vi("y", ["N", "seq"])]), "symbolic-dim.onnx")
+save(model([helper.make_node("Conv", ["x", "conv.weight"], ["y"], pads=[0, 0, 1, 1], name="conv")],
+           [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 7, 7])], [w]), "asymmetric-pads.onnx")
+ext = onnx.TensorProto()
+ext.name = "conv.weight"
+ext.data_type = TensorProto.FLOAT
+ext.dims.extend([4, 3, 3, 3])
+ext.data_location = TensorProto.EXTERNAL
+for k, v in (("location", "missing-weights.bin"), ("offset", "0"), ("length", str(4 * 108))):
+    e = ext.external_data.add()
+    e.key, e.value = k, v
+save(model([helper.make_node("Conv", ["x", "conv.weight"], ["y"], name="conv")],
+           [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [ext]), "missing-external-data.onnx", check=False)

@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Cross-checks ampc's ONNX frontend against PyTorch.
+
+Every supported ONNX op is built into a small model with onnx.helper and
+run by ampc (tests/onnx/onnx_forward_driver.cpp: import, forward pipeline at
+O0, the cpu backend) on random inputs; PyTorch computes the same op on the
+same inputs. fp32 results must agree within 1e-5 (relative to the
+reference's magnitude, at least 1). Then torchvision ResNet-18 and
+MobileNetV2 (random weights, weights=None) and a BERT-style encoder layer are
+exported by torch.onnx.export and their forward outputs compared within
+1e-4; O1 and O2 forwards must stay within 3e-2 of them.
+
+Run by CTest as `onnx-pytorch`. Exits 77 (CTest's skip) when torch, onnx or
+torchvision cannot be imported, except under CI=true, where
+scripts/install-deps.sh has installed them and their absence is a failure.
+
+  python3 check_onnx.py --driver build/bin/ampc-onnx-forward-driver [--only NAME] [--keep DIR]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+SKIP = 77
+MISSING = 1 if os.environ.get("CI") == "true" else SKIP
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    import torchvision
+except ImportError as error:
+    print(f"{'FAIL' if MISSING == 1 else 'SKIP'}: a Python package is missing ({error})")
+    sys.exit(MISSING)
+
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+RNG = np.random.default_rng(0)
+OP_TOLERANCE = 1e-5
+MODEL_TOLERANCE = 1e-4
+HALF_TOLERANCE = 3e-2
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+class Case:
+    """One ONNX graph, its inputs and PyTorch's expected outputs."""
+
+    def __init__(self, name, nodes, inputs, outputs, reference, initializers=(), opset=17):
+        self.name = name
+        self.nodes = nodes
+        self.inputs = inputs  # {name: array}
+        self.outputs = outputs  # [(name, shape)]
+        self.reference = reference  # fn(torch tensors by name) -> [tensors]
+        self.initializers = dict(initializers)  # {name: array}
+        self.opset = opset
+
+    def model(self):
+        def info(name, array):
+            t = TensorProto.INT64 if array.dtype == np.int64 else TensorProto.FLOAT
+            return helper.make_tensor_value_info(name, t, list(array.shape))
+
+        graph = helper.make_graph(
+            self.nodes, self.name,
+            [info(k, v) for k, v in self.inputs.items()],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in self.outputs],
+            [numpy_helper.from_array(v, k) for k, v in self.initializers.items()])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        onnx.checker.check_model(m)
+        return m
+
+    def expected(self):
+        env = {k: torch.from_numpy(v) for k, v in {**self.inputs, **self.initializers}.items()}
+        with torch.no_grad():
+            return [t.numpy().astype(np.float32) for t in self.reference(env)]
+
+
+def const(name, value, dtype=np.int64):
+    return helper.make_node("Constant", [], [name],
+                            value=numpy_helper.from_array(np.array(value, dtype=dtype), name))
+
+
+def node(op, ins, outs, **attrs):
+    return helper.make_node(op, ins, outs, **attrs)
+
+
+def op_cases():
+    x4 = rand(2, 3, 8, 8)
+    w = rand(4, 3, 3, 3)
+    b = rand(4)
+    cases = [
+        Case("conv", [node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2])],
+             {"x": x4}, [("y", (2, 4, 4, 4))],
+             lambda e: [F.conv2d(e["x"], e["w"], e["b"], stride=2, padding=1)], {"w": w, "b": b}),
+        Case("conv_grouped", [node("Conv", ["x", "w"], ["y"], group=3, dilations=[2, 2])],
+             {"x": x4}, [("y", (2, 3, 4, 4))],
+             lambda e: [F.conv2d(e["x"], e["w"], groups=3, dilation=2)], {"w": rand(3, 1, 3, 3)}),
+        Case("batchnorm", [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
+             {"x": x4}, [("y", x4.shape)],
+             lambda e: [F.batch_norm(e["x"], e["m"], e["v"], e["s"], e["b"], False, 0.0, 1e-3)],
+             {"s": rand(3), "b": rand(3), "m": rand(3), "v": np.abs(rand(3)) + 0.5}),
+        Case("relu", [node("Relu", ["x"], ["y"])], {"x": x4}, [("y", x4.shape)],
+             lambda e: [F.relu(e["x"])]),
+        Case("clip_relu6", [const("lo", 0.0, np.float32), const("hi", 6.0, np.float32),
+                            node("Clip", ["x", "lo", "hi"], ["y"])],
+             {"x": x4 * 5}, [("y", x4.shape)], lambda e: [F.relu6(e["x"])]),
+        Case("sigmoid", [node("Sigmoid", ["x"], ["y"])], {"x": x4}, [("y", x4.shape)],
+             lambda e: [torch.sigmoid(e["x"])]),
+        Case("tanh", [node("Tanh", ["x"], ["y"])], {"x": x4}, [("y", x4.shape)],
+             lambda e: [torch.tanh(e["x"])]),
+        Case("erf", [node("Erf", ["x"], ["y"])], {"x": x4}, [("y", x4.shape)],
+             lambda e: [torch.erf(e["x"])]),
+        Case("sqrt", [node("Sqrt", ["x"], ["y"])], {"x": np.abs(x4) + 0.1}, [("y", x4.shape)],
+             lambda e: [torch.sqrt(e["x"])]),
+        Case("pow", [const("e", 3.0, np.float32), node("Pow", ["x", "e"], ["y"])],
+             {"x": x4}, [("y", x4.shape)], lambda e: [torch.pow(e["x"], 3.0)]),
+        Case("add_broadcast", [node("Add", ["x", "b"], ["y"])], {"x": rand(2, 3, 4)},
+             [("y", (2, 3, 4))], lambda e: [e["x"] + e["b"]], {"b": rand(4)}),
+        Case("sub_values", [node("Sub", ["x", "z"], ["y"])], {"x": rand(2, 3, 4), "z": rand(3, 1)},
+             [("y", (2, 3, 4))], lambda e: [e["x"] - e["z"]]),
+        Case("mul_scalar", [const("c", 0.25, np.float32), node("Mul", ["x", "c"], ["y"])],
+             {"x": rand(2, 5)}, [("y", (2, 5))], lambda e: [e["x"] * 0.25]),
+        Case("div_values", [node("Div", ["x", "z"], ["y"])],
+             {"x": rand(2, 5), "z": np.abs(rand(2, 5)) + 0.5}, [("y", (2, 5))],
+             lambda e: [e["x"] / e["z"]]),
+        Case("maxpool", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+             {"x": x4}, [("y", (2, 3, 4, 4))],
+             lambda e: [F.max_pool2d(e["x"], 3, 2, 1)]),
+        Case("avgpool", [node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+             {"x": x4}, [("y", (2, 3, 4, 4))], lambda e: [F.avg_pool2d(e["x"], 2, 2)]),
+        Case("avgpool_pad", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                  count_include_pad=1)],
+             {"x": x4}, [("y", x4.shape)],
+             lambda e: [F.avg_pool2d(e["x"], 3, 1, 1, count_include_pad=True)]),
+        Case("global_avgpool", [node("GlobalAveragePool", ["x"], ["y"])], {"x": x4},
+             [("y", (2, 3, 1, 1))], lambda e: [F.adaptive_avg_pool2d(e["x"], 1)]),
+        Case("flatten", [node("Flatten", ["x"], ["y"], axis=2)], {"x": x4}, [("y", (6, 64))],
+             lambda e: [e["x"].reshape(6, 64)]),
+        Case("gemm_linear", [node("Gemm", ["x", "w", "b"], ["y"], transB=1)], {"x": rand(4, 6)},
+             [("y", (4, 5))], lambda e: [F.linear(e["x"], e["w"], e["b"])],
+             {"w": rand(5, 6), "b": rand(5)}),
+        Case("gemm_general", [node("Gemm", ["x", "w", "c"], ["y"], alpha=0.5, beta=2.0, transA=1)],
+             {"x": rand(6, 4)}, [("y", (4, 5))],
+             lambda e: [0.5 * e["x"].t() @ e["w"] + 2.0 * e["c"]], {"w": rand(6, 5), "c": rand(4, 5)}),
+        Case("matmul_3d_2d", [node("MatMul", ["x", "w"], ["y"])], {"x": rand(2, 3, 6)},
+             [("y", (2, 3, 5))], lambda e: [e["x"] @ e["w"]], {"w": rand(6, 5)}),
+        Case("matmul_batched", [node("MatMul", ["x", "z"], ["y"])],
+             {"x": rand(2, 4, 3, 6), "z": rand(2, 4, 6, 5)}, [("y", (2, 4, 3, 5))],
+             lambda e: [e["x"] @ e["z"]]),
+        Case("reshape", [const("s", [0, -1, 4]), node("Reshape", ["x", "s"], ["y"])],
+             {"x": rand(2, 3, 8)}, [("y", (2, 6, 4))], lambda e: [e["x"].reshape(2, 6, 4)]),
+        Case("transpose", [node("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3])], {"x": rand(2, 3, 4, 5)},
+             [("y", (2, 4, 3, 5))], lambda e: [e["x"].permute(0, 2, 1, 3)]),
+        Case("softmax", [node("Softmax", ["x"], ["y"], axis=1)], {"x": rand(3, 7)}, [("y", (3, 7))],
+             lambda e: [F.softmax(e["x"], 1)]),
+        Case("log_softmax", [node("LogSoftmax", ["x"], ["y"])], {"x": rand(3, 7)}, [("y", (3, 7))],
+             lambda e: [F.log_softmax(e["x"], -1)]),
+        Case("layernorm", [node("LayerNormalization", ["x", "g", "b"], ["y"], epsilon=1e-5)],
+             {"x": rand(2, 3, 8)}, [("y", (2, 3, 8))],
+             lambda e: [F.layer_norm(e["x"], (8,), e["g"], e["b"], 1e-5)], {"g": rand(8), "b": rand(8)}),
+        Case("reduce_mean", [node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=0)],
+             {"x": rand(2, 3, 8)}, [("y", (2, 8))], lambda e: [e["x"].mean(1)], opset=13),
+        Case("gather_embedding", [node("Gather", ["table", "ids"], ["y"])],
+             {"ids": RNG.integers(0, 10, (2, 5)).astype(np.int64)}, [("y", (2, 5, 4))],
+             lambda e: [F.embedding(e["ids"], e["table"])], {"table": rand(10, 4)}),
+        Case("gather_scalar", [const("i", 1), node("Gather", ["x", "i"], ["y"], axis=1)],
+             {"x": rand(2, 3, 4)}, [("y", (2, 4))], lambda e: [e["x"][:, 1]]),
+        Case("concat", [node("Concat", ["x", "z"], ["y"], axis=1)], {"x": rand(2, 3), "z": rand(2, 4)},
+             [("y", (2, 7))], lambda e: [torch.cat([e["x"], e["z"]], 1)]),
+        Case("slice", [const("st", [1, -3]), const("en", [3, 1000]), const("ax", [1, 2]),
+                       node("Slice", ["x", "st", "en", "ax"], ["y"])],
+             {"x": rand(2, 4, 5)}, [("y", (2, 2, 3))], lambda e: [e["x"][:, 1:3, -3:]]),
+        Case("unsqueeze_squeeze", [const("a", [0]), const("b", [1]), node("Unsqueeze", ["x", "a"], ["t"]),
+                                   node("Squeeze", ["t", "b"], ["y"])],
+             {"x": rand(1, 4)}, [("y", (1, 4))], lambda e: [e["x"].unsqueeze(0).squeeze(1)]),
+        Case("cast", [node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], {"x": rand(3)}, [("y", (3,))],
+             lambda e: [e["x"]]),
+        Case("dropout_identity", [node("Dropout", ["x"], ["t"]), node("Identity", ["t"], ["y"])],
+             {"x": rand(4, 4)}, [("y", (4, 4))], lambda e: [e["x"]]),
+        Case("shape_chain",
+             [node("Shape", ["x"], ["s"]), const("i0", 0), node("Gather", ["s", "i0"], ["b"]),
+              const("ax", [0]), node("Unsqueeze", ["b", "ax"], ["b1"]), const("rest", [-1]),
+              node("Concat", ["b1", "rest"], ["shape"], axis=0), node("Reshape", ["x", "shape"], ["y"])],
+             {"x": rand(3, 4, 5)}, [("y", (3, 20))], lambda e: [e["x"].reshape(3, -1)]),
+        # The decomposed layernorm of opsets before 17, recognised into layernorm.
+        Case("layernorm_decomposed",
+             [node("ReduceMean", ["x"], ["m"], axes=[-1]), node("Sub", ["x", "m"], ["d"]),
+              const("two", 2.0, np.float32), node("Pow", ["d", "two"], ["p"]),
+              node("ReduceMean", ["p"], ["v"], axes=[-1]), const("eps", 1e-5, np.float32),
+              node("Add", ["v", "eps"], ["a"]), node("Sqrt", ["a"], ["s"]), node("Div", ["d", "s"], ["n"]),
+              node("Mul", ["n", "g"], ["gn"]), node("Add", ["gn", "b"], ["y"])],
+             {"x": rand(2, 3, 8)}, [("y", (2, 3, 8))],
+             lambda e: [F.layer_norm(e["x"], (8,), e["g"], e["b"], 1e-5)], {"g": rand(8), "b": rand(8)},
+             opset=13),
+        Case("gelu_erf",
+             [const("r2", 1.4142135381698608, np.float32), node("Div", ["x", "r2"], ["t"]),
+              node("Erf", ["t"], ["e"]), const("one", 1.0, np.float32), node("Add", ["e", "one"], ["a"]),
+              node("Mul", ["x", "a"], ["m"]), const("half", 0.5, np.float32), node("Mul", ["m", "half"], ["y"])],
+             {"x": rand(3, 9)}, [("y", (3, 9))], lambda e: [F.gelu(e["x"])]),
+    ]
+    return cases
+
+
+def run_driver(driver, model_path, inputs, work, opt_level="O0", emit=False):
+    in_dir = os.path.join(work, "in")
+    out_dir = os.path.join(work, f"out-{opt_level}")
+    os.makedirs(in_dir, exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
+    for name, array in inputs.items():
+        np.save(os.path.join(in_dir, name + ".npy"), array)
+    cmd = [driver, model_path, in_dir, out_dir, "--opt-level", opt_level] + (["--emit"] if emit else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"driver failed ({proc.returncode}): {proc.stderr.strip()}")
+    outs = []
+    i = 0
+    while os.path.exists(os.path.join(out_dir, f"out{i}.npy")):
+        outs.append(np.load(os.path.join(out_dir, f"out{i}.npy")))
+        i += 1
+    return outs, proc.stdout
+
+
+def max_rel_diff(got, want):
+    scale = max(1.0, float(np.abs(want).max()) if want.size else 1.0)
+    return float(np.abs(got.astype(np.float64) - want).max()) / scale if want.size else 0.0
+
+
+def check(label, got, want, tol):
+    if len(got) != len(want):
+        print(f"FAIL {label}: {len(got)} outputs, expected {len(want)}")
+        return False
+    ok = True
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape:
+            print(f"FAIL {label}: output {i} has shape {g.shape}, expected {w.shape}")
+            ok = False
+            continue
+        d = max_rel_diff(g, w)
+        status = "ok  " if d <= tol else "FAIL"
+        print(f"{status} {label}: output {i} {tuple(w.shape)} max rel diff {d:.2e} (tolerance {tol:g})")
+        ok &= d <= tol
+    return ok
+
+
+def export_models(work):
+    """(name, path, inputs, expected outputs) of the torch exports."""
+    models = []
+    x = torch.randn(2, 3, 64, 64)
+    for name, ctor in [("resnet18", torchvision.models.resnet18), ("mobilenet_v2", torchvision.models.mobilenet_v2)]:
+        m = ctor(weights=None)
+        # Non-trivial running statistics, so eval-mode batchnorm is really tested.
+        m.train()
+        with torch.no_grad():
+            m(torch.randn(8, 3, 64, 64))
+        m.eval()
+        path = os.path.join(work, name + ".onnx")
+        torch.onnx.export(m, x, path, opset_version=17, input_names=["input"], output_names=["logits"])
+        with torch.no_grad():
+            models.append((name, path, {"input": x.numpy()}, [m(x).numpy()]))
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True, activation="gelu")
+    layer.eval()
+    seq = torch.randn(2, 8, 64)
+    for opset in (13, 17):
+        path = os.path.join(work, f"bert_layer_opset{opset}.onnx")
+        torch.onnx.export(layer, seq, path, opset_version=opset, input_names=["x"], output_names=["y"])
+        with torch.no_grad():
+            models.append((f"bert_layer_opset{opset}", path, {"x": seq.numpy()}, [layer(seq).numpy()]))
+    return models
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--driver", required=True)
+    parser.add_argument("--only", help="run the cases whose name contains this")
+    parser.add_argument("--keep", help="keep the work files in this folder")
+    args = parser.parse_args()
+    work = args.keep or tempfile.mkdtemp(prefix="ampc-onnx-")
+    os.makedirs(work, exist_ok=True)
+    failures = 0
+    for case in op_cases():
+        if args.only and args.only not in case.name:
+            continue
+        case_dir = os.path.join(work, case.name)
+        os.makedirs(case_dir, exist_ok=True)
+        path = os.path.join(case_dir, case.name + ".onnx")
+        onnx.save(case.model(), path)
+        try:
+            got, _ = run_driver(args.driver, path, case.inputs, case_dir)
+        except RuntimeError as e:
+            print(f"FAIL op {case.name}: {e}")
+            failures += 1
+            continue
+        failures += not check("op " + case.name, got, case.expected(), OP_TOLERANCE)
+    for name, path, inputs, expected in export_models(work):
+        if args.only and args.only not in name:
+            continue
+        case_dir = os.path.join(work, name)
+        os.makedirs(case_dir, exist_ok=True)
+        for level, tol in (("O0", MODEL_TOLERANCE), ("O1", HALF_TOLERANCE), ("O2", HALF_TOLERANCE)):
+            try:
+                got, ir = run_driver(args.driver, path, inputs, case_dir, level, emit=level == "O1")
+            except RuntimeError as e:
+                print(f"FAIL model {name} at {level}: {e}")
+                failures += 1
+                continue
+            failures += not check(f"model {name} {level}", got, expected, tol)
+            if level == "O1" and name.startswith("bert"):
+                # The recognised subgraphs are single ops, whatever the opset.
+                for op in ("layernorm", "gelu"):
+                    if f" = {op}(" not in ir and f"= {op} " not in ir and f" {op}(" not in ir:
+                        print(f"FAIL model {name}: no {op} in the imported graph")
+                        failures += 1
+    print(f"{'FAIL' if failures else 'PASS'}: {failures} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

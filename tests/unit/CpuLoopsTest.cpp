@@ -172,6 +172,36 @@ TEST(CpuLoopsTest, GeluSigmoidTanhAndTheirGradientsAreBitExact) {
   }
 }
 
+TEST(CpuLoopsTest, UnaryMathAndTheirGradientsAreBitExact) {
+  // clamp, sqrt, erf, pow, exp: the loops call the reference's element
+  // functors (libm's sqrt, erf, pow, exp per element), so the same bits; on
+  // random bits (NaNs, infinities, negatives for sqrt and pow, subnormals).
+  AttrMap clamp, oneSided;
+  clamp["min"] = Attribute(-0.1);
+  clamp["max"] = Attribute(6.0);
+  oneSided["max"] = Attribute(0.5);
+  for (DType t : kDTypes) {
+    for (const AttrMap &bounds : {clamp, oneSided}) {
+      expectBitIdentical("clamp", {randomBits(of(t, {3, 1, 67}), 1)}, bounds);
+      expectBitIdentical("clamp", {uniform(of(t, {70001}), 2, -8, 8)}, bounds);
+      expectBitIdentical("clamp_grad", {uniform(of(t, {99}), 3), randomBits(of(t, {99}), 4)},
+                         bounds);
+    }
+    for (const char *op : {"sqrt", "erf", "exp"}) {
+      expectBitIdentical(op, {randomBits(of(t, {5, 33}), 5)});
+      expectBitIdentical(op, {uniform(of(t, {70001}), 6, -10, 10)});
+    }
+    for (const char *op : {"sqrt_grad", "erf_grad", "exp_grad"})
+      expectBitIdentical(op, {uniform(of(t, {99}), 7), randomBits(of(t, {99}), 8)});
+    for (double exponent : {2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.7, 0.0}) {
+      AttrMap pow;
+      pow["exponent"] = Attribute(exponent);
+      expectBitIdentical("pow", {randomBits(of(t, {5, 33}), 9)}, pow);
+      expectBitIdentical("pow_grad", {uniform(of(t, {99}), 10), randomBits(of(t, {99}), 11)}, pow);
+    }
+  }
+}
+
 TEST(CpuLoopsTest, ReluGradIsBitExact) {
   for (DType t : kDTypes) {
     expectBitIdentical("relu_grad", {uniform(of(t, {17, 19}), 1), randomBits(of(t, {17, 19}), 2)});

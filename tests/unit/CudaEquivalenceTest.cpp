@@ -185,6 +185,8 @@ std::vector<OpCase> opCases() {
   c.push_back({"cross_entropy", {{T, {6, 10}}, {L, {6}, 10}}, {}, 1});
   c.push_back({"reduce_sum", {{T, {5, 6, 7}}}, {{"dims", Attribute(Ints{0, 2})}}, 1});
   c.push_back({"reduce_sum", {{T, {64, 80}}}, {{"dims", Attribute(Ints{0, 1})}}, 4});
+  c.push_back({"reduce_mean", {{T, {5, 6, 7}}}, {{"dims", Attribute(Ints{0, 2})}}, 1});
+  c.push_back({"reduce_mean", {{T, {64, 80}}}, {{"dims", Attribute(Ints{})}}, 4});
   c.push_back({"relu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"gelu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"sigmoid_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});

@@ -250,6 +250,7 @@ layers:
   - erf: {}
   - exp: {}
   - clamp: {max: 0.5}
+  - reduce_mean: {dims: [-1]}
 )");
   ASSERT_TRUE(g);
   const Node *relu6 = nodeNamed(*g, "clamp_0");
@@ -267,6 +268,10 @@ layers:
   const Node *upper = nodeNamed(*g, "clamp_1");
   ASSERT_TRUE(upper);
   EXPECT_EQ(upper->attr("min").getNumber(), -std::numeric_limits<double>::infinity());
+  const Node *mean = nodeNamed(*g, "reduce_mean_0");
+  ASSERT_TRUE(mean);
+  EXPECT_EQ(mean->kind(), OpKind::ReduceMean);
+  EXPECT_EQ(mean->result()->type().str(), "f32[2]");
 }
 
 TEST(ModelLoaderTest, DefaultsNamesInputsAndOutput) {

@@ -123,6 +123,7 @@ std::vector<ValidCase> validCases() {
       {"embedding", {"i64[4,7]", "f32[1000,64]"}, {}, "f32[4,7,64]"},
       {"cast", {"f32[2,3]"}, {{"to", DType::F16}}, "f16[2,3]"},
       {"reduce_sum", {"f32[4,5,6]"}, {{"dims", Ints{0, -1}}}, "f32[5]"},
+      {"reduce_mean", {"f16[4,5,6]"}, {{"dims", Ints{-1}}, {"keepdim", true}}, "f16[4,5,1]"},
       {"fill", {}, {{"shape", Ints{2, 3}}, {"dtype", DType::BF16}}, "bf16[2,3]"},
       {"mse_loss", {"f32[8,10]", "f32[8,10]"}, {}, "f32[]"},
       {"cross_entropy", {"f32[8,10]", "i64[8]"}, {}, "f32[]"},
@@ -451,6 +452,20 @@ TEST(OpInference, UnaryMath) {
   ASSERT_TRUE(normalizeAttrs(*clamp, attrs, err)) << err;
   EXPECT_EQ(attrs.at("min"), Attribute(-std::numeric_limits<double>::infinity()));
   EXPECT_EQ(attrs.at("max"), Attribute(std::numeric_limits<double>::infinity()));
+}
+
+TEST(OpInference, ReduceMean) {
+  // The same dims and keepdim rules as reduce_sum.
+  for (const char *op : {"reduce_sum", "reduce_mean"}) {
+    SCOPED_TRACE(op);
+    EXPECT_EQ(infer(op, {"f32[4,5,6]"}), "f32[]");
+    EXPECT_EQ(infer(op, {"f32[4,5,6]"}, {{"keepdim", true}}), "f32[1,1,1]");
+    EXPECT_EQ(infer(op, {"bf16[4,5,6]"}, {{"dims", Ints{2, 0}}}), "bf16[5]");
+    EXPECT_EQ(infer(op, {"f32[4,5]"}, {{"dims", Ints{2}}}),
+              "error: dim 2 is out of range for rank 2");
+    EXPECT_EQ(infer(op, {"f32[4,5]"}, {{"dims", Ints{1, -1}}}), "error: dim -1 is listed twice");
+    EXPECT_EQ(infer(op, {"i64[4]"}), "error: input must be a floating type, got i64[4]");
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,6 +10,7 @@
 
 #include "kernels/common/ActivationMath.h"
 #include "kernels/common/ElementwiseMath.h"
+#include "kernels/common/UnaryMath.h"
 
 namespace ampc::kernels {
 

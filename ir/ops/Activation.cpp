@@ -1,9 +1,17 @@
-//===- Activation.cpp - relu, gelu, sigmoid, tanh, silu, softmax, dropout -===//
+//===- Activation.cpp - Activations, softmax, dropout, unary math ---------===//
+//
+// relu, gelu, sigmoid, tanh, silu, softmax, log_softmax, dropout, and the
+// unary math ops of ir/Pointwise.def (clamp, sqrt, erf, pow, exp): their
+// gradient rules come from the same generated activation rules.
+//
+//===----------------------------------------------------------------------===//
 #include "ir/GradientBuilder.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
 #include <cassert>
+#include <cmath>
+#include <limits>
 
 namespace ampc {
 using namespace infer;
@@ -33,6 +41,16 @@ static bool inferDropout(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &r
   double p = ctx.getFloat("p");
   if (!(p >= 0 && p < 1))
     return ctx.error("p must be in [0, 1), got " + formatDouble(p));
+  return inferUnaryFloat(ctx, results);
+}
+
+// clamp(x) to [min, max]; an unset bound is infinite (torch.clamp's None).
+// min > max is allowed and gives max everywhere, as torch.clamp does; a NaN
+// bound is refused (it would make every element NaN).
+static bool inferClamp(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  for (const char *bound : {"min", "max"})
+    if (std::isnan(ctx.getFloat(bound)))
+      return ctx.error(std::string(bound) + " must not be NaN");
   return inferUnaryFloat(ctx, results);
 }
 
@@ -144,6 +162,24 @@ void registerActivationOps(OpRegistry &r) {
   OpRow(r.define(OpKind::Sigmoid)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Tanh)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Silu)).operand("input").infer(inferUnaryFloat).elementwise();
+
+  // Unary math (ONNX Clip, Sqrt, Erf, Pow with a constant exponent, Exp).
+  const double inf = std::numeric_limits<double>::infinity();
+  OpRow(r.define(OpKind::Clamp))
+      .operand("input")
+      .attr("min", AttrType::Float, -inf)
+      .attr("max", AttrType::Float, inf)
+      .infer(inferClamp)
+      .elementwise();
+  OpRow(r.define(OpKind::Sqrt)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::Erf)).operand("input").infer(inferUnaryFloat).elementwise();
+  // pow(x) = x^exponent; a tensor exponent is not supported (not needed yet).
+  OpRow(r.define(OpKind::Pow))
+      .operand("input")
+      .attr("exponent", AttrType::Float)
+      .infer(inferUnaryFloat)
+      .elementwise();
+  OpRow(r.define(OpKind::Exp)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Softmax))
       .operand("input")
       .attr("dim", AttrType::Int, -1)

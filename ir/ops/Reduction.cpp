@@ -1,4 +1,4 @@
-//===- Reduction.cpp - reduce_sum, fill ------------------------------------===//
+//===- Reduction.cpp - reduce_sum, reduce_mean, fill -----------------------===//
 #include "ir/GradientBuilder.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
@@ -8,9 +8,10 @@
 namespace ampc {
 using namespace infer;
 
-// reduce_sum(input) over `dims` (empty = all), keeping them as 1s if keepdim.
-// Accumulates in f32 for half inputs; the result keeps the input's dtype.
-static bool inferReduceSum(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+// reduce_sum / reduce_mean (input) over `dims` (empty = all), keeping them
+// as 1s if keepdim. Accumulates in f32 for half inputs; the result keeps the
+// input's dtype.
+static bool inferReduce(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
   if (!requireFloat(ctx, 0))
     return false;
   const TensorType &x = ctx.operand(0);
@@ -44,27 +45,51 @@ static bool inferFill(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &resu
   return true;
 }
 
-// Every summed element gets the gradient of its sum: dy reshaped to the
-// keepdim shape (1 in each reduced dim), then broadcast to the input's shape.
-static void gradReduceSum(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
-                          llvm::MutableArrayRef<Value *> dxs) {
+/// The dims a reduction node reduces.
+static llvm::SmallBitVector reducedDims(const Node &fwd) {
   const TensorType &x = fwd.operand(0)->type();
   const std::vector<int64_t> &axes = fwd.attr("dims").getInts();
   llvm::SmallBitVector reduced(x.rank(), axes.empty());
   for (int64_t d : axes)
     reduced.set(static_cast<unsigned>(d < 0 ? d + x.rank() : d));
+  return reduced;
+}
+
+/// `g` (the reduction's result shape) reshaped to the keepdim shape (1 in
+/// each reduced dim), then broadcast to the input's shape.
+static Value *broadcastToInput(GradientBuilder &gb, const Node &fwd, Value *g) {
+  const TensorType &x = fwd.operand(0)->type();
+  llvm::SmallBitVector reduced = reducedDims(fwd);
   std::vector<int64_t> keptDims;
   for (unsigned i = 0; i < x.rank(); ++i)
     keptDims.push_back(reduced[i] ? 1 : x.dim(i));
-  Value *kept = gb.reshape(dys[0], keptDims);
-  if (!kept)
-    return;
-  if (kept->type().dims() == x.dims()) {
-    dxs[0] = kept;
-    return;
-  }
+  Value *kept = g ? gb.reshape(g, keptDims) : nullptr;
+  if (!kept || kept->type().dims() == x.dims())
+    return kept;
   std::vector<int64_t> shape(x.dims().begin(), x.dims().end());
-  dxs[0] = gb.build1(OpKind::BroadcastTo, {kept}, {{"shape", Attribute(shape)}});
+  return gb.build1(OpKind::BroadcastTo, {kept}, {{"shape", Attribute(shape)}});
+}
+
+// Every summed element gets the gradient of its sum.
+static void gradReduceSum(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                          llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = broadcastToInput(gb, fwd, dys[0]);
+}
+
+// Every averaged element gets 1/count of the gradient of its mean. The scale
+// comes before the broadcast, on fewer elements (PyTorch divides after it:
+// the two differ by a rounding where 1/count is inexact).
+static void gradReduceMean(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                           llvm::MutableArrayRef<Value *> dxs) {
+  const TensorType &x = fwd.operand(0)->type();
+  llvm::SmallBitVector reduced = reducedDims(fwd);
+  int64_t count = 1;
+  for (unsigned i = 0; i < x.rank(); ++i)
+    if (reduced[i])
+      count *= x.dim(i);
+  // count == 0: the input, and so its gradient, is empty.
+  Value *scaled = count > 1 ? gb.scale(dys[0], 1.0 / static_cast<double>(count)) : dys[0];
+  dxs[0] = broadcastToInput(gb, fwd, scaled);
 }
 
 void registerReductionOps(OpRegistry &r) {
@@ -72,8 +97,15 @@ void registerReductionOps(OpRegistry &r) {
       .operand("input")
       .attr("dims", AttrType::Ints, std::vector<int64_t>{})
       .attr("keepdim", AttrType::Bool, false)
-      .infer(inferReduceSum)
+      .infer(inferReduce)
       .gradient(gradReduceSum);
+  // reduce_mean: reduce_sum's kernels, each sum divided by its count.
+  OpRow(r.define(OpKind::ReduceMean))
+      .operand("input")
+      .attr("dims", AttrType::Ints, std::vector<int64_t>{})
+      .attr("keepdim", AttrType::Bool, false)
+      .infer(inferReduce)
+      .gradient(gradReduceMean);
   // fill has no operands, so nothing to differentiate.
   OpRow(r.define(OpKind::Fill))
       .attr("value", AttrType::Float, 0.0)

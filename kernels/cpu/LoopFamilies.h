@@ -25,6 +25,7 @@ std::unique_ptr<NodeKernel> prepareLoopGlobalAvgPoolGrad(const Node &n);
 
 // LoopReduction.cpp
 std::unique_ptr<NodeKernel> prepareLoopReduceSum(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopReduceMean(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopMseLoss(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopGlobalAvgPool(const Node &n);
 

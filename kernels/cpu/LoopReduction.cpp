@@ -1,6 +1,7 @@
 //===- LoopReduction.cpp - Reduction loop kernels of the cpu backend ------===//
 //
-// reduce_sum (over leading and/or trailing dims: bias gradients), mse_loss
+// reduce_sum (over leading and/or trailing dims: bias gradients) and
+// reduce_mean (the same sums, each divided by its count), mse_loss
 // and global_avgpool in f32, bf16 and f16, accumulated in f32 like the
 // reference. Where a sum's order differs from the reference's sequential
 // one, it is fixed by the shapes alone (LoopSupport.h), so a run gives the
@@ -8,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/common/LossMath.h"
+#include "kernels/common/ReduceMath.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
 
@@ -35,7 +37,12 @@ enum ReduceVariant : int {
   kEverything = 2,
 };
 
-template <DType D> void reduceColumns(const void *x, void *y, int64_t rows, int64_t columns) {
+/// What an output of reduce_sum (count 0) or reduce_mean (count: the elements
+/// of each sum) stores: the sum, or the reference's mean of it.
+inline float finishSum(float sum, int64_t count) { return count ? meanOfSum(sum, count) : sum; }
+
+template <DType D>
+void reduceColumns(const void *x, void *y, int64_t rows, int64_t columns, int64_t count) {
   auto body = [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
     for (int64_t block = begin; block < end; block += kColumnBlock) {
       int64_t width = std::min(kColumnBlock, end - block);
@@ -48,14 +55,15 @@ template <DType D> void reduceColumns(const void *x, void *y, int64_t rows, int6
           acc[k] += load<D>(x, r * columns + block + k);
       }
       for (int64_t k = 0; k < width; ++k)
-        store<D>(y, block + k, acc[k]);
+        store<D>(y, block + k, finishSum(acc[k], count));
     }
   };
   parallelFor(columns, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(rows, 1)), body);
 }
 
 template <DType D>
-void reduceSlices(const void *x, void *y, int64_t outer, int64_t middle, int64_t inner) {
+void reduceSlices(const void *x, void *y, int64_t outer, int64_t middle, int64_t inner,
+                  int64_t count) {
   auto body = [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
     for (int64_t k = begin; k < end; ++k) {
       float total = 0;
@@ -73,7 +81,7 @@ void reduceSlices(const void *x, void *y, int64_t outer, int64_t middle, int64_t
         for (int64_t j = 0; j < width; ++j)
           total += acc[j];
       }
-      store<D>(y, k, total);
+      store<D>(y, k, finishSum(total, count));
     }
   };
   parallelFor(middle, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(outer * inner, 1)),
@@ -97,18 +105,22 @@ template <class Term> float sumInPieces(int64_t n, const Term &term) {
   return total;
 }
 
-template <DType D> void reduceSumLoop(const KernelArgs &a, const LoopPlan &plan) {
+/// reduce_sum, or reduce_mean if Mean: each output sums outer * inner
+/// elements (the dims of size 1 add none).
+template <DType D, bool Mean> void reduceLoop(const KernelArgs &a, const LoopPlan &plan) {
   const void *x = a.in(0).data;
   void *y = a.out().data;
+  int64_t count = Mean ? plan.outer * plan.inner : 0;
   switch (static_cast<ReduceVariant>(plan.variant)) {
   case kColumns:
-    return reduceColumns<D>(x, y, plan.outer, plan.middle);
+    return reduceColumns<D>(x, y, plan.outer, plan.middle, count);
   case kSlices:
-    return reduceSlices<D>(x, y, plan.outer, plan.middle, plan.inner);
+    return reduceSlices<D>(x, y, plan.outer, plan.middle, plan.inner, count);
   case kEverything:
-    store<D>(y, 0, sumInPieces(a.in(0).numElements(), [=](int64_t i) AMPC_LOOP_BODY {
-               return load<D>(x, i);
-             }));
+    store<D>(y, 0,
+             finishSum(sumInPieces(a.in(0).numElements(),
+                                   [=](int64_t i) AMPC_LOOP_BODY { return load<D>(x, i); }),
+                       count));
     return;
   }
 }
@@ -149,9 +161,8 @@ bool sameDTypes(const Node &n) {
   return true;
 }
 
-} // namespace
-
-std::unique_ptr<NodeKernel> prepareLoopReduceSum(const Node &n) {
+/// reduce_sum's or reduce_mean's plan, or nullptr where the loops decline.
+template <bool Mean> std::unique_ptr<NodeKernel> prepareReduce(const Node &n) {
   if (!sameDTypes(n))
     return nullptr;
   llvm::ArrayRef<int64_t> dims = n.operand(0)->type().dims();
@@ -179,7 +190,7 @@ std::unique_ptr<NodeKernel> prepareLoopReduceSum(const Node &n) {
     plan.middle *= dims[d];
   }
   if (n.operand(0)->type().numElements() == 0)
-    return nullptr; // nothing to sum; the reference writes the zeros
+    return nullptr; // nothing to sum; the reference writes the zeros (NaNs for a mean)
   if (plan.middle == 1)
     plan.variant = kEverything;
   else if (plan.inner == 1)
@@ -187,9 +198,15 @@ std::unique_ptr<NodeKernel> prepareLoopReduceSum(const Node &n) {
   else
     plan.variant = kSlices;
   return dispatchLoopFloat(n.result()->dtype(), std::unique_ptr<NodeKernel>(), [&](auto tag) {
-    return makeLoopKernel(&reduceSumLoop<decltype(tag)::value>, plan);
+    return makeLoopKernel(&reduceLoop<decltype(tag)::value, Mean>, plan);
   });
 }
+
+} // namespace
+
+std::unique_ptr<NodeKernel> prepareLoopReduceSum(const Node &n) { return prepareReduce<false>(n); }
+
+std::unique_ptr<NodeKernel> prepareLoopReduceMean(const Node &n) { return prepareReduce<true>(n); }
 
 std::unique_ptr<NodeKernel> prepareLoopMseLoss(const Node &n) {
   if (!sameDTypes(n))

@@ -39,6 +39,7 @@ constexpr LoopOp kLoopOps[] = {
     {OpKind::MseLoss, prepareLoopMseLoss},
     {OpKind::MseLossGrad, prepareLoopMseLossGrad},
     {OpKind::ReduceSum, prepareLoopReduceSum},
+    {OpKind::ReduceMean, prepareLoopReduceMean},
     {OpKind::GlobalAvgPool, prepareLoopGlobalAvgPool},
     {OpKind::GlobalAvgPoolGrad, prepareLoopGlobalAvgPoolGrad},
     {OpKind::BatchNorm2d, prepareLoopBatchNorm2d},

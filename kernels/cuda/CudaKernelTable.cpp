@@ -455,11 +455,13 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   }
 
   // Reductions and constants.
-  case OpKind::ReduceSum: {
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean: {
     DType t = inType(0).dtype();
     kc::ReduceShape s;
     if (!floating(t) || !reduceShape(n, s))
       return nullptr;
+    s.mean = n.kind() == OpKind::ReduceMean;
     auto scratch = std::make_shared<DeviceScratch>(kc::reduceSumScratchBytes(t, s), n);
     return make(ctx, n, [t, s, scratch](const KernelArgs &a, const kc::Launch &l) {
       return kc::reduceSum(l, t, a.in(0).data, a.out().data, s, scratch->ptr);

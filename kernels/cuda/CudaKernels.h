@@ -110,14 +110,16 @@ cudaError_t softmaxGrad(const Launch &l, DType t, const void *dy, const void *y,
 // --- Reductions ---------------------------------------------------------------
 
 /// reduce_sum: per output element, the input offsets of the kept dims, then
-/// the reduced dims (row-major), each with its input stride.
+/// the reduced dims (row-major), each with its input stride. reduce_mean is
+/// the same with `mean` set: each sum is divided by reducedCount.
 struct ReduceShape {
   int keptRank = 0, reducedRank = 0;
   int64_t keptDims[kMaxRank] = {}, keptStrides[kMaxRank] = {};
   int64_t reducedDims[kMaxRank] = {}, reducedStrides[kMaxRank] = {};
   int64_t outputs = 1, reducedCount = 1;
+  bool mean = false;
 };
-/// Partial sums per chunk of the reduced elements go to `scratch`
+/// reduce_sum or reduce_mean. Partial sums per chunk of the reduced elements go to `scratch`
 /// (reduceSumScratchBytes) when the reduction is long; then the chunks are
 /// added in order. Short reductions add in the reference's order.
 size_t reduceSumScratchBytes(DType t, const ReduceShape &s);

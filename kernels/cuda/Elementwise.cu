@@ -9,6 +9,7 @@
 #include "kernels/common/CastMath.h"
 #include "kernels/common/ElementwiseMath.h"
 #include "kernels/common/Random.h"
+#include "kernels/common/UnaryMath.h"
 #include "kernels/cuda/Common.cuh"
 
 namespace ampc::kernels::cuda {

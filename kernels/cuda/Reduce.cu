@@ -11,6 +11,7 @@
 #include "kernels/common/LossMath.h"
 #include "kernels/common/NormMath.h"
 #include "kernels/common/PoolMath.h"
+#include "kernels/common/ReduceMath.h"
 #include "kernels/cuda/Common.cuh"
 
 namespace ampc::kernels::cuda {
@@ -100,8 +101,14 @@ __device__ ComputeT<D> sumRange(const void *x, const ReduceShape &s, int64_t out
   return acc;
 }
 
+/// What an output stores: its sum, or for reduce_mean the reference's mean of it.
+template <class T> __device__ T finishSum(T sum, const ReduceShape &s) {
+  return s.mean ? meanOfSum(sum, s.reducedCount) : sum;
+}
+
 template <DType D> __global__ void reduceSumKernel(const void *x, void *y, ReduceShape s) {
-  AMPC_GRID_STRIDE(out, s.outputs) store<D>(y, out, sumRange<D>(x, s, out, 0, s.reducedCount));
+  AMPC_GRID_STRIDE(out, s.outputs)
+  store<D>(y, out, finishSum(sumRange<D>(x, s, out, 0, s.reducedCount), s));
 }
 
 constexpr int64_t kReduceChunk = 1024;
@@ -119,13 +126,13 @@ __global__ void reducePartialKernel(const void *x, ComputeT<D> *partial, ReduceS
 }
 
 template <DType D>
-__global__ void reduceChunksKernel(const ComputeT<D> *partial, void *y, int64_t outputs,
+__global__ void reduceChunksKernel(const ComputeT<D> *partial, void *y, ReduceShape s,
                                    int64_t chunks) {
-  AMPC_GRID_STRIDE(out, outputs) {
+  AMPC_GRID_STRIDE(out, s.outputs) {
     ComputeT<D> acc = 0;
     for (int64_t c = 0; c < chunks; ++c)
       acc += partial[out * chunks + c];
-    store<D>(y, out, acc);
+    store<D>(y, out, finishSum(acc, s));
   }
 }
 
@@ -510,8 +517,7 @@ cudaError_t reduceSum(const Launch &l, DType t, const void *x, void *y, const Re
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
       return err;
-    reduceChunksKernel<D>
-        <<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(partial, y, s.outputs, chunks);
+    reduceChunksKernel<D><<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(partial, y, s, chunks);
     return cudaGetLastError();
   });
 }

@@ -43,6 +43,7 @@ void binaryCrossEntropy(const KernelArgs &a);
 
 // Reduction.cpp
 void reduceSum(const KernelArgs &a);
+void reduceMean(const KernelArgs &a);
 void fill(const KernelArgs &a);
 
 // Backward ops of activations, shape ops and losses.

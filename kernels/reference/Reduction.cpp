@@ -1,4 +1,5 @@
-//===- Reduction.cpp - reduce_sum, fill ------------------------------------===//
+//===- Reduction.cpp - reduce_sum, reduce_mean, fill -----------------------===//
+#include "kernels/common/ReduceMath.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
 
@@ -9,7 +10,8 @@
 namespace ampc::kernels::ref {
 
 namespace {
-template <DType D> void reduceSumImpl(const KernelArgs &a) {
+/// reduce_sum, or reduce_mean when `mean`: each sum divided by its count.
+template <DType D> void reduceImpl(const KernelArgs &a, bool mean) {
   const TensorArg &x = a.in(0), &y = a.out();
   llvm::ArrayRef<int64_t> dims = x.dims();
   unsigned rank = dims.size();
@@ -17,6 +19,10 @@ template <DType D> void reduceSumImpl(const KernelArgs &a) {
   llvm::SmallBitVector reduced(rank, axes.empty());
   for (int64_t d : axes)
     reduced.set(static_cast<unsigned>(d < 0 ? d + rank : d));
+  int64_t count = 1;
+  for (unsigned k = 0; k < rank; ++k)
+    if (reduced[k])
+      count *= dims[k];
   // Accumulate every output element in the compute type (f32 for halves).
   std::vector<ComputeT<D>> acc(y.numElements(), ComputeT<D>(0));
   std::vector<int64_t> index(rank, 0);
@@ -33,12 +39,16 @@ template <DType D> void reduceSumImpl(const KernelArgs &a) {
     }
   }
   for (size_t i = 0; i < acc.size(); ++i)
-    store<D>(y.data, static_cast<int64_t>(i), acc[i]);
+    store<D>(y.data, static_cast<int64_t>(i), mean ? meanOfSum(acc[i], count) : acc[i]);
 }
 } // namespace
 
 void reduceSum(const KernelArgs &a) {
-  dispatchFloat(a.in(0).dtype(), [&](auto tag) { reduceSumImpl<decltype(tag)::value>(a); });
+  dispatchFloat(a.in(0).dtype(), [&](auto tag) { reduceImpl<decltype(tag)::value>(a, false); });
+}
+
+void reduceMean(const KernelArgs &a) {
+  dispatchFloat(a.in(0).dtype(), [&](auto tag) { reduceImpl<decltype(tag)::value>(a, true); });
 }
 
 void fill(const KernelArgs &a) {

@@ -69,6 +69,8 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::binaryCrossEntropy;
   case OpKind::ReduceSum:
     return ref::reduceSum;
+  case OpKind::ReduceMean:
+    return ref::reduceMean;
   case OpKind::Fill:
     return ref::fill;
   // Backward ops of activations, shape ops and losses.

@@ -259,8 +259,9 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
       "fill", "slice",
       // Backward ops of activations, shape ops and losses.
       "relu_grad", "gelu_grad", "sigmoid_grad", "tanh_grad", "silu_grad", "softmax_grad",
-      "log_softmax_grad", "embedding_grad", "mse_loss_grad", "cross_entropy_grad",
-      "binary_cross_entropy_grad_input", "binary_cross_entropy_grad_target",
+      "log_softmax_grad", "clamp_grad", "sqrt_grad", "erf_grad", "pow_grad", "exp_grad",
+      "embedding_grad", "mse_loss_grad", "cross_entropy_grad", "binary_cross_entropy_grad_input",
+      "binary_cross_entropy_grad_target",
       // Backward ops of linear algebra, pooling and normalization.
       "conv2d_grad_input", "conv2d_grad_weight", "scaled_dot_product_attention_grad",
       "maxpool2d_grad", "avgpool2d_grad", "global_avgpool_grad", "batchnorm2d_grad",

@@ -330,8 +330,22 @@ TEST(CpuF16ConversionTest, HalfElementwiseOpsOnEveryPattern) {
     b[i] = static_cast<uint16_t>((i * 40503 + 12345) & 0xffff);
   }
   TensorType t(DType::F16, {n});
-  for (const char *op : {"relu", "sigmoid", "tanh", "silu"})
+  for (const char *op : {"relu", "sigmoid", "tanh", "silu", "sqrt", "erf", "exp"})
     expectSameBitsAsReference(op, {t}, {bytesOf(a)}, {}, /*anyNaN=*/true);
+  // clamp's bounds and pow's exponent are rounded to f32 (0.1 is not exact);
+  // pow 2 and 0.5 take ATen's shortcuts (x * x, sqrt), 1.7 the general pow.
+  AttrMap clamp;
+  clamp["min"] = Attribute(-0.1);
+  clamp["max"] = Attribute(6.0);
+  expectSameBitsAsReference("clamp", {t}, {bytesOf(a)}, clamp, /*anyNaN=*/true);
+  expectSameBitsAsReference("clamp_grad", {t, t}, {bytesOf(a), bytesOf(b)}, clamp,
+                            /*anyNaN=*/true);
+  for (double exponent : {2.0, 0.5, 1.7, -1.0}) {
+    AttrMap pow;
+    pow["exponent"] = Attribute(exponent);
+    expectSameBitsAsReference("pow", {t}, {bytesOf(a)}, pow, /*anyNaN=*/true);
+    expectSameBitsAsReference("pow_grad", {t, t}, {bytesOf(a), bytesOf(b)}, pow, /*anyNaN=*/true);
+  }
   for (const char *approximate : {"none", "tanh"}) {
     AttrMap attrs;
     attrs["approximate"] = Attribute(std::string(approximate));
@@ -342,8 +356,8 @@ TEST(CpuF16ConversionTest, HalfElementwiseOpsOnEveryPattern) {
   AttrMap scale;
   scale["factor"] = Attribute(0.3);
   expectSameBitsAsReference("scale", {t}, {bytesOf(a)}, scale, /*anyNaN=*/true);
-  for (const char *op :
-       {"add", "sub", "mul", "div", "relu_grad", "sigmoid_grad", "tanh_grad", "silu_grad"}) {
+  for (const char *op : {"add", "sub", "mul", "div", "relu_grad", "sigmoid_grad", "tanh_grad",
+                         "silu_grad", "sqrt_grad", "erf_grad", "exp_grad"}) {
     expectSameBitsAsReference(op, {t, t}, {bytesOf(a), bytesOf(b)}, {}, /*anyNaN=*/true);
     expectSameBitsAsReference(op, {t, t}, {bytesOf(b), bytesOf(a)}, {}, /*anyNaN=*/true);
   }

@@ -186,6 +186,38 @@ TEST(CpuFusion, GeluGradMulChainIsBitExact) {
       }
 }
 
+TEST(CpuFusion, UnaryMathChainIsBitExact) {
+  // clamp, pow (attributes: each stage keeps its own functor state), sqrt,
+  // erf, exp and their gradients in one chain.
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(dtypeName(t).str() + " " + std::to_string(n));
+      Graph g("fusion");
+      DiagnosticEngine diag;
+      TensorType type(t, {n / 7 + 1, 7});
+      Value *dy = g.addInput("dy", type);
+      Value *x = g.addInput("x", type);
+      Node *clamp = buildNode(g, op("clamp"), {x},
+                              {{"min", Attribute(-0.5)}, {"max", Attribute(6.0)}}, {}, diag);
+      Node *pow =
+          buildNode(g, op("pow"), {clamp->result()}, {{"exponent", Attribute(1.7)}}, {}, diag);
+      Node *sqrt = buildNode(g, op("sqrt"), {pow->result()}, {}, {}, diag);
+      Node *erf = buildNode(g, op("erf"), {sqrt->result()}, {}, {}, diag);
+      Node *exp = buildNode(g, op("exp"), {erf->result()}, {}, {}, diag);
+      Node *egrad = buildNode(g, op("exp_grad"), {dy, exp->result()}, {}, {}, diag);
+      Node *pgrad = buildNode(g, op("pow_grad"), {egrad->result(), x},
+                              {{"exponent", Attribute(3.0)}}, {}, diag);
+      Node *sgrad = buildNode(g, op("sqrt_grad"), {dy, pgrad->result()}, {}, {}, diag);
+      Node *rgrad = buildNode(g, op("erf_grad"), {sgrad->result(), x}, {}, {}, diag);
+      Node *cgrad = buildNode(g, op("clamp_grad"), {rgrad->result(), x},
+                              {{"min", Attribute(-1.0)}, {"max", Attribute(1.0)}}, {}, diag);
+      ASSERT_TRUE(cgrad) << diag.diagnostics()[0].str();
+      g.addOutput(cgrad->result());
+      std::vector<Bytes> inputs = {mixedValues(type, 6), mixedValues(type, 7)};
+      EXPECT_EQ(expectSameBits(g, inputs), 1u);
+    }
+}
+
 TEST(CpuFusion, TheFusedKernelKeepsGuardBytes) {
   // The kernel alone, on guarded buffers, against the nodes' own kernels.
   Graph g("fusion");

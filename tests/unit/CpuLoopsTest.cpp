@@ -172,6 +172,36 @@ TEST(CpuLoopsTest, GeluSigmoidTanhAndTheirGradientsAreBitExact) {
   }
 }
 
+TEST(CpuLoopsTest, UnaryMathAndTheirGradientsAreBitExact) {
+  // clamp, sqrt, erf, pow, exp: the loops call the reference's element
+  // functors (libm's sqrt, erf, pow, exp per element), so the same bits; on
+  // random bits (NaNs, infinities, negatives for sqrt and pow, subnormals).
+  AttrMap clamp, oneSided;
+  clamp["min"] = Attribute(-0.1);
+  clamp["max"] = Attribute(6.0);
+  oneSided["max"] = Attribute(0.5);
+  for (DType t : kDTypes) {
+    for (const AttrMap &bounds : {clamp, oneSided}) {
+      expectBitIdentical("clamp", {randomBits(of(t, {3, 1, 67}), 1)}, bounds);
+      expectBitIdentical("clamp", {uniform(of(t, {70001}), 2, -8, 8)}, bounds);
+      expectBitIdentical("clamp_grad", {uniform(of(t, {99}), 3), randomBits(of(t, {99}), 4)},
+                         bounds);
+    }
+    for (const char *op : {"sqrt", "erf", "exp"}) {
+      expectBitIdentical(op, {randomBits(of(t, {5, 33}), 5)});
+      expectBitIdentical(op, {uniform(of(t, {70001}), 6, -10, 10)});
+    }
+    for (const char *op : {"sqrt_grad", "erf_grad", "exp_grad"})
+      expectBitIdentical(op, {uniform(of(t, {99}), 7), randomBits(of(t, {99}), 8)});
+    for (double exponent : {2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.7, 0.0}) {
+      AttrMap pow;
+      pow["exponent"] = Attribute(exponent);
+      expectBitIdentical("pow", {randomBits(of(t, {5, 33}), 9)}, pow);
+      expectBitIdentical("pow_grad", {uniform(of(t, {99}), 10), randomBits(of(t, {99}), 11)}, pow);
+    }
+  }
+}
+
 TEST(CpuLoopsTest, ReluGradIsBitExact) {
   for (DType t : kDTypes) {
     expectBitIdentical("relu_grad", {uniform(of(t, {17, 19}), 1), randomBits(of(t, {17, 19}), 2)});
@@ -214,6 +244,9 @@ TEST(CpuLoopsTest, DeclinesWhatItDoesNotTake) {
   AttrMap middle;
   middle["dims"] = Attribute(std::vector<int64_t>{1});
   expectDeclined("reduce_sum", {uniform(f32({2, 3, 4}), 1)}, middle);
+  expectDeclined("reduce_mean", {uniform(f32({2, 3, 4}), 1)}, middle);
+  // An empty mean is NaN: the reference writes it.
+  expectDeclined("reduce_mean", {uniform(f32({0, 3}), 1)});
 }
 
 TEST(CpuLoopsTest, MseLossGradAndGlobalAvgPoolGradAreBitExact) {
@@ -258,6 +291,27 @@ TEST(CpuLoopsTest, ReduceSumOverOtherDimsIsClose) {
     expectClose("reduce_sum", {uniform(of(t, {5, 300}), 3)}, trailing, 1e-6,
                 {sumMagnitude(300, 2)});
     expectClose("reduce_sum", {uniform(of(t, {70001}), 4)}, all, 1e-6, {sumMagnitude(70001, 2)});
+  }
+}
+
+TEST(CpuLoopsTest, ReduceMeanIsReduceSumDividedByTheCount) {
+  // reduce_sum's loops, each sum divided as the reference divides it: over
+  // rows the reference's bits; over other dims within the sums' order error
+  // (a mean of values in [-2, 2): errors scale with 2).
+  AttrMap rows, channels, all, trailing, keepRows;
+  rows["dims"] = Attribute(std::vector<int64_t>{0});
+  channels["dims"] = Attribute(std::vector<int64_t>{0, 2, 3});
+  trailing["dims"] = Attribute(std::vector<int64_t>{-1});
+  keepRows = rows;
+  keepRows["keepdim"] = Attribute(true);
+  for (DType t : kDTypes) {
+    expectBitIdentical("reduce_mean", {uniform(of(t, {37, 53}), 1)}, rows);
+    expectBitIdentical("reduce_mean", {uniform(of(t, {300, 1031}), 2)}, keepRows);
+    // Size-1 dims add nothing to the count.
+    expectBitIdentical("reduce_mean", {uniform(of(t, {1, 7, 1, 5}), 3)}, channels);
+    expectClose("reduce_mean", {uniform(of(t, {6, 5, 7, 3}), 4)}, channels, 1e-6, {{2.0}});
+    expectClose("reduce_mean", {uniform(of(t, {5, 300}), 5)}, trailing, 1e-6, {{2.0}});
+    expectClose("reduce_mean", {uniform(of(t, {70001}), 6)}, all, 1e-6, {{2.0}});
   }
 }
 

@@ -131,6 +131,12 @@ std::vector<OpCase> opCases() {
   c.push_back({"sigmoid", {{T, {7, 9}}}, {}, 1});
   c.push_back({"tanh", {{T, {7, 9}}}, {}, 1});
   c.push_back({"silu", {{T, {7, 9}}}, {}, 1});
+  c.push_back({"clamp", {{T, {7, 9}}}, {{"min", Attribute(-0.5)}, {"max", Attribute(0.25)}}, 1});
+  c.push_back({"sqrt", {{T, {7, 9}, 0, true}}, {}, 1});
+  c.push_back({"erf", {{T, {7, 9}}}, {}, 1});
+  c.push_back({"pow", {{T, {7, 9}}}, {{"exponent", Attribute(2.0)}}, 1});
+  c.push_back({"pow", {{T, {7, 9}, 0, true}}, {{"exponent", Attribute(1.7)}}, 1});
+  c.push_back({"exp", {{T, {7, 9}}}, {}, 1});
   c.push_back({"softmax", {{T, {4, 5, 6}}}, {{"dim", Attribute(int64_t(1))}}, 1});
   c.push_back({"log_softmax", {{T, {4, 11}}}, {}, 1});
   c.push_back(
@@ -179,11 +185,22 @@ std::vector<OpCase> opCases() {
   c.push_back({"cross_entropy", {{T, {6, 10}}, {L, {6}, 10}}, {}, 1});
   c.push_back({"reduce_sum", {{T, {5, 6, 7}}}, {{"dims", Attribute(Ints{0, 2})}}, 1});
   c.push_back({"reduce_sum", {{T, {64, 80}}}, {{"dims", Attribute(Ints{0, 1})}}, 4});
+  c.push_back({"reduce_mean", {{T, {5, 6, 7}}}, {{"dims", Attribute(Ints{0, 2})}}, 1});
+  c.push_back({"reduce_mean", {{T, {64, 80}}}, {{"dims", Attribute(Ints{})}}, 4});
   c.push_back({"relu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"gelu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"sigmoid_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"tanh_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"silu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
+  c.push_back({"clamp_grad",
+               {{T, {7, 9}}, {T, {7, 9}}},
+               {{"min", Attribute(-0.5)}, {"max", Attribute(0.25)}},
+               1});
+  c.push_back({"sqrt_grad", {{T, {7, 9}}, {T, {7, 9}, 0, true}}, {}, 1});
+  c.push_back({"erf_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
+  c.push_back(
+      {"pow_grad", {{T, {7, 9}}, {T, {7, 9}, 0, true}}, {{"exponent", Attribute(-1.5)}}, 1});
+  c.push_back({"exp_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"softmax_grad", {{T, {4, 11}}, {T, {4, 11}}}, {}, 1});
   c.push_back({"log_softmax_grad", {{T, {4, 11}}, {T, {4, 11}}}, {}, 1});
   c.push_back({"mse_loss_grad", {{T, {}}, {T, {6, 7}}, {T, {6, 7}}}, {}, 1});

@@ -1,15 +1,17 @@
 //===- GradActivationTest.cpp - Gradients of relu, gelu, sigmoid, tanh, silu, ... ===//
 //
-// Finite-difference checks (f64) of every activation's gradient rule, on
-// several shapes and attributes (both gelu forms, softmax dims, dropout in
-// training and eval); hand-computed backward kernel values; and f32/f16/bf16
-// vs f64 comparisons of each backward kernel.
+// Finite-difference checks (f64) of every activation's gradient rule, and of
+// the unary math ops' (clamp, sqrt, erf, pow, exp), on several shapes and
+// attributes (both gelu forms, softmax dims, dropout in training and eval,
+// clamp bounds, pow exponents); hand-computed backward kernel values; and
+// f32/f16/bf16 vs f64 comparisons of each backward kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "GradCheckUtil.h"
 #include "KernelTestUtil.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,53 @@ TEST(GradActivation, SigmoidAndTanh) {
 TEST(GradActivation, Silu) {
   EXPECT_TRUE(checkGradients("silu", {{f64({4, 3})}}, {}, {.lo = -6, .hi = 6}));
   EXPECT_TRUE(checkGradients("silu", {{f64({2, 5})}}, {}, {.seed = 7}));
+}
+
+TEST(GradActivation, ClampBothBoundsOneBoundAndRelu6) {
+  // Random values in [-1, 1) against bounds +-0.5: some clipped on each
+  // side, none within the step of a bound (the kinks).
+  EXPECT_TRUE(checkGradients("clamp", {{f64({4, 5})}},
+                             {{"min", Attribute(-0.5)}, {"max", Attribute(0.5)}}));
+  // ReLU6 = clamp(0, 6), over [-8, 8).
+  EXPECT_TRUE(checkGradients("clamp", {{f64({3, 4})}},
+                             {{"min", Attribute(0.0)}, {"max", Attribute(6.0)}},
+                             {.seed = 2, .lo = -8, .hi = 8}));
+  // One bound (the other infinite, torch.clamp's None).
+  EXPECT_TRUE(checkGradients("clamp", {{f64({7})}}, {{"max", Attribute(0.25)}}, {.seed = 3}));
+  EXPECT_TRUE(checkGradients("clamp", {{f64({7})}}, {{"min", Attribute(-0.25)}}, {.seed = 4}));
+  // Every value clipped: the gradient is exactly zero.
+  EXPECT_TRUE(checkGradients("clamp", {{f64({2, 3})}},
+                             {{"min", Attribute(2.0)}, {"max", Attribute(3.0)}},
+                             {.allowZeroGradient = true}));
+}
+
+TEST(GradActivation, SqrtErfExp) {
+  EXPECT_TRUE(checkGradients("sqrt", {{f64({4, 3})}}, {}, {.lo = 0.25, .hi = 9}));
+  EXPECT_TRUE(checkGradients("sqrt", {{f64({})}}, {}, {.lo = 1e-3, .hi = 2e-3}));
+  EXPECT_TRUE(checkGradients("erf", {{f64({4, 3})}}, {}, {.lo = -3, .hi = 3}));
+  EXPECT_TRUE(checkGradients("erf", {{f64({2, 5})}}, {}, {.seed = 5}));
+  EXPECT_TRUE(checkGradients("exp", {{f64({4, 3})}}, {}, {.lo = -4, .hi = 3}));
+  EXPECT_TRUE(checkGradients("exp", {{f64({2, 2, 2})}}, {}, {.seed = 6}));
+}
+
+TEST(GradActivation, PowEveryShortcutAndTheGeneralExponent) {
+  // ATen's shortcuts (2, 3, 0.5, -0.5, -1, -2), the identity and general
+  // exponents; negative bases only where the exponent is an integer.
+  for (double e : {2.0, 3.0, -1.0, -2.0, 1.0, 4.0}) {
+    SCOPED_TRACE("exponent " + std::to_string(e));
+    EXPECT_TRUE(
+        checkGradients("pow", {{f64({3, 4})}}, {{"exponent", Attribute(e)}}, {.lo = 0.5, .hi = 2}));
+    EXPECT_TRUE(checkGradients("pow", {{f64({5})}}, {{"exponent", Attribute(e)}},
+                               {.seed = 7, .lo = -2, .hi = -0.5}));
+  }
+  for (double e : {0.5, -0.5, 1.7, -2.5, 0.3}) {
+    SCOPED_TRACE("exponent " + std::to_string(e));
+    EXPECT_TRUE(checkGradients("pow", {{f64({3, 4})}}, {{"exponent", Attribute(e)}},
+                               {.lo = 0.25, .hi = 3}));
+  }
+  // x^0 = 1: the gradient is zero.
+  EXPECT_TRUE(checkGradients("pow", {{f64({4})}}, {{"exponent", Attribute(0.0)}},
+                             {.allowZeroGradient = true}));
 }
 
 TEST(GradActivation, SoftmaxAndLogSoftmaxEveryDim) {
@@ -158,6 +207,56 @@ TEST(GradActivation, BackwardKernelsHandComputed) {
   }
 }
 
+TEST(GradActivation, UnaryMathBackwardKernelsHandComputed) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType t : kAllFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    // Constants such as 2/sqrt(pi) round in bf16 and f16.
+    double tol = t == DType::BF16 ? 1e-2 : t == DType::F16 ? 2e-3 : 1e-6;
+    TensorType four(t, {4}), six(t, {6});
+    // clamp to [-1, 1]: dy where -1 <= x <= 1, the bounds included (torch.clamp's
+    // backward; hardtanh's would be 0 there); 0 outside and for NaN.
+    AttrMap unit{{"min", Attribute(-1.0)}, {"max", Attribute(1.0)}};
+    KernelRun clamp = runKernel("clamp_grad", {six, six},
+                                {{1, 2, 3, 4, 5, 6}, {-2, -1, 0.5, 1, 2, std::nan("")}}, unit);
+    ASSERT_TRUE(clamp.ok) << clamp.error;
+    EXPECT_TRUE(allClose(clamp.outputs[0], {0, 2, 3, 4, 0, 0}, 0));
+    // min > max clips everything: no gradient anywhere.
+    KernelRun crossed = runKernel("clamp_grad", {four, four}, {{1, 1, 1, 1}, {-1, 0, 1, 2}},
+                                  {{"min", Attribute(1.5)}, {"max", Attribute(0.5)}});
+    ASSERT_TRUE(crossed.ok) << crossed.error;
+    EXPECT_TRUE(allClose(crossed.outputs[0], {0, 0, 0, 0}, 0));
+    // sqrt from y: dy / (2 y); inf at y = 0, as PyTorch.
+    KernelRun sqrt = runKernel("sqrt_grad", {four, four}, {{1, 2, 3, 1}, {0.5, 1, 4, 0}});
+    ASSERT_TRUE(sqrt.ok) << sqrt.error;
+    EXPECT_TRUE(allClose({sqrt.outputs[0].begin(), sqrt.outputs[0].end() - 1}, {1, 1, 0.375}, 0));
+    EXPECT_EQ(sqrt.outputs[0][3], inf);
+    // erf from x: dy 2/sqrt(pi) exp(-x^2).
+    KernelRun erf = runKernel("erf_grad", {four, four}, {{1, 2, 1, 1}, {0, 0, 10, -1}});
+    ASSERT_TRUE(erf.ok) << erf.error;
+    EXPECT_TRUE(allClose(erf.outputs[0],
+                         {1.1283791670955126, 2.2567583341910252, 0, 0.41510749742059472}, tol));
+    // pow 2 from x: 2 x dy.
+    KernelRun square = runKernel("pow_grad", {four, four}, {{1, 2, 3, 1}, {3, -1, 0, 0.5}},
+                                 {{"exponent", Attribute(2.0)}});
+    ASSERT_TRUE(square.ok) << square.error;
+    EXPECT_TRUE(allClose(square.outputs[0], {6, -4, 0, 1}, 0));
+    // At x = 0 as torch.pow's backward: exponent 0 gives 0 (not 0 * inf),
+    // 1 gives dy (0^0 = 1), 0.5 gives inf, 3 gives 0.
+    const std::pair<double, double> atZero[] = {{0.0, 0}, {1.0, 3}, {0.5, inf}, {3.0, 0}};
+    for (auto [e, want] : atZero) {
+      KernelRun pow = runKernel("pow_grad", {four, four}, {{3, 3, 3, 3}, {0, 0, 0, 0}},
+                                {{"exponent", Attribute(e)}});
+      ASSERT_TRUE(pow.ok) << pow.error;
+      EXPECT_EQ(pow.outputs[0], std::vector<double>(4, want)) << "exponent " << e;
+    }
+    // exp from y: dy y.
+    KernelRun exp = runKernel("exp_grad", {four, four}, {{2, 3, 1, 0.5}, {0.5, 2, 0, 4}});
+    ASSERT_TRUE(exp.ok) << exp.error;
+    EXPECT_TRUE(allClose(exp.outputs[0], {1, 6, 0, 2}, 0));
+  }
+}
+
 // --- low precision against f64 ---------------------------------------------------
 
 TEST(GradActivation, ElementwiseBackwardKernelsMatchF64) {
@@ -175,6 +274,31 @@ TEST(GradActivation, ElementwiseBackwardKernelsMatchF64) {
     EXPECT_TRUE(matchesF64("sigmoid_grad", {type, type}, {dy, sigmoidY}, {}, t, tol));
     EXPECT_TRUE(matchesF64("tanh_grad", {type, type}, {dy, tanhY}, {}, t, tol));
     EXPECT_TRUE(matchesF64("silu_grad", {type, type}, {dy, x}, {}, t, tol));
+  }
+}
+
+TEST(GradActivation, UnaryMathBackwardKernelsMatchF64) {
+  TensorType type = f64({5, 7});
+  std::vector<double> dy = randomValues(35, 1, -2, 2);
+  std::vector<double> x = randomValues(35, 2, -3, 3);
+  std::vector<double> positive = randomValues(35, 3, 0.25, 4);
+  std::vector<double> expY = randomValues(35, 4, 0, 20);
+  for (DType t : kLowDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    double tol = defaultTolerance(t);
+    EXPECT_TRUE(matchesF64("clamp_grad", {type, type}, {dy, x},
+                           {{"min", Attribute(-1.0)}, {"max", Attribute(1.5)}}, t, tol));
+    EXPECT_TRUE(matchesF64("sqrt_grad", {type, type}, {dy, positive}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("erf_grad", {type, type}, {dy, x}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("exp_grad", {type, type}, {dy, expY}, {}, t, tol));
+    for (double e : {2.0, 3.0})
+      EXPECT_TRUE(
+          matchesF64("pow_grad", {type, type}, {dy, x}, {{"exponent", Attribute(e)}}, t, tol));
+    // Negative and fractional exponents on bases away from 0 (x^-2 of a base
+    // near 0 would overflow f16).
+    for (double e : {-1.0, 0.5, 1.7, -0.5})
+      EXPECT_TRUE(matchesF64("pow_grad", {type, type}, {dy, positive}, {{"exponent", Attribute(e)}},
+                             t, tol));
   }
 }
 

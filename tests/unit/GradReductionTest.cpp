@@ -1,9 +1,9 @@
-//===- GradReductionTest.cpp - Gradients of reduce_sum ---------------------===//
+//===- GradReductionTest.cpp - Gradients of reduce_sum and reduce_mean ----===//
 //
-// Finite-difference checks (f64) of reduce_sum's gradient rule (a reshape to
-// the keepdim shape, then broadcast_to) over every kind of dims list, with
-// and without keepdim. broadcast_to's own kernel is tested against f64 in
-// GradShapeTest.cpp.
+// Finite-difference checks (f64) of reduce_sum's and reduce_mean's gradient
+// rules (a scale by 1/count for the mean, a reshape to the keepdim shape,
+// then broadcast_to) over every kind of dims list, with and without keepdim.
+// broadcast_to's own kernel is tested against f64 in GradShapeTest.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "GradCheckUtil.h"
@@ -18,19 +18,29 @@ using ampc::testing::checkGradients;
 
 TensorType f64(std::vector<int64_t> dims) { return TensorType(DType::F64, dims); }
 
-TEST(GradReduction, ReduceSumDimsAndKeepdim) {
+TEST(GradReduction, ReduceSumAndMeanDimsAndKeepdim) {
   const std::vector<std::vector<int64_t>> dimLists = {
       {}, {0}, {1}, {-1}, {0, 2}, {2, 0}, {-1, -3}, {0, 1, 2},
   };
-  for (const std::vector<int64_t> &dims : dimLists)
-    for (bool keepdim : {false, true}) {
-      std::string trace = "dims [";
-      for (int64_t d : dims)
-        trace += std::to_string(d) + ",";
-      SCOPED_TRACE(trace + "] keepdim " + std::to_string(keepdim));
-      EXPECT_TRUE(checkGradients("reduce_sum", {{f64({2, 3, 4})}},
-                                 {{"dims", Attribute(dims)}, {"keepdim", Attribute(keepdim)}}));
-    }
+  for (const char *op : {"reduce_sum", "reduce_mean"})
+    for (const std::vector<int64_t> &dims : dimLists)
+      for (bool keepdim : {false, true}) {
+        std::string trace = std::string(op) + " dims [";
+        for (int64_t d : dims)
+          trace += std::to_string(d) + ",";
+        SCOPED_TRACE(trace + "] keepdim " + std::to_string(keepdim));
+        EXPECT_TRUE(checkGradients(op, {{f64({2, 3, 4})}},
+                                   {{"dims", Attribute(dims)}, {"keepdim", Attribute(keepdim)}}));
+      }
+}
+
+TEST(GradReduction, ReduceMeanOfVectorsScalarsAndUnitDims) {
+  EXPECT_TRUE(checkGradients("reduce_mean", {{f64({5})}}));
+  EXPECT_TRUE(checkGradients("reduce_mean", {{f64({})}}));
+  EXPECT_TRUE(checkGradients("reduce_mean", {{f64({3, 1, 2})}},
+                             {{"dims", Attribute(std::vector<int64_t>{1})}}));
+  EXPECT_TRUE(checkGradients("reduce_mean", {{f64({4, 7})}},
+                             {{"dims", Attribute(std::vector<int64_t>{-1})}}, {.seed = 5}));
 }
 
 TEST(GradReduction, ReduceSumOfVectorsScalarsAndUnitDims) {
@@ -74,6 +84,39 @@ TEST(GradReduction, ReduceSumGradientShape) {
   EXPECT_EQ(broadcast->attr("shape"), Attribute(std::vector<int64_t>{2, 3, 4}));
   EXPECT_EQ(broadcast->operand(0)->type(), f64({2, 1, 4}));
   EXPECT_EQ(broadcast->operand(0)->definingNode()->kind(), OpKind::Reshape);
+}
+
+TEST(GradReduction, ReduceMeanScalesBeforeTheBroadcast) {
+  // reduce_mean over dim 1 of [2, 3, 4]: dy [2, 4] scaled by 1/3 (on 8
+  // elements, not 24), reshaped to [2, 1, 4], broadcast to [2, 3, 4].
+  Graph g("mean");
+  DiagnosticEngine diag;
+  const OpRegistry &reg = OpRegistry::builtin();
+  InitSpec uniform;
+  uniform.kind = InitSpec::Kind::Uniform;
+  uniform.a = -1;
+  uniform.b = 1;
+  Value *x = g.addState("x", f64({2, 3, 4}), StateKind::Parameter, uniform);
+  Node *mean = buildNode(g, reg.get(OpKind::ReduceMean), {x},
+                         {{"dims", Attribute(std::vector<int64_t>{1})}}, Location(), diag);
+  ASSERT_TRUE(mean);
+  Node *square =
+      buildNode(g, reg.get(OpKind::Mul), {mean->result(), mean->result()}, {}, Location(), diag);
+  ASSERT_TRUE(square);
+  Node *loss = buildNode(g, reg.get(OpKind::ReduceSum), {square->result()}, {}, Location(), diag);
+  ASSERT_TRUE(loss);
+  loss->setRole(NodeRole::Loss);
+  EXPECT_TRUE(ampc::testing::checkGraphGradients(g));
+  Value *grad = g.lookup(gradientName("x"));
+  ASSERT_TRUE(grad && grad->isResult());
+  const Node *broadcast = grad->definingNode();
+  ASSERT_EQ(broadcast->kind(), OpKind::BroadcastTo);
+  const Node *reshape = broadcast->operand(0)->definingNode();
+  ASSERT_EQ(reshape->kind(), OpKind::Reshape);
+  const Node *scale = reshape->operand(0)->definingNode();
+  ASSERT_EQ(scale->kind(), OpKind::Scale);
+  EXPECT_EQ(scale->operand(0)->type(), f64({2, 4}));
+  EXPECT_DOUBLE_EQ(scale->attr("factor").getNumber(), 1.0 / 3);
 }
 
 } // namespace

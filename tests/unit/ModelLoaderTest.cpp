@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 using namespace ampc;
 
@@ -232,6 +233,45 @@ layers:
   ASSERT_TRUE(silu);
   EXPECT_EQ(silu->kind(), OpKind::Silu);
   EXPECT_EQ(silu->operand(0)->name(), "linear_0");
+}
+
+TEST(ModelLoaderTest, UnaryMathOpsAreLayers) {
+  // Every registry op without parameters is a layer; its arguments are its
+  // attributes (ints widened to floats; a bound left out is infinite).
+  auto g = loadOk(R"(model: u
+batch: 2
+inputs:
+  x: {shape: [B, 4]}
+layers:
+  - linear: {out_features: 3}
+  - clamp: {min: 0, max: 6}
+  - pow: {exponent: 2}
+  - sqrt: {}
+  - erf: {}
+  - exp: {}
+  - clamp: {max: 0.5}
+  - reduce_mean: {dims: [-1]}
+)");
+  ASSERT_TRUE(g);
+  const Node *relu6 = nodeNamed(*g, "clamp_0");
+  ASSERT_TRUE(relu6);
+  EXPECT_EQ(relu6->kind(), OpKind::Clamp);
+  EXPECT_EQ(relu6->attr("min").getNumber(), 0.0);
+  EXPECT_EQ(relu6->attr("max").getNumber(), 6.0);
+  EXPECT_EQ(relu6->operand(0)->name(), "linear_0");
+  const Node *pow = nodeNamed(*g, "pow_0");
+  ASSERT_TRUE(pow);
+  EXPECT_EQ(pow->attr("exponent").getNumber(), 2.0);
+  EXPECT_EQ(pow->operand(0)->name(), "clamp_0");
+  for (const char *name : {"sqrt_0", "erf_0", "exp_0"})
+    EXPECT_TRUE(nodeNamed(*g, name)) << name;
+  const Node *upper = nodeNamed(*g, "clamp_1");
+  ASSERT_TRUE(upper);
+  EXPECT_EQ(upper->attr("min").getNumber(), -std::numeric_limits<double>::infinity());
+  const Node *mean = nodeNamed(*g, "reduce_mean_0");
+  ASSERT_TRUE(mean);
+  EXPECT_EQ(mean->kind(), OpKind::ReduceMean);
+  EXPECT_EQ(mean->result()->type().str(), "f32[2]");
 }
 
 TEST(ModelLoaderTest, DefaultsNamesInputsAndOutput) {

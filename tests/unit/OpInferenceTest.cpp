@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -97,6 +99,11 @@ std::vector<ValidCase> validCases() {
       {"softmax", {"f32[2,10]"}, {}, "f32[2,10]"},
       {"log_softmax", {"f32[2,10]"}, {{"dim", 1}}, "f32[2,10]"},
       {"dropout", {"f32[8,128]"}, {{"p", 0.1}}, "f32[8,128]"},
+      {"clamp", {"f16[2,3]"}, {{"min", 0.0}, {"max", 6.0}}, "f16[2,3]"},
+      {"sqrt", {"f32[5]"}, {}, "f32[5]"},
+      {"erf", {"bf16[2,2]"}, {}, "bf16[2,2]"},
+      {"pow", {"f32[3,4]"}, {{"exponent", 2.0}}, "f32[3,4]"},
+      {"exp", {"f64[]"}, {}, "f64[]"},
       {"add", {"f32[4,1,3]", "f32[5,1]"}, {}, "f32[4,5,3]"},
       {"sub", {"f16[2,3]", "f16[]"}, {}, "f16[2,3]"},
       {"mul", {"f32[8,1]", "f32[1,6]"}, {}, "f32[8,6]"},
@@ -116,6 +123,7 @@ std::vector<ValidCase> validCases() {
       {"embedding", {"i64[4,7]", "f32[1000,64]"}, {}, "f32[4,7,64]"},
       {"cast", {"f32[2,3]"}, {{"to", DType::F16}}, "f16[2,3]"},
       {"reduce_sum", {"f32[4,5,6]"}, {{"dims", Ints{0, -1}}}, "f32[5]"},
+      {"reduce_mean", {"f16[4,5,6]"}, {{"dims", Ints{-1}}, {"keepdim", true}}, "f16[4,5,1]"},
       {"fill", {}, {{"shape", Ints{2, 3}}, {"dtype", DType::BF16}}, "bf16[2,3]"},
       {"mse_loss", {"f32[8,10]", "f32[8,10]"}, {}, "f32[]"},
       {"cross_entropy", {"f32[8,10]", "i64[8]"}, {}, "f32[]"},
@@ -128,6 +136,11 @@ std::vector<ValidCase> validCases() {
       {"sigmoid_grad", {"bf16[4]", "bf16[4]"}, {}, "bf16[4]"},
       {"tanh_grad", {"f64[]", "f64[]"}, {}, "f64[]"},
       {"silu_grad", {"bf16[2,3]", "bf16[2,3]"}, {}, "bf16[2,3]"},
+      {"clamp_grad", {"f32[4]", "f32[4]"}, {{"min", -1.0}, {"max", 1.0}}, "f32[4]"},
+      {"sqrt_grad", {"f16[2,3]", "f16[2,3]"}, {}, "f16[2,3]"},
+      {"erf_grad", {"f32[4]", "f32[4]"}, {}, "f32[4]"},
+      {"pow_grad", {"f32[4]", "f32[4]"}, {{"exponent", 3.0}}, "f32[4]"},
+      {"exp_grad", {"bf16[4]", "bf16[4]"}, {}, "bf16[4]"},
       {"softmax_grad", {"f32[2,10]", "f32[2,10]"}, {{"dim", 0}}, "f32[2,10]"},
       {"log_softmax_grad", {"f32[4,3,5]", "f32[4,3,5]"}, {{"dim", -2}}, "f32[4,3,5]"},
       // concat's and reduce_sum's backward: columns [2, 5) of 8; [3,1] repeated
@@ -407,6 +420,52 @@ TEST(OpInference, Activations) {
   EXPECT_EQ(infer("dropout", {"f16[4]"}, {{"p", 0.0}, {"training", false}}), "f16[4]");
   EXPECT_EQ(infer("dropout", {"f16[4]"}, {{"p", 1.0}}), "error: p must be in [0, 1), got 1.0");
   EXPECT_EQ(infer("dropout", {"f16[4]"}, {{"p", -0.25}}), "error: p must be in [0, 1), got -0.25");
+}
+
+TEST(OpInference, UnaryMath) {
+  for (const char *op : {"sqrt", "erf", "exp"})
+    EXPECT_EQ(infer(op, {"i32[2]"}), "error: input must be a floating type, got i32[2]") << op;
+  EXPECT_EQ(infer("clamp", {"bool[2]"}, {{"min", 0.0}}),
+            "error: input must be a floating type, got bool[2]");
+  EXPECT_EQ(infer("pow", {"i64[2]"}, {{"exponent", 2.0}}),
+            "error: input must be a floating type, got i64[2]");
+  // clamp's bounds default to -inf and inf (torch.clamp's None): one suffices,
+  // and min > max is allowed (every element becomes max, as in torch.clamp).
+  EXPECT_EQ(infer("clamp", {"f32[3]"}, {{"max", 6.0}}), "f32[3]");
+  EXPECT_EQ(infer("clamp", {"f32[3]"}), "f32[3]");
+  EXPECT_EQ(infer("clamp", {"f32[3]"}, {{"min", 2.0}, {"max", 1.0}}), "f32[3]");
+  EXPECT_EQ(infer("clamp", {"f32[3]"}, {{"min", std::nan("")}}), "error: min must not be NaN");
+  EXPECT_EQ(infer("clamp_grad", {"f32[3]", "f32[3]"}, {{"max", std::nan("")}}),
+            "error: max must not be NaN");
+  // pow's exponent is required; an int is widened.
+  EXPECT_EQ(infer("pow", {"f32[2]"}), "error: missing required attribute 'exponent'");
+  EXPECT_EQ(infer("pow", {"f32[2]"}, {{"exponent", 3}}), "f32[2]");
+  EXPECT_EQ(infer("pow_grad", {"f32[2]", "f32[3]"}, {{"exponent", 2.0}}),
+            "error: grad and input must have the same shape, got f32[2] and f32[3]");
+  EXPECT_EQ(infer("sqrt_grad", {"f32[2]", "f16[2]"}),
+            "error: grad and output must have the same dtype, got f32[2] and f16[2]");
+
+  const OpInfo *clamp = OpRegistry::builtin().lookup("clamp");
+  ASSERT_NE(clamp, nullptr);
+  AttrMap attrs;
+  std::string err;
+  ASSERT_TRUE(normalizeAttrs(*clamp, attrs, err)) << err;
+  EXPECT_EQ(attrs.at("min"), Attribute(-std::numeric_limits<double>::infinity()));
+  EXPECT_EQ(attrs.at("max"), Attribute(std::numeric_limits<double>::infinity()));
+}
+
+TEST(OpInference, ReduceMean) {
+  // The same dims and keepdim rules as reduce_sum.
+  for (const char *op : {"reduce_sum", "reduce_mean"}) {
+    SCOPED_TRACE(op);
+    EXPECT_EQ(infer(op, {"f32[4,5,6]"}), "f32[]");
+    EXPECT_EQ(infer(op, {"f32[4,5,6]"}, {{"keepdim", true}}), "f32[1,1,1]");
+    EXPECT_EQ(infer(op, {"bf16[4,5,6]"}, {{"dims", Ints{2, 0}}}), "bf16[5]");
+    EXPECT_EQ(infer(op, {"f32[4,5]"}, {{"dims", Ints{2}}}),
+              "error: dim 2 is out of range for rank 2");
+    EXPECT_EQ(infer(op, {"f32[4,5]"}, {{"dims", Ints{1, -1}}}), "error: dim -1 is listed twice");
+    EXPECT_EQ(infer(op, {"i64[4]"}), "error: input must be a floating type, got i64[4]");
+  }
 }
 
 //===----------------------------------------------------------------------===//

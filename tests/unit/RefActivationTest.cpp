@@ -1,7 +1,12 @@
 //===- RefActivationTest.cpp - Reference activations, softmax, dropout ----===//
+//
+// And the unary math ops of the activation family: clamp, sqrt, erf, pow, exp.
+//
+//===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
 
 #include "kernels/common/ActivationMath.h"
+#include "kernels/common/UnaryMath.h"
 
 #include <cmath>
 #include <limits>
@@ -12,6 +17,7 @@ using namespace ampc::testing;
 namespace {
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
 const DType kComputeDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
 KernelRun runF64(const std::string &op, llvm::ArrayRef<int64_t> dims,
@@ -89,6 +95,100 @@ TEST(RefActivationTest, SiluHandComputed) {
 }
 
 TEST(RefActivationTest, SiluRandom) { checkAgainstF64AndHalf("silu", {}, -10, 10); }
+
+TEST(RefActivationTest, ClampHandComputed) {
+  // Bounds inclusive, NaN propagates (as torch.clamp).
+  AttrMap relu6{{"min", 0.0}, {"max", 6.0}};
+  KernelRun run = runF64("clamp", {6}, {-7, -0.5, 0.5, 6, 7, kNaN}, relu6);
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {0, 0, 0.5, 6, 6, kNaN}, 0));
+  EXPECT_TRUE(std::isnan(run.outputs[0][5])) << "clamp must propagate NaN";
+  // One bound: the other defaults to infinity.
+  KernelRun upper = runF64("clamp", {4}, {-kInf, -3, 1, kInf}, {{"max", 0.5}});
+  ASSERT_TRUE(upper.ok) << upper.error;
+  EXPECT_EQ(upper.outputs[0], (std::vector<double>{-kInf, -3, 0.5, 0.5}));
+  // min > max gives max everywhere, as torch.clamp.
+  KernelRun crossed = runF64("clamp", {3}, {-1, 1.5, 9}, {{"min", 2.0}, {"max", 1.0}});
+  ASSERT_TRUE(crossed.ok) << crossed.error;
+  EXPECT_EQ(crossed.outputs[0], (std::vector<double>{1, 1, 1}));
+}
+
+TEST(RefActivationTest, ClampRandom) {
+  checkAgainstF64AndHalf("clamp", {{"min", -1.5}, {"max", 2.0}});
+  checkAgainstF64AndHalf("clamp", {{"min", 0.1}});
+}
+
+TEST(RefActivationTest, SqrtHandComputed) {
+  KernelRun run = runF64("sqrt", {7}, {0, 1, 4, 2, -1, kInf, -0.0});
+  ASSERT_TRUE(run.ok) << run.error;
+  const std::vector<double> &y = run.outputs[0];
+  EXPECT_TRUE(allClose({y.begin(), y.begin() + 5}, {0, 1, 2, 1.4142135623730951, kNaN}, 0));
+  EXPECT_EQ(y[5], kInf);
+  EXPECT_TRUE(y[6] == 0 && std::signbit(y[6])) << "sqrt(-0) is -0";
+}
+
+TEST(RefActivationTest, SqrtRandom) { checkAgainstF64AndHalf("sqrt", {}, 0, 10); }
+
+TEST(RefActivationTest, ErfHandComputed) {
+  KernelRun run = runF64("erf", {6}, {0, 1, -1, 0.5, 10, -kInf});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0],
+                       {0, 0.8427007929497149, -0.8427007929497149, 0.5204998778130465, 1, -1},
+                       1e-15));
+}
+
+TEST(RefActivationTest, ErfRandom) { checkAgainstF64AndHalf("erf", {}, -3, 3); }
+
+TEST(RefActivationTest, PowHandComputed) {
+  struct Case {
+    double exponent;
+    std::vector<double> x, y;
+  };
+  // ATen's shortcuts give its answers at the edges: x^0.5 is sqrt (so
+  // (-0)^0.5 = -0 and (-inf)^0.5 = NaN, where pow() says +0 and inf).
+  const Case cases[] = {
+      {2, {-3, 0.5, 0, 10}, {9, 0.25, 0, 100}},
+      {3, {-2, 0.5, 1, 0}, {-8, 0.125, 1, 0}},
+      {0.5, {4, 2, 0, 0.25}, {2, 1.4142135623730951, 0, 0.5}},
+      {-0.5, {4, 0.25, 1, 16}, {0.5, 2, 1, 0.25}},
+      {-1, {2, -0.5, 4, 1}, {0.5, -2, 0.25, 1}},
+      {-2, {2, -0.5, 4, 1}, {0.25, 4, 0.0625, 1}},
+      {0, {kNaN, 0, kInf, -3}, {1, 1, 1, 1}},
+      {1.5, {4, 0.25, 1, -1}, {8, 0.125, 1, kNaN}},
+  };
+  for (const Case &c : cases) {
+    KernelRun run = runF64("pow", {4}, c.x, {{"exponent", c.exponent}});
+    ASSERT_TRUE(run.ok) << run.error;
+    EXPECT_TRUE(allClose(run.outputs[0], c.y, 1e-15)) << "exponent " << c.exponent;
+  }
+  KernelRun edges = runF64("pow", {2}, {-0.0, -kInf}, {{"exponent", 0.5}});
+  ASSERT_TRUE(edges.ok) << edges.error;
+  EXPECT_TRUE(edges.outputs[0][0] == 0 && std::signbit(edges.outputs[0][0]));
+  EXPECT_TRUE(std::isnan(edges.outputs[0][1]));
+  KernelRun zero = runF64("pow", {1}, {0}, {{"exponent", -1.0}});
+  ASSERT_TRUE(zero.ok) << zero.error;
+  EXPECT_EQ(zero.outputs[0][0], kInf);
+}
+
+TEST(RefActivationTest, PowRandom) {
+  for (double e : {2.0, 3.0, -1.0})
+    checkAgainstF64AndHalf("pow", {{"exponent", e}}, 0.5, 3);
+  checkAgainstF64AndHalf("pow", {{"exponent", 2.0}}, -4, 4);
+  for (double e : {0.5, -0.5, 1.7, 0.3})
+    checkAgainstF64AndHalf("pow", {{"exponent", e}}, 0.1, 4);
+}
+
+TEST(RefActivationTest, ExpHandComputed) {
+  KernelRun run = runF64("exp", {6}, {0, 1, -1, 2, -800, -kInf});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0],
+                       {1, 2.718281828459045, 0.36787944117144233, 7.38905609893065, 0, 0}, 1e-15));
+  KernelRun overflow = runF64("exp", {1}, {800});
+  ASSERT_TRUE(overflow.ok) << overflow.error;
+  EXPECT_EQ(overflow.outputs[0][0], kInf);
+}
+
+TEST(RefActivationTest, ExpRandom) { checkAgainstF64AndHalf("exp", {}, -8, 8); }
 
 TEST(RefActivationTest, SoftmaxHandComputed) {
   // Rows [1, 2, 3] and [1000, 1000, 1000]: the second would overflow exp
@@ -178,6 +278,12 @@ TEST(RefActivationTest, HalfEmulationIsExactForEveryHalfValue) {
         {"sigmoid", {}},
         {"tanh", {}},
         {"silu", {}},
+        {"clamp", {{"min", -1.5}, {"max", 0.1}}},
+        {"sqrt", {}},
+        {"erf", {}},
+        {"pow", {{"exponent", 2.0}}},
+        {"pow", {{"exponent", 1.7}}},
+        {"exp", {}},
         {"dropout", {{"p", 0.1}, {"seed", int64_t(9)}}}};
     for (const auto &[op, attrs] : ops)
       EXPECT_TRUE(halfEmulationExact(op, types, {values}, attrs, half)) << op;
@@ -191,14 +297,21 @@ TEST(RefActivationTest, HalfEmulationIsExactForEveryHalfValue) {
         {"gelu", [](float x) { return kernels::geluErfOp(x); }},
         {"sigmoid", [](float x) { return kernels::sigmoidOp(x); }},
         {"tanh", [](float x) { return kernels::tanhOp(x); }},
-        {"silu", [](float x) { return kernels::siluOp(x); }}};
+        {"silu", [](float x) { return kernels::siluOp(x); }},
+        {"sqrt", [](float x) { return kernels::sqrtOp(x); }},
+        {"erf", [](float x) { return kernels::erfOp(x); }},
+        {"exp", [](float x) { return kernels::expOp(x); }}};
     for (const auto &[op, math] : mathOps) {
       KernelRun run = runKernel(op, {TensorType(half, {int64_t(values.size())})}, {values});
       ASSERT_TRUE(run.ok) << run.error;
       int64_t mismatches = 0;
-      for (size_t i = 0; i < values.size(); ++i)
-        mismatches += roundToDType(static_cast<float>(run.outputs[0][i])) !=
-                      roundToDType(math(static_cast<float>(values[i])));
+      for (size_t i = 0; i < values.size(); ++i) {
+        // sqrt of a negative value: any NaN.
+        float got = static_cast<float>(run.outputs[0][i]);
+        float want = math(static_cast<float>(values[i]));
+        mismatches +=
+            !(std::isnan(got) && std::isnan(want)) && roundToDType(got) != roundToDType(want);
+      }
       EXPECT_EQ(mismatches, 0) << op << " in " << dtypeName(half).str();
     }
   }

@@ -1,0 +1,131 @@
+//===- UnaryMath.h - Element math of clamp, sqrt, erf, pow, exp -----------===//
+//
+// The unary math ops the ONNX importer needs (Clip, Sqrt, Erf, Pow with a
+// constant exponent, Exp), shared by the reference, CPU and CUDA kernels
+// (AMPC_HD). T is the compute type: float for f32/f16/bf16, double for f64.
+// Forwards and derivatives follow ATen (its kernels and derivatives.yaml), so
+// results match PyTorch's to rounding.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_KERNELS_COMMON_UNARYMATH_H
+#define AMPC_KERNELS_COMMON_UNARYMATH_H
+
+#include "ir/HostDevice.h"
+
+#include <cmath>
+
+namespace ampc::kernels {
+
+/// min(max(x, lo), hi), NaN propagating, as ATen's clamp kernel; lo > hi
+/// gives hi everywhere (torch.clamp does the same).
+template <class T> AMPC_HD inline T clampOp(T x, T lo, T hi) {
+  if (x != x)
+    return x;
+  T y = x < lo ? lo : x;
+  return y > hi ? hi : y;
+}
+
+/// d clamp: dy where lo <= x <= hi, else 0 -- torch.clamp's backward
+/// (clamp_backward), which passes the gradient at the bounds themselves
+/// (unlike hardtanh's, which is 0 there). A NaN input gets 0.
+template <class T> AMPC_HD inline T clampGradOp(T dy, T x, T lo, T hi) {
+  return x >= lo && x <= hi ? dy : T(0);
+}
+
+template <class T> AMPC_HD inline T sqrtOp(T x) {
+  using std::sqrt;
+  return sqrt(x);
+}
+
+/// d sqrt from the forward output y: dy / (2 y) (inf at x = 0, as PyTorch).
+template <class T> AMPC_HD inline T sqrtGradOp(T dy, T y) { return dy / (T(2) * y); }
+
+template <class T> AMPC_HD inline T erfOp(T x) {
+  using std::erf;
+  return erf(x);
+}
+
+/// d erf: dy * 2/sqrt(pi) * exp(-x^2).
+template <class T> AMPC_HD inline T erfGradOp(T dy, T x) {
+  using std::exp;
+  const T twoOverSqrtPi = T(1.12837916709551257390);
+  return twoOverSqrtPi * exp(-(x * x)) * dy;
+}
+
+/// x^e with ATen's special cases for a scalar exponent (x*x for 2, sqrt for
+/// 0.5, ...): those are what torch.pow computes, and they differ from pow()
+/// in rounding and at -0 and -inf.
+template <class T> AMPC_HD inline T powOp(T x, T e) {
+  using std::pow;
+  using std::sqrt;
+  if (e == T(2))
+    return x * x;
+  if (e == T(3))
+    return x * x * x;
+  if (e == T(0.5))
+    return sqrt(x);
+  if (e == T(-0.5))
+    return T(1) / sqrt(x);
+  if (e == T(-1))
+    return T(1) / x;
+  if (e == T(-2))
+    return T(1) / (x * x);
+  return pow(x, e);
+}
+
+/// d pow, as torch's pow_backward: 0 when e == 0 (even where x^-1 is inf),
+/// else dy * (e * x^(e-1)), with e - 1 taken before rounding to T. At x = 0
+/// that is 0 for e > 1, dy for e == 1 and inf for e < 1, as PyTorch gives.
+template <class T> AMPC_HD inline T powGradOp(T dy, T x, double e) {
+  if (e == 0)
+    return T(0);
+  return dy * (T(e) * powOp(x, T(e - 1)));
+}
+
+template <class T> AMPC_HD inline T expOp(T x) {
+  using std::exp;
+  return exp(x);
+}
+
+/// d exp from the forward output y: dy * y.
+template <class T> AMPC_HD inline T expGradOp(T dy, T y) { return dy * y; }
+
+// --- Element functors of ir/Pointwise.def's rows ------------------------------
+
+struct ClampFn {
+  double lo = 0, hi = 0; ///< the min and max attributes (-inf / inf: no bound)
+  template <class Attrs> static ClampFn fromAttrs(const Attrs &a) {
+    return ClampFn{a.attr("min").getNumber(), a.attr("max").getNumber()};
+  }
+  // The bounds are rounded to T, as ATen converts its scalars to the opmath type.
+  template <class T> AMPC_HD T operator()(T x) const { return clampOp(x, T(lo), T(hi)); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return clampGradOp(dy, x, T(lo), T(hi)); }
+};
+
+struct SqrtFn {
+  template <class T> AMPC_HD T operator()(T x) const { return sqrtOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T y) const { return sqrtGradOp(dy, y); }
+};
+
+struct ErfFn {
+  template <class T> AMPC_HD T operator()(T x) const { return erfOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return erfGradOp(dy, x); }
+};
+
+struct PowFn {
+  double exponent = 1;
+  template <class Attrs> static PowFn fromAttrs(const Attrs &a) {
+    return PowFn{a.attr("exponent").getNumber()};
+  }
+  template <class T> AMPC_HD T operator()(T x) const { return powOp(x, T(exponent)); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return powGradOp(dy, x, exponent); }
+};
+
+struct ExpFn {
+  template <class T> AMPC_HD T operator()(T x) const { return expOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T y) const { return expGradOp(dy, y); }
+};
+
+} // namespace ampc::kernels
+
+#endif

@@ -183,6 +183,19 @@ bool parseCheckpoint(llvm::StringRef path, llvm::StringRef data, CheckpointInfo 
         return fail("checkpoint tensor record is malformed");
     if (!br.pod(nbytes) || !br.bytes(nbytes, t.bytes))
       return fail("checkpoint tensor record is malformed");
+    // The bytes must be what the dtype and the dims say: a tensor may be
+    // converted element by element on loading.
+    std::optional<DType> dt = parseDType(t.dtype);
+    uint64_t elements = 1;
+    bool consistent = dt.has_value();
+    for (int64_t d : t.dims)
+      consistent =
+          consistent && d >= 0 && !__builtin_mul_overflow(elements, uint64_t(d), &elements);
+    uint64_t expected = 0;
+    if (!consistent || __builtin_mul_overflow(elements, uint64_t(dtypeSize(*dt)), &expected) ||
+        expected != nbytes)
+      return fail("checkpoint tensor '" + name + "' is malformed (its dtype and shape do not " +
+                  "match its " + std::to_string(nbytes) + " bytes)");
     (*tensors)[name] = std::move(t);
   }
   return true;

@@ -269,10 +269,12 @@ bool readImpl(llvm::StringRef path, NpyArray &out, bool withData, std::string &e
   return true;
 }
 
-bool writeImpl(llvm::StringRef path, llvm::StringRef descr, unsigned elemSize,
-               llvm::ArrayRef<int64_t> shape, const void *data, std::string &err) {
+/// The magic, version, header length and padded header of a file holding
+/// `shape` elements of `descr`; false + `err` for a negative dimension.
+bool encodePrefix(llvm::StringRef path, llvm::StringRef descr, llvm::ArrayRef<int64_t> shape,
+                  std::string &prefix, uint64_t &count, std::string &err) {
   std::string shapeText = "(";
-  uint64_t count = 1;
+  count = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0)
       return fail(err, path, "negative dimension " + llvm::Twine(shape[i]));
@@ -298,19 +300,27 @@ bool writeImpl(llvm::StringRef path, llvm::StringRef descr, unsigned elemSize,
   header.append(padded - total, ' ');
   header += '\n';
 
-  std::string prefix(kMagic, kMagicLen);
+  prefix.assign(kMagic, kMagicLen);
   prefix += char(v2 ? 2 : 1);
   prefix += char(0);
   uint64_t len = header.size();
   for (unsigned i = 0; i < (v2 ? 4u : 2u); ++i)
     prefix += char((len >> (8 * i)) & 0xff);
+  prefix += header;
+  return true;
+}
 
+bool writeImpl(llvm::StringRef path, llvm::StringRef descr, unsigned elemSize,
+               llvm::ArrayRef<int64_t> shape, const void *data, std::string &err) {
+  std::string prefix;
+  uint64_t count = 0;
+  if (!encodePrefix(path, descr, shape, prefix, count, err))
+    return false;
   FilePtr f(std::fopen(path.str().c_str(), "wb"));
   if (!f)
     return fail(err, path, llvm::Twine("cannot open for writing: ") + std::strerror(errno));
   uint64_t bytes = count * elemSize;
   if (std::fwrite(prefix.data(), 1, prefix.size(), f.get()) != prefix.size() ||
-      std::fwrite(header.data(), 1, header.size(), f.get()) != header.size() ||
       (bytes && std::fwrite(data, 1, bytes, f.get()) != bytes))
     return fail(err, path, llvm::Twine("write failed: ") + std::strerror(errno));
   if (std::fclose(f.release()) != 0)
@@ -343,6 +353,19 @@ bool writeNpy(llvm::StringRef path, DType dtype, llvm::ArrayRef<int64_t> shape, 
     if (d.dtype == dtype && !d.isUint8)
       return writeImpl(path, d.descr, dtypeSize(dtype), shape, data, err);
   return fail(err, path, "dtype " + dtypeName(dtype) + " has no .npy equivalent");
+}
+
+bool encodeNpy(llvm::StringRef name, DType dtype, llvm::ArrayRef<int64_t> shape, const void *data,
+               std::string &out, std::string &err) {
+  for (const DescrInfo &d : kDescrs)
+    if (d.dtype == dtype && !d.isUint8) {
+      uint64_t count = 0;
+      if (!encodePrefix(name, d.descr, shape, out, count, err))
+        return false;
+      out.append(static_cast<const char *>(data), count * dtypeSize(dtype));
+      return true;
+    }
+  return fail(err, name, "dtype " + dtypeName(dtype) + " has no .npy equivalent");
 }
 
 bool writeNpyUint8(llvm::StringRef path, llvm::ArrayRef<int64_t> shape, const uint8_t *data,

@@ -52,6 +52,12 @@ bool readNpy(llvm::StringRef path, NpyArray &out, std::string &err);
 bool writeNpy(llvm::StringRef path, DType dtype, llvm::ArrayRef<int64_t> shape, const void *data,
               std::string &err);
 
+/// The bytes writeNpy would write, in `out` (for a caller that writes the
+/// file itself, e.g. atomically). False + `err` as writeNpy; `name` stands
+/// for the file in messages.
+bool encodeNpy(llvm::StringRef name, DType dtype, llvm::ArrayRef<int64_t> shape, const void *data,
+               std::string &out, std::string &err);
+
 /// Like writeNpy, for uint8 data ('|u1').
 bool writeNpyUint8(llvm::StringRef path, llvm::ArrayRef<int64_t> shape, const uint8_t *data,
                    std::string &err);

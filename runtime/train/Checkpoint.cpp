@@ -1,15 +1,20 @@
 //===- Checkpoint.cpp -------------------------------------------------------===//
 #include "runtime/train/Checkpoint.h"
 
+#include "ir/MetaReader.h"
 #include "ir/support/AtomicFile.h"
+#include "kernels/common/Storage.h"
 #include "runtime/Program.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace ampc {
 
@@ -23,6 +28,17 @@ uint64_t fnv1a(const char *data, size_t n, uint64_t h = 1469598103934665603ull) 
     h *= 1099511628211ull;
   }
   return h;
+}
+
+std::string dimsText(llvm::ArrayRef<int64_t> dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i)
+      s += ',';
+    s += std::to_string(dims[i]);
+  }
+  s += ']';
+  return s;
 }
 
 std::string hex64(uint64_t v) {
@@ -79,6 +95,8 @@ std::string headerText(const CheckpointInfo &info, size_t numTensors) {
   h += "model: " + info.model + "\n";
   h += "model_hash: " + info.modelHash + "\n";
   h += "opt_level: " + info.optLevel + "\n";
+  if (!info.optimizer.empty())
+    h += "optimizer: " + info.optimizer + "\n";
   h += "step: " + std::to_string(info.step) + "\n";
   h += "micro_step: " + std::to_string(info.microStep) + "\n";
   h += "tensors: " + std::to_string(numTensors) + "\n";
@@ -99,6 +117,7 @@ bool parseHeader(llvm::StringRef text, CheckpointInfo &info) {
   info.model = kv["model"];
   info.modelHash = kv["model_hash"];
   info.optLevel = kv["opt_level"];
+  info.optimizer = kv["optimizer"];
   if (llvm::StringRef(kv["step"]).getAsInteger(10, info.step) ||
       llvm::StringRef(kv["micro_step"]).getAsInteger(10, info.microStep))
     return false;
@@ -164,6 +183,19 @@ bool parseCheckpoint(llvm::StringRef path, llvm::StringRef data, CheckpointInfo 
         return fail("checkpoint tensor record is malformed");
     if (!br.pod(nbytes) || !br.bytes(nbytes, t.bytes))
       return fail("checkpoint tensor record is malformed");
+    // The bytes must be what the dtype and the dims say: a tensor may be
+    // converted element by element on loading.
+    std::optional<DType> dt = parseDType(t.dtype);
+    uint64_t elements = 1;
+    bool consistent = dt.has_value();
+    for (int64_t d : t.dims)
+      consistent =
+          consistent && d >= 0 && !__builtin_mul_overflow(elements, uint64_t(d), &elements);
+    uint64_t expected = 0;
+    if (!consistent || __builtin_mul_overflow(elements, uint64_t(dtypeSize(*dt)), &expected) ||
+        expected != nbytes)
+      return fail("checkpoint tensor '" + name + "' is malformed (its dtype and shape do not " +
+                  "match its " + std::to_string(nbytes) + " bytes)");
     (*tensors)[name] = std::move(t);
   }
   return true;
@@ -186,8 +218,9 @@ std::string modelHash(const Graph &g) {
   for (const Value *v : g.state()) {
     if (v->stateKind() != StateKind::Parameter && v->stateKind() != StateKind::Buffer)
       continue;
+    // The shape, not the dtype: that follows the opt level.
     std::string sig = v->name().str() + ":" + stateKindKeyword(v->stateKind()).str() + ":" +
-                      v->type().str() + ";";
+                      dimsText(v->type().dims()) + ";";
     h = fnv1a(sig.data(), sig.size(), h);
   }
   return hex64(h);
@@ -235,43 +268,336 @@ bool readCheckpointInfoFromBuffer(llvm::StringRef name, llvm::StringRef data, Ch
   return parseCheckpoint(name, data, info, nullptr, err);
 }
 
+namespace {
+
+/// "parameter" for the keyword "param"; the other keywords are words.
+std::string kindWord(llvm::StringRef keyword) {
+  return keyword == "param" ? "parameter" : keyword.str();
+}
+
+std::string plural(size_t n, llvm::StringRef one, llvm::StringRef many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many).str();
+}
+
+/// How one state tensor of the program gets its value from the checkpoint.
+struct Restore {
+  Value *v = nullptr;
+  const StoredTensor *from = nullptr; ///< null: keep the program's initial value
+  DType fromType = DType::F32;
+};
+
+/// The parameter an optimizer-state tensor `<param>.<slot>` belongs to: the
+/// longest parameter name it starts with, followed by a dot ("" for shared
+/// state such as optimizer.step).
+std::string ownerOf(llvm::StringRef name, const llvm::StringMap<const Value *> &params) {
+  for (size_t dot = name.rfind('.'); dot != llvm::StringRef::npos && dot > 0;
+       dot = name.rfind('.', dot - 1)) {
+    if (params.count(name.take_front(dot)))
+      return name.take_front(dot).str();
+    if (dot == 0)
+      break;
+  }
+  return "";
+}
+
+} // namespace
+
+std::string optimizerOf(const Graph &g) {
+  bool lowered =
+      llvm::any_of(g.nodes(), [](const Node &n) { return n.role() == NodeRole::Optimizer; });
+  if (!lowered)
+    return "";
+  return metaString(g, "optimizer", "");
+}
+
 bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Program &program,
                               CheckpointInfo &info, std::string &err) {
   llvm::StringMap<StoredTensor> tensors;
   if (!parseCheckpoint(path, data, info, &tensors, err))
     return false;
   const Graph &g = program.graph();
-  std::string expected = modelHash(g);
-  if (info.modelHash != expected) {
-    err = path.str() + ": checkpoint was written for model '" + info.model + "' (hash " +
-          info.modelHash + "), not for this model '" + g.name() + "' (hash " + expected +
-          "); its parameters or buffers differ";
-    return false;
-  }
-  // Check everything before copying anything, so a refusal leaves the program as it was.
+  const std::string level = metaString(g, "amp.opt_level", "O0");
+  const std::string fromLevel = info.optLevel.empty() ? "unknown-level" : info.optLevel;
+  const std::string optimizer = optimizerOf(g);
+
+  // Is the file a checkpoint of this model? Its parameters and buffers
+  // must be this model's: the same names, kinds and shapes (their dtypes
+  // follow the opt level and are converted). Every difference is named.
+  std::vector<std::string> differences;
+  llvm::StringMap<const Value *> params; // parameters and buffers, by name
   for (const Value *v : g.state()) {
+    if (v->stateKind() != StateKind::Parameter && v->stateKind() != StateKind::Buffer)
+      continue;
+    params[v->name()] = v;
+    llvm::StringRef keyword = stateKindKeyword(v->stateKind());
+    std::string kind = kindWord(keyword);
     auto it = tensors.find(v->name());
     if (it == tensors.end()) {
-      err = path.str() + ": checkpoint has no " + stateKindKeyword(v->stateKind()).str() +
-            " tensor '" + v->name().str() +
-            "' (was it written with another optimizer or opt level?)";
-      return false;
+      differences.push_back("it has no " + kind + " '" + v->name().str() + "' (" + v->type().str() +
+                            " here)");
+      continue;
     }
     const StoredTensor &t = it->second;
-    std::optional<DType> dt = parseDType(t.dtype);
-    if (!dt || t.dims != std::vector<int64_t>(v->type().dims().begin(), v->type().dims().end()) ||
-        *dt != v->dtype() || static_cast<int64_t>(t.bytes.size()) != v->type().sizeInBytes()) {
-      std::string dims;
-      for (size_t i = 0; i < t.dims.size(); ++i)
-        dims += (i ? "," : "") + std::to_string(t.dims[i]);
-      err = path.str() + ": checkpoint stores '" + v->name().str() + "' as " + t.dtype + "[" +
-            dims + "], the program has " + v->type().str();
+    if (t.kind != keyword)
+      differences.push_back("'" + v->name().str() + "' is a " + kindWord(t.kind) + " there, a " +
+                            kind + " here");
+    else if (llvm::ArrayRef<int64_t>(t.dims) != v->type().dims())
+      differences.push_back(kind + " '" + v->name().str() + "' has shape " + dimsText(t.dims) +
+                            " there, " + dimsText(v->type().dims()) + " here");
+    else if (!parseDType(t.dtype) || !isFloating(*parseDType(t.dtype)) != !isFloating(v->dtype()))
+      differences.push_back(kind + " '" + v->name().str() + "' is " + t.dtype + " there, " +
+                            dtypeName(v->dtype()).str() + " here");
+  }
+  std::vector<std::string> extra;
+  for (const auto &entry : tensors) {
+    const StoredTensor &t = entry.second;
+    if ((t.kind == "param" || t.kind == "buffer") && !params.count(entry.first()))
+      extra.push_back("it has " + kindWord(t.kind) + " '" + entry.first().str() + "' (" + t.dtype +
+                      dimsText(t.dims) + "), which this model lacks");
+  }
+  std::sort(extra.begin(), extra.end()); // the file's order is lost in the map
+  differences.insert(differences.end(), extra.begin(), extra.end());
+  if (!differences.empty()) {
+    std::string list;
+    const size_t shown = std::min<size_t>(differences.size(), 3);
+    for (size_t i = 0; i < shown; ++i)
+      list += (i ? "; " : "") + differences[i];
+    if (differences.size() > shown)
+      list += "; and " + plural(differences.size() - shown, "more difference", "more differences");
+    err = path.str() + ": checkpoint was written for model '" + info.model + "', which does not " +
+          "fit this model '" + g.name() + "': " + list;
+    return false;
+  }
+  if (!info.optimizer.empty() && !optimizer.empty() && info.optimizer != optimizer) {
+    err = path.str() + ": checkpoint was written training with optimizer '" + info.optimizer +
+          "', this model trains with '" + optimizer +
+          "'; optimizer state does not carry over from one optimizer to another";
+    return false;
+  }
+
+  // Where each state tensor of the program comes from. A tensor stored with
+  // the program's own dtype and shape is copied as it is (so a checkpoint of
+  // the same level resumes bit for bit); otherwise:
+  //  - a parameter or buffer comes from its fp32 master where the checkpoint
+  //    has one, else from the stored value, converted to this dtype;
+  //  - a master weight comes from the checkpoint's parameter, widened;
+  //  - optimizer state and loss-scaler state carry over by name (optimizer
+  //    state is named after its parameter), converted; what the checkpoint
+  //    lacks keeps its initial value.
+  std::vector<Restore> plan;
+  size_t fromMasters = 0, halfAsStored = 0, converted = 0, convertedBuffers = 0, mastersBuilt = 0,
+         optCarried = 0, optDefaulted = 0, scalerCarried = 0, scalerDefaulted = 0;
+  std::set<std::string> rebuiltDTypes, storedDTypes;
+  auto stored = [&](llvm::StringRef name, llvm::StringRef kind) -> const StoredTensor * {
+    auto it = tensors.find(name);
+    return it != tensors.end() && it->second.kind == kind ? &it->second : nullptr;
+  };
+  auto exact = [](const StoredTensor *t, const Value *v) {
+    return t && t->dtype == dtypeName(v->dtype()) &&
+           llvm::ArrayRef<int64_t>(t->dims) == v->type().dims();
+  };
+  auto fits = [&](const StoredTensor *t, const Value *v, std::string &why) {
+    std::optional<DType> dt = parseDType(t->dtype);
+    if (llvm::ArrayRef<int64_t>(t->dims) != v->type().dims()) {
+      why = "has shape " + dimsText(t->dims) + " there, " + dimsText(v->type().dims()) + " here";
       return false;
     }
+    if (!dt || isFloating(*dt) != isFloating(v->dtype())) {
+      why = "is " + t->dtype + " there, " + dtypeName(v->dtype()).str() + " here";
+      return false;
+    }
+    return true;
+  };
+  for (Value *v : g.state()) {
+    Restore r;
+    r.v = v;
+    const std::string name = v->name().str();
+    std::string why;
+    switch (v->stateKind()) {
+    case StateKind::Parameter:
+    case StateKind::Buffer: {
+      const StoredTensor *t = stored(name, stateKindKeyword(v->stateKind()));
+      const StoredTensor *master = stored(name + ".master", "master");
+      if (exact(t, v)) {
+        r.from = t; // the same dtype: as stored (a half copy is its master rounded)
+        if (master && isHalfType(v->dtype()))
+          ++halfAsStored;
+      } else if (master && llvm::ArrayRef<int64_t>(master->dims) == v->type().dims()) {
+        r.from = master;
+        ++fromMasters;
+        rebuiltDTypes.insert(dtypeName(v->dtype()).str());
+      } else {
+        r.from = t;
+        ++(v->stateKind() == StateKind::Parameter ? converted : convertedBuffers);
+        storedDTypes.insert(t->dtype);
+        rebuiltDTypes.insert(dtypeName(v->dtype()).str());
+      }
+      break;
+    }
+    case StateKind::MasterWeight: {
+      const StoredTensor *t = stored(name, "master");
+      if (exact(t, v)) {
+        r.from = t;
+        break;
+      }
+      llvm::StringRef param = v->name();
+      if (param.consume_back(".master") && params.count(param)) {
+        r.from = stored(param, "param");
+        if (!r.from)
+          r.from = stored(param, "buffer");
+        ++mastersBuilt;
+      }
+      if (!r.from) {
+        err = path.str() + ": cannot build the master weight '" + name +
+              "': the checkpoint has no parameter it belongs to";
+        return false;
+      }
+      break;
+    }
+    case StateKind::OptimizerState:
+    case StateKind::ScalerState: {
+      bool isOpt = v->stateKind() == StateKind::OptimizerState;
+      const StoredTensor *t = stored(name, stateKindKeyword(v->stateKind()));
+      if (t && !fits(t, v, why)) {
+        std::string owner = isOpt ? ownerOf(name, params) : "";
+        err = path.str() + ": checkpoint's " + stateKindKeyword(v->stateKind()).str() +
+              " tensor '" + name + "'" + (owner.empty() ? "" : " (of parameter '" + owner + "')") +
+              " " + why;
+        return false;
+      }
+      if (!t && isOpt && info.optimizer.empty() &&
+          llvm::any_of(tensors, [](const auto &e) { return e.second.kind == "optstate"; })) {
+        // A checkpoint that does not say its optimizer (written by an older
+        // ampc) with optimizer state, but not this tensor: most likely
+        // another optimizer.
+        err = path.str() + ": checkpoint has no optstate tensor '" + name +
+              "' (was it written with another optimizer?)";
+        return false;
+      }
+      r.from = t;
+      if (isOpt)
+        ++(t ? optCarried : optDefaulted);
+      else
+        ++(t ? scalerCarried : scalerDefaulted);
+      break;
+    }
+    }
+    if (r.from)
+      r.fromType = *parseDType(r.from->dtype);
+    plan.push_back(r);
   }
-  for (const Value *v : g.state()) {
-    const StoredTensor &t = tensors.find(v->name())->second;
-    std::memcpy(program.data(v), t.bytes.data(), t.bytes.size());
+  // What the checkpoint has that this program does not keep.
+  size_t mastersDropped = 0, optDropped = 0, scalerDropped = 0;
+  std::optional<double> storedScale;
+  for (const auto &entry : tensors) {
+    const StoredTensor &t = entry.second;
+    const Value *here = g.lookup(entry.first());
+    bool kept = here && here->isState() && stateKindKeyword(here->stateKind()) == t.kind;
+    if (t.kind == "scaler" && entry.first().endswith(".scale") && t.dtype == "f32" &&
+        t.bytes.size() == sizeof(float)) {
+      float f;
+      std::memcpy(&f, t.bytes.data(), sizeof f);
+      storedScale = f;
+    }
+    if (kept)
+      continue;
+    if (t.kind == "master")
+      ++mastersDropped;
+    else if (t.kind == "optstate")
+      ++optDropped;
+    else if (t.kind == "scaler")
+      ++scalerDropped;
+  }
+
+  // Nothing is written before everything has been checked.
+  for (const Restore &r : plan) {
+    if (!r.from)
+      continue;
+    void *dst = program.data(r.v);
+    if (r.fromType == r.v->dtype()) {
+      std::memcpy(dst, r.from->bytes.data(), r.from->bytes.size());
+      continue;
+    }
+    int64_t n = r.v->type().numElements();
+    for (int64_t i = 0; i < n; ++i)
+      kernels::storeFromDouble(r.v->dtype(), dst, i,
+                               kernels::loadAsDouble(r.fromType, r.from->bytes.data(), i));
+  }
+
+  // What was rebuilt, carried over, dropped or defaulted, said once.
+  std::vector<std::string> parts;
+  auto join = [](const std::set<std::string> &s) {
+    std::string out;
+    for (const std::string &x : s)
+      out += (out.empty() ? "" : "/") + x;
+    return out;
+  };
+  if (fromMasters)
+    parts.push_back(plural(fromMasters, "parameter", "parameters") +
+                    " taken from their fp32 masters (stored as " + join(rebuiltDTypes) + " here)");
+  if (converted || convertedBuffers)
+    parts.push_back(
+        (converted ? plural(converted, "parameter", "parameters") : std::string()) +
+        (converted && convertedBuffers ? " and " : "") +
+        (convertedBuffers ? plural(convertedBuffers, "buffer", "buffers") : std::string()) +
+        " converted from " + join(storedDTypes) + " to " + join(rebuiltDTypes));
+  if (mastersBuilt)
+    parts.push_back(plural(mastersBuilt, "fp32 master weight", "fp32 master weights") +
+                    " built from the checkpoint's parameters");
+  if (mastersDropped && halfAsStored)
+    parts.push_back(plural(halfAsStored, "parameter", "parameters") +
+                    " kept in half as stored (their masters rounded)");
+  if (mastersDropped) {
+    bool allF32 =
+        llvm::all_of(params, [](const auto &e) { return e.second->dtype() == DType::F32; });
+    parts.push_back("the checkpoint's " +
+                    plural(mastersDropped, "master weight is", "master weights are") +
+                    " dropped (" +
+                    (allF32 ? "the parameters are fp32 at " + level
+                            : level + " here trains without master weights") +
+                    ")");
+  }
+  // A program that only runs forward keeps no training state: that it
+  // leaves the checkpoint's behind is no news.
+  const bool trains =
+      llvm::any_of(g.nodes(), [](const Node &n) { return n.role() == NodeRole::Optimizer; });
+  if (!trains)
+    mastersDropped = optDropped = scalerDropped = 0;
+  bool changed = fromMasters || converted || convertedBuffers || mastersBuilt || mastersDropped ||
+                 optDefaulted || optDropped || scalerDefaulted || scalerDropped ||
+                 (trains && info.optLevel != level);
+  if (changed && optCarried)
+    parts.push_back("optimizer state carried over (" + plural(optCarried, "tensor", "tensors") +
+                    ")");
+  if (optDefaulted)
+    parts.push_back(plural(optDefaulted, "optimizer state tensor", "optimizer state tensors") +
+                    " not in the checkpoint start from their initial values");
+  if (optDropped)
+    parts.push_back(plural(optDropped, "optimizer state tensor", "optimizer state tensors") +
+                    " of the checkpoint not used here");
+  auto scaleText = [&] {
+    if (!storedScale)
+      return std::string();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " (scale %g)", *storedScale);
+    return std::string(buf);
+  };
+  if (changed && scalerCarried)
+    parts.push_back("loss scaler carried over" + scaleText());
+  if (scalerDefaulted)
+    parts.push_back("the loss scaler starts afresh (the " + fromLevel +
+                    " checkpoint has no dynamic loss scaler)");
+  if (scalerDropped)
+    parts.push_back("the checkpoint's loss scaler state" + scaleText() + " is dropped (" + level +
+                    " here uses a static loss scale)");
+  info.conversionNote.clear();
+  if (changed) {
+    info.conversionNote = "a checkpoint written at " + fromLevel + ", loaded at " + level;
+    if (!parts.empty()) {
+      info.conversionNote += ": ";
+      for (size_t i = 0; i < parts.size(); ++i)
+        info.conversionNote += (i ? "; " : "") + parts[i];
+    }
   }
   return true;
 }

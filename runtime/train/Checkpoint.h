@@ -8,7 +8,8 @@
 //   "AMPCCKPT"                       8-byte magic
 //   u32 format version               (kCheckpointFormatVersion)
 //   u64 header length, header text   "key: value" lines (model, model_hash,
-//                                    step, micro_step, opt_level, tensors)
+//                                    step, micro_step, opt_level, tensors,
+//                                    optimizer when the graph trains)
 //   per tensor: name, state kind keyword ("param", "optstate", ...), dtype
 //               name ("f32", ...) -- each a u32 length and the bytes --
 //               u32 rank, i64 dims[rank], u64 byte count, raw bytes
@@ -16,8 +17,12 @@
 //   u64 FNV-1a checksum of every byte before it
 //
 // Written atomically (temporary file, fsync, rename). Loading checks magic,
-// version, checksum and the model hash before it touches the Program, so a
-// truncated file or another model's checkpoint changes nothing.
+// version, checksum and that the file's parameters and buffers are the
+// program's (names, kinds, shapes) before it touches the Program, so a
+// truncated file or another model's checkpoint changes nothing. A checkpoint
+// of another opt level loads too: the fp32 masters (or the parameters,
+// widened) are the truth, half copies and masters are rebuilt from them,
+// optimizer and scaler state carry over by name (docs/checkpoints.md).
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_TRAIN_CHECKPOINT_H
@@ -38,18 +43,31 @@ class Program;
 constexpr uint32_t kCheckpointFormatVersion = 1;
 
 /// Identifies a model independently of how it is trained: its name and the
-/// name, kind, dtype and shape of every parameter and buffer. Optimizer
+/// name, kind and shape of every parameter and buffer. Dtypes, optimizer
 /// state, master weights and scaler state are excluded, so the same model
-/// has the same hash under every optimizer and opt level.
+/// has the same hash under every optimizer and opt level. Informational:
+/// loading compares the tensors themselves.
 std::string modelHash(const Graph &g);
 
 struct CheckpointInfo {
   std::string model;
   std::string modelHash;
   std::string optLevel;
+  /// The optimizer the graph trains with ("" for a graph that does not
+  /// train, and in checkpoints of older versions).
+  std::string optimizer;
   uint64_t step = 0;      ///< optimizer steps completed
   uint64_t microStep = 0; ///< micro-batches completed (step * accumulate)
+  /// Filled by loadCheckpoint when the checkpoint did not load as stored
+  /// (another opt level or dtypes): what was rebuilt, converted, carried
+  /// over, dropped or left at its initial value, in one sentence. "" when
+  /// every tensor was copied as stored.
+  std::string conversionNote;
 };
+
+/// The optimizer `g` trains with (its `optimizer` meta), "" when `g` has no
+/// optimizer nodes.
+std::string optimizerOf(const Graph &g);
 
 /// Writes every state tensor of `program` with `info`; false + `err` on an
 /// I/O failure (the previous file, if any, is left as it was).
@@ -61,9 +79,9 @@ bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string 
 
 /// Restores every state tensor of `program` from `path` and fills `info`.
 /// Refuses (false + `err`, program untouched) a file that is not a
-/// checkpoint, is truncated or corrupt, was written for another model, or
-/// lacks a state tensor the program has or stores it with another dtype or
-/// shape.
+/// checkpoint, is truncated or corrupt, or was written for another model
+/// (a parameter or buffer missing, extra or of another shape: the error
+/// names it) or with another optimizer. Across opt levels, see above.
 bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info, std::string &err);
 
 /// readCheckpointInfo and loadCheckpoint for a file already in memory;

@@ -166,9 +166,16 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   info.model = g.name();
   info.modelHash = modelHash(g);
   info.optLevel = options_.optLevel;
+  info.optimizer = optimizerOf(g);
   if (!options_.resumePath.empty()) {
-    if (!loadCheckpoint(options_.resumePath, train_, info, err))
+    // Only the step comes from the checkpoint's header: the checkpoints this
+    // run writes describe this run (one of another level resumes here).
+    CheckpointInfo loaded;
+    if (!loadCheckpoint(options_.resumePath, train_, loaded, err))
       return false;
+    info.step = loaded.step;
+    info.microStep = loaded.microStep;
+    info.conversionNote = loaded.conversionNote;
     if (info.microStep != info.step * uint64_t(k)) {
       err = options_.resumePath + ": checkpoint was written at micro-step " +
             std::to_string(info.microStep) + ", which is not step " + std::to_string(info.step) +
@@ -183,6 +190,8 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       return false;
     }
     out << "resumed from " << options_.resumePath << " at step " << info.step << "\n";
+    if (!info.conversionNote.empty())
+      out << "note: " << info.conversionNote << "\n";
   }
   result.firstStep = static_cast<int64_t>(info.step);
   result.steps = result.firstStep;

@@ -75,11 +75,15 @@ int runForward(api::Model &m, const Options &opts) {
   }
   // The trained weights, when asked for (they used to be ignored silently).
   if (!opts.resume.empty()) {
-    if (api::Status s = program->loadCheckpoint(opts.resume); !s) {
+    api::Status s = program->loadCheckpoint(opts.resume);
+    if (!s) {
       printDiagnostics(s);
       return kRuntimeFailure;
     }
     out() << "weights from " << opts.resume << "\n";
+    // A checkpoint of another level: what was rebuilt for this one.
+    for (const api::Diagnostic &d : s.diagnostics())
+      out() << d.str() << "\n";
   }
   api::Result<api::ForwardReport> report = program->runForward();
   if (!report) {

@@ -129,6 +129,10 @@ api::TrainOptions trainOptions(const api::Model &m, const Options &opts);
 /// step time, speedup over the first level, peak memory and final loss.
 int runBench(const Options &opts);
 
+/// `ampc export MODEL --format F -o OUT [--checkpoint C]`: parses its own
+/// command line (argv[0] is "export") and writes the model's weights.
+int runExport(int argc, char **argv);
+
 } // namespace ampc::cli
 
 #endif

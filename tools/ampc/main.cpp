@@ -3,6 +3,7 @@
 // ampc [options] model.yaml      train per the model's train/optimizer sections
 // ampc plan [options] model.yaml the memory plan of the training step
 // ampc bench [options] model.yaml train a few steps at each opt level, compare
+// ampc export model.yaml --format npy -o DIR [--checkpoint C]  the weights out
 //
 // Imports a model file, verifies it, runs the pipeline for the opt level and
 // then trains, or prints the graph (--emit), its summary, or one forward
@@ -263,9 +264,15 @@ int runCommandLine(int argc, char **argv) {
              "  ampc [options] MODEL        train MODEL (or --emit, --run, --explain)\n"
              "  ampc plan [options] MODEL   print the memory plan of the training step\n"
              "  ampc bench [options] MODEL  train a few steps at each opt level and compare\n"
+             "  ampc export MODEL --format npy -o DIR [--checkpoint C]\n"
+             "                              write the weights (every parameter and buffer, "
+             "fp32)\n"
              "Limits, exit codes and output files: docs/cli.md");
   addOptions(app, opts);
 
+  // `ampc export` has options of its own (--checkpoint reads there).
+  if (argc > 1 && std::string(argv[1]) == "export")
+    return runExport(argc - 1, argv + 1);
   // `ampc plan MODEL` and `ampc bench MODEL` are commands of their own;
   // everything else is the main one.
   std::vector<char *> args(argv, argv + argc);

@@ -1,6 +1,8 @@
 //===- Program.cpp - Compile, run, train, evaluate, checkpoints -----------===//
 #include "Internal.h"
 
+#include "ampc/ModelExport.h"
+
 #include "frontends/yaml/ModelLoader.h"
 #include "ir/Verifier.h"
 #include "kernels/common/Storage.h"
@@ -437,6 +439,7 @@ Status Program::saveCheckpoint(const std::string &path) const {
   info.model = g.name();
   info.modelHash = modelHash(g);
   info.optLevel = optLevelOf(g);
+  info.optimizer = optimizerOf(g);
   info.step = static_cast<uint64_t>(impl_->stepsDone);
   info.microStep = impl_->microSteps;
   std::string err;
@@ -453,7 +456,42 @@ Status Program::loadCheckpoint(const std::string &path) {
   impl_->stepsDone = static_cast<int64_t>(info.step);
   impl_->microSteps = info.microStep;
   impl_->resumePath = path;
-  return {};
+  Status s;
+  if (!info.conversionNote.empty())
+    s.add({Severity::Note, "", 0, 0, info.conversionNote});
+  return s;
+}
+
+Result<std::vector<Weight>> weightsOf(const Program &program) {
+  const Program::Impl &p = *program.impl_;
+  const Graph &g = p.graph();
+  const ampc::Program &prog = *p.program;
+  std::vector<Weight> out;
+  for (const ampc::Value *v : g.state()) {
+    if (v->stateKind() != ampc::StateKind::Parameter && v->stateKind() != ampc::StateKind::Buffer)
+      continue;
+    Weight w;
+    w.name = v->name().str();
+    w.kind = static_cast<StateKind>(v->stateKind());
+    w.shape.assign(v->type().dims().begin(), v->type().dims().end());
+    // The truth is the fp32 master where the level keeps one.
+    const ampc::Value *source = v;
+    if (const ampc::Value *m = g.lookup(v->name().str() + ".master");
+        m && m->isState() && m->stateKind() == ampc::StateKind::MasterWeight &&
+        m->type().dims() == v->type().dims()) {
+      source = m;
+      w.fromMaster = true;
+    }
+    if (!isFloating(source->dtype()))
+      return Status::error("cannot export '" + w.name + "' as fp32: it is " + source->type().str());
+    const void *data = prog.data(source);
+    int64_t n = source->type().numElements();
+    w.values.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      w.values[i] = static_cast<float>(kernels::loadAsDouble(source->dtype(), data, i));
+    out.push_back(std::move(w));
+  }
+  return out;
 }
 
 } // namespace ampc::api

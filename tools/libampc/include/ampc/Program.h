@@ -137,6 +137,11 @@ struct TrainReport {
   std::string summary;
 };
 
+class Program;
+struct Weight;
+/// Every parameter and buffer in fp32 (ampc/ModelExport.h).
+AMPC_API Result<std::vector<Weight>> weightsOf(const Program &program);
+
 /// A Model compiled for a device: schedule, memory plan, kernels and state.
 /// The Model must outlive its Program and must not be rewritten while the
 /// Program exists. Not thread-safe: one thread at a time per Program;
@@ -185,14 +190,18 @@ public:
   /// Every state tensor (parameters, optimizer state, master weights, loss
   /// scaler) and the step, atomically.
   Status saveCheckpoint(const std::string &path) const;
-  /// Restores a checkpoint of the same model (refused, changing nothing, for
-  /// another model, a corrupt file or mismatched tensors); train() then
-  /// continues from its step.
+  /// Restores a checkpoint of the same model, written at any opt level
+  /// (docs/checkpoints.md): refused, changing nothing, for another model
+  /// (the error names the parameter that differs), another optimizer or a
+  /// corrupt file; train() then continues from its step. A checkpoint of
+  /// another level or dtypes succeeds with a note saying what was rebuilt
+  /// from the fp32 masters, carried over, dropped or started afresh.
   Status loadCheckpoint(const std::string &path);
 
   struct Impl;
 
 private:
+  friend Result<std::vector<Weight>> weightsOf(const Program &program);
   explicit Program(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -19,6 +19,7 @@
 #include "ampc/CustomOp.h"
 #include "ampc/Graph.h"
 #include "ampc/Model.h"
+#include "ampc/ModelExport.h"
 #include "ampc/Pipeline.h"
 #include "ampc/Policy.h"
 #include "ampc/Program.h"

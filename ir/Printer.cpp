@@ -70,9 +70,9 @@ private:
       return;
     }
     os_ << '%';
-    if (llvm::all_of(v->name(), [](char c) {
-          return llvm::isAlnum(c) || c == '_' || c == '.' || c == '-';
-        }) && !v->name().empty())
+    if (llvm::all_of(v->name(),
+                     [](char c) { return llvm::isAlnum(c) || c == '_' || c == '.' || c == '-'; }) &&
+        !v->name().empty())
       os_ << v->name();
     else
       os_ << '"' << v->name() << '"';

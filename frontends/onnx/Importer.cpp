@@ -91,8 +91,9 @@ Value *OnnxLowering::materialise(llvm::StringRef name, Term &t, StateKind kind) 
       init.path = settings_.pathInInit;
       init.key = name.str();
     } else {
-      error("the constant '" + name + "' is computed at import time and used as data; ampc "
-                                      "cannot yet keep such a tensor");
+      error("the constant '" + name +
+            "' is computed at import time and used as data; ampc "
+            "cannot yet keep such a tensor");
       return nullptr;
     }
     kind = StateKind::Buffer;
@@ -102,14 +103,14 @@ Value *OnnxLowering::materialise(llvm::StringRef name, Term &t, StateKind kind) 
   if (t.type.dtype() == DType::F64 || t.type.dtype() == DType::I32 ||
       t.type.dtype() == DType::Bool) {
     // The registry's ops take f32/half data and i64 indices.
-    error("'" + name + "' is " + t.type.str() + "; ampc imports float32/float16 data and int64 "
-                                                "indices");
+    error("'" + name + "' is " + t.type.str() +
+          "; ampc imports float32/float16 data and int64 "
+          "indices");
     return nullptr;
   }
   std::string vname = valueName(name);
   Value *v = g_.addState(vname, t.type, kind, init, loc);
-  if (kind == StateKind::Parameter &&
-      llvm::is_contained(settings_.frozen, name.str()))
+  if (kind == StateKind::Parameter && llvm::is_contained(settings_.frozen, name.str()))
     v->setTrainable(false);
   t.value = v;
   return v;
@@ -174,29 +175,7 @@ std::optional<double> OnnxLowering::staticScalar(llvm::StringRef name) const {
   if (!tensorToArray(*tensor, llvm::sys::path::parent_path(settings_.path), array, err) ||
       array.numElements() != 1)
     return std::nullopt;
-  switch (array.dtype) {
-  case DType::F32: {
-    float f;
-    std::memcpy(&f, array.data.data(), 4);
-    return f;
-  }
-  case DType::F64: {
-    double d;
-    std::memcpy(&d, array.data.data(), 8);
-    return d;
-  }
-  case DType::I64: {
-    int64_t i;
-    std::memcpy(&i, array.data.data(), 8);
-    return double(i);
-  }
-  case DType::I32:
-  case DType::F16:
-  case DType::BF16:
-  case DType::Bool:
-    return std::nullopt;
-  }
-  return std::nullopt;
+  return arrayElement(array, 0);
 }
 
 Value *OnnxLowering::privateBuffer(const onnx::NodeProto &n, int i) {
@@ -211,8 +190,8 @@ Value *OnnxLowering::privateBuffer(const onnx::NodeProto &n, int i) {
   init.kind = InitSpec::Kind::File;
   init.path = settings_.pathInInit;
   init.key = key;
-  std::string base = (n.name().empty() ? n.output(0) : n.name()) + (i == 3 ? ".running_mean"
-                                                                            : ".running_var");
+  std::string base =
+      (n.name().empty() ? n.output(0) : n.name()) + (i == 3 ? ".running_mean" : ".running_var");
   note("'" + key + "' is shared; node " + base + " keeps its own copy");
   return g_.addState(valueName(base), t->type, StateKind::Buffer, init, nodeLoc_);
 }
@@ -227,42 +206,8 @@ bool loadConstant(const onnx::TensorProto &t, llvm::StringRef baseDir, ConstTens
   c.dims.assign(a.shape.begin(), a.shape.end());
   int64_t n = a.numElements();
   c.values.resize(n);
-  for (int64_t k = 0; k < n; ++k) {
-    const char *p = a.data.data() + k * a.elementSize();
-    switch (a.dtype) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      c.values[k] = f;
-      break;
-    }
-    case DType::F64: {
-      double d;
-      std::memcpy(&d, p, 8);
-      c.values[k] = d;
-      break;
-    }
-    case DType::I64: {
-      int64_t i;
-      std::memcpy(&i, p, 8);
-      c.values[k] = double(i);
-      break;
-    }
-    case DType::I32: {
-      int32_t i;
-      std::memcpy(&i, p, 4);
-      c.values[k] = double(i);
-      break;
-    }
-    case DType::Bool:
-      c.values[k] = *p ? 1 : 0;
-      break;
-    case DType::F16:
-    case DType::BF16:
-      err = "half constants are not folded";
-      return false;
-    }
-  }
+  for (int64_t k = 0; k < n; ++k)
+    c.values[k] = arrayElement(a, k);
   return true;
 }
 } // namespace
@@ -291,8 +236,9 @@ const ConstTensor *OnnxLowering::constantOf(const onnx::NodeProto &n, int i, llv
     mut.constant = std::move(c);
     return &*mut.constant;
   }
-  error(what + " '" + n.input(i) + "' must be known when the model is imported; here it is "
-                                   "computed at run time");
+  error(what + " '" + n.input(i) +
+        "' must be known when the model is imported; here it is "
+        "computed at run time");
   return nullptr;
 }
 
@@ -301,8 +247,8 @@ Node *OnnxLowering::build(OpKind kind, llvm::ArrayRef<Value *> operands, AttrMap
   for (Value *v : operands)
     if (!v)
       return nullptr;
-  return buildNode(g_, OpRegistry::builtin().get(kind), operands, std::move(attrs), nodeLoc_,
-                   diag_, names);
+  return buildNode(g_, OpRegistry::builtin().get(kind), operands, std::move(attrs), nodeLoc_, diag_,
+                   names);
 }
 
 Value *OnnxLowering::build1(OpKind kind, llvm::ArrayRef<Value *> operands, AttrMap attrs,
@@ -393,8 +339,7 @@ bool OnnxLowering::checkAttrs(const onnx::NodeProto &n,
 bool OnnxLowering::normAxis(int64_t axis, unsigned rank, unsigned &out, llvm::StringRef what) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= int64_t(rank))
-    return error(what + " " + llvm::Twine(axis) + " is out of range for rank " +
-                 llvm::Twine(rank));
+    return error(what + " " + llvm::Twine(axis) + " is out of range for rank " + llvm::Twine(rank));
   out = unsigned(a);
   return true;
 }
@@ -432,7 +377,8 @@ bool OnnxLowering::declareInputs(const llvm::StringMap<Value *> &bound) {
     if (it != bound.end()) {
       Value *v = it->second;
       const TensorType &t = v->type();
-      bool fits = t.dtype() == *dtype && (!tt.has_shape() || t.rank() == unsigned(tt.shape().dim_size()));
+      bool fits =
+          t.dtype() == *dtype && (!tt.has_shape() || t.rank() == unsigned(tt.shape().dim_size()));
       for (int d = 0; fits && tt.has_shape() && d < tt.shape().dim_size(); ++d)
         // Dim 0 is the batch, which the model file binds (torch.onnx.export
         // records the example's batch unless told otherwise).
@@ -440,7 +386,8 @@ bool OnnxLowering::declareInputs(const llvm::StringMap<Value *> &bound) {
             d != 0)
           fits = false;
       if (!fits)
-        return error("the model file declares it " + t.str() + ", which does not fit the ONNX "
+        return error("the model file declares it " + t.str() +
+                     ", which does not fit the ONNX "
                      "input's type");
       terms_[in.name()] = Term{v, std::nullopt, nullptr, false, t};
       continue;
@@ -496,8 +443,10 @@ bool OnnxLowering::run(const llvm::StringMap<Value *> &bound) {
   llvm::DenseMap<const onnx::NodeProto *, PatternLowering> replaced;
   recogniseOnnxPatterns(*this, graph, replaced);
   for (const onnx::NodeProto &n : graph.node()) {
-    std::string label = n.name().empty() ? "node producing '" + (n.output_size() ? n.output(0) : std::string("?")) + "'"
-                                         : "node '" + n.name() + "'";
+    std::string label =
+        n.name().empty()
+            ? "node producing '" + (n.output_size() ? n.output(0) : std::string("?")) + "'"
+            : "node '" + n.name() + "'";
     nodeLoc_ = Location::inFile(fileLabel_ + ": " + label + " (op " + n.op_type() + ", opset " +
                                     std::to_string(opset_) + ")",
                                 0, 0);
@@ -522,6 +471,27 @@ bool OnnxLowering::run(const llvm::StringMap<Value *> &bound) {
       return false;
     outputs_.push_back({o.name(), v});
   }
+  // An eval-mode torch export folds BatchNorm into the convolutions and
+  // renames their weights; the graph then has no batchnorm left to train.
+  unsigned foldedConvs = 0;
+  bool hasBatchNorm = false;
+  for (const onnx::NodeProto &n : graph.node()) {
+    hasBatchNorm |= n.op_type() == "BatchNormalization";
+    foldedConvs += n.op_type() == "Conv" && n.input_size() > 1 &&
+                   llvm::StringRef(n.input(1)).startswith("onnx::Conv_");
+  }
+  Location fileLoc = Location::inFile(settings_.path, 0, 0);
+  if (!hasBatchNorm && foldedConvs)
+    diag_.add(settings_.training ? Severity::Warning : Severity::Note, fileLoc,
+              llvm::Twine(foldedConvs) + " convolution" + (foldedConvs > 1 ? "s have" : " has") +
+                  " weights the exporter renamed (onnx::Conv_*) and the graph has no "
+                  "BatchNormalization: batchnorm was probably folded into them (an eval-mode "
+                  "export)" +
+                  (settings_.training ? "; training it trains without batchnorm (export with "
+                                        "training=TrainingMode.TRAINING to keep it)"
+                                      : "; inference is exact"));
+  for (const std::string &n : notes_)
+    diag_.add(Severity::Note, fileLoc, "recognised " + n);
   for (const std::string &f : settings_.frozen)
     if (!terms_.count(f) || !terms_.find(f)->second.initializer) {
       diag_.error(Location::inFile(settings_.path, 0, 0),

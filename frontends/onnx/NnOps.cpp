@@ -16,20 +16,17 @@ bool symmetricPads(OnnxLowering &l, const onnx::NodeProto &n, std::vector<int64_
   else if (autoPad != "NOTSET")
     return l.error("auto_pad " + autoPad + " is not supported (export with explicit pads)");
   if (pads.size() != 4)
-    return l.error("pads must have 4 values for a 2-D window, got " +
-                   llvm::Twine(pads.size()));
+    return l.error("pads must have 4 values for a 2-D window, got " + llvm::Twine(pads.size()));
   if (pads[0] != pads[2] || pads[1] != pads[3])
-    return l.error("asymmetric pads [" + llvm::Twine(pads[0]) + ", " + llvm::Twine(pads[1]) +
-                   ", " + llvm::Twine(pads[2]) + ", " + llvm::Twine(pads[3]) +
-                   "] are not supported");
+    return l.error("asymmetric pads [" + llvm::Twine(pads[0]) + ", " + llvm::Twine(pads[1]) + ", " +
+                   llvm::Twine(pads[2]) + ", " + llvm::Twine(pads[3]) + "] are not supported");
   padding = {pads[0], pads[1]};
   return true;
 }
 
 bool requireRank4(OnnxLowering &l, Value *x) {
   if (x->type().rank() != 4)
-    return l.error("only 2-D windows (4-D inputs) are supported, the input is " +
-                   x->type().str());
+    return l.error("only 2-D windows (4-D inputs) are supported, the input is " + x->type().str());
   return true;
 }
 
@@ -67,10 +64,11 @@ bool lowerConv(OnnxLowering &l, const onnx::NodeProto &n) {
       return false;
     operands.push_back(b);
   }
-  AttrMap attrs{{"stride", Attribute(l.intsAttr(n, "strides").value_or(std::vector<int64_t>{1, 1}))},
-                {"padding", Attribute(padding)},
-                {"dilation", Attribute(l.intsAttr(n, "dilations").value_or(std::vector<int64_t>{1, 1}))},
-                {"groups", Attribute(l.intAttr(n, "group", 1))}};
+  AttrMap attrs{
+      {"stride", Attribute(l.intsAttr(n, "strides").value_or(std::vector<int64_t>{1, 1}))},
+      {"padding", Attribute(padding)},
+      {"dilation", Attribute(l.intsAttr(n, "dilations").value_or(std::vector<int64_t>{1, 1}))},
+      {"groups", Attribute(l.intAttr(n, "group", 1))}};
   l.setOutput(n, 0, l.build1(OpKind::Conv2d, operands, std::move(attrs), n.output(0)));
   return true;
 }
@@ -129,8 +127,8 @@ static bool lowerPool(OnnxLowering &l, const onnx::NodeProto &n, bool isMax) {
     if (!l.checkAttrs(n, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
                           "storage_order", "strides"}))
       return false;
-  } else if (!l.checkAttrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape",
-                               "pads", "strides"})) {
+  } else if (!l.checkAttrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
+                               "strides"})) {
     return false;
   }
   if (n.output_size() > 1 && !n.output(1).empty())
@@ -148,13 +146,15 @@ static bool lowerPool(OnnxLowering &l, const onnx::NodeProto &n, bool isMax) {
   std::vector<int64_t> padding;
   if (!symmetricPads(l, n, padding))
     return false;
-  AttrMap attrs{{"kernel", Attribute(*kernel)},
-                {"stride", Attribute(l.intsAttr(n, "strides").value_or(std::vector<int64_t>{1, 1}))},
-                {"padding", Attribute(padding)}};
+  AttrMap attrs{
+      {"kernel", Attribute(*kernel)},
+      {"stride", Attribute(l.intsAttr(n, "strides").value_or(std::vector<int64_t>{1, 1}))},
+      {"padding", Attribute(padding)}};
   if (!isMax)
     attrs["count_include_pad"] = Attribute(l.intAttr(n, "count_include_pad", 0) != 0);
-  l.setOutput(n, 0, l.build1(isMax ? OpKind::MaxPool2d : OpKind::AvgPool2d, {x}, std::move(attrs),
-                             n.output(0)));
+  l.setOutput(
+      n, 0,
+      l.build1(isMax ? OpKind::MaxPool2d : OpKind::AvgPool2d, {x}, std::move(attrs), n.output(0)));
   return true;
 }
 
@@ -263,9 +263,9 @@ bool lowerLayerNormalization(OnnxLowering &l, const onnx::NodeProto &n) {
   unsigned axis;
   if (!l.normAxis(l.intAttr(n, "axis", -1), x->type().rank(), axis, "axis"))
     return false;
-  Value *bias = l.hasInput(n, 2) ? l.valueOf(n, 2)
-                                 : constantState(l, scale->name().str() + ".zero_bias",
-                                                 scale->type(), 0.0);
+  Value *bias = l.hasInput(n, 2)
+                    ? l.valueOf(n, 2)
+                    : constantState(l, scale->name().str() + ".zero_bias", scale->type(), 0.0);
   if (!bias)
     return false;
   l.setOutput(n, 0,

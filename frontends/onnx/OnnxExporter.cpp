@@ -1,6 +1,7 @@
 //===- OnnxExporter.cpp - Registry ops to ONNX nodes -----------------------===//
 #include "frontends/onnx/OnnxExporter.h"
 #include "frontends/onnx/OnnxFile.h"
+#include "ir/HalfConversion.h"
 
 #include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
@@ -135,14 +136,6 @@ public:
     return p.name();
   }
 
-  static uint16_t floatToHalfBits(float f);
-  static uint16_t floatToBf16Bits(float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
-    return uint16_t((bits + rounding) >> 16);
-  }
-
   /// Output name of a result (its IR name).
   static std::string out(const Node &n, unsigned i = 0) { return name(n.result(i)); }
   static std::string in(const Node &n, unsigned i) { return name(n.operand(i)); }
@@ -153,35 +146,6 @@ private:
   DiagnosticEngine &diag_;
   unsigned counter_ = 0;
 };
-
-uint16_t Exporter::floatToHalfBits(float f) {
-  // Round to nearest even, as the runtime's conversion does.
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff)
-    return uint16_t(sign | 0x7c00 | (mant ? 0x200 : 0));
-  if (exp >= 31)
-    return uint16_t(sign | 0x7c00);
-  if (exp <= 0) {
-    if (exp < -10)
-      return uint16_t(sign);
-    mant |= 0x800000;
-    uint32_t shift = uint32_t(14 - exp);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1)))
-      ++half;
-    return uint16_t(sign | half);
-  }
-  uint32_t half = sign | (uint32_t(exp) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-    ++half;
-  return uint16_t(half);
-}
 
 using EmitFn = bool (*)(Exporter &e, const Node &n);
 
@@ -267,9 +231,9 @@ bool emitBatchNorm(Exporter &e, const Node &n) {
 }
 
 bool emitLayerNorm(Exporter &e, const Node &n) {
-  onnx::NodeProto &l = e.node("LayerNormalization",
-                              {Exporter::in(n, 0), Exporter::in(n, 1), Exporter::in(n, 2)},
-                              {Exporter::out(n)});
+  onnx::NodeProto &l =
+      e.node("LayerNormalization", {Exporter::in(n, 0), Exporter::in(n, 1), Exporter::in(n, 2)},
+             {Exporter::out(n)});
   Exporter::attrInt(l, "axis", -n.attr("normalized_dims").getInt());
   Exporter::attrFloat(l, "epsilon", n.attr("eps").getNumber());
   return true;
@@ -324,8 +288,8 @@ bool emitScale(Exporter &e, const Node &n) {
 }
 
 bool emitPool(Exporter &e, const Node &n, bool isMax) {
-  onnx::NodeProto &p = e.node(isMax ? "MaxPool" : "AveragePool", {Exporter::in(n, 0)},
-                              {Exporter::out(n)});
+  onnx::NodeProto &p =
+      e.node(isMax ? "MaxPool" : "AveragePool", {Exporter::in(n, 0)}, {Exporter::out(n)});
   std::vector<int64_t> kernel = n.attr("kernel").getInts(), stride = n.attr("stride").getInts();
   if (stride.empty())
     stride = kernel;
@@ -421,8 +385,7 @@ bool emitClamp(Exporter &e, const Node &n) {
 
 bool emitPow(Exporter &e, const Node &n) {
   e.node("Pow",
-         {Exporter::in(n, 0),
-          e.constScalar(n.attr("exponent").getNumber(), n.operand(0)->dtype())},
+         {Exporter::in(n, 0), e.constScalar(n.attr("exponent").getNumber(), n.operand(0)->dtype())},
          {Exporter::out(n)});
   return true;
 }
@@ -510,14 +473,16 @@ bool exportOnnxModel(const Graph &g, StateBytesFn stateBytes, std::string &out,
   opset.set_version(kExportOpset);
   onnx::GraphProto &graph = *model.mutable_graph();
   graph.set_name(g.name());
-  for (const Value *in : g.inputs())
-    setValueInfo(*graph.add_input(), in);
   llvm::DenseSet<const Value *> used;
   for (const Node &n : g.nodes())
     for (const Value *v : n.operands())
       used.insert(v);
   for (const Value *o : g.outputs())
     used.insert(o);
+  // Inputs only the loss read (labels) are not the model's.
+  for (const Value *in : g.inputs())
+    if (used.count(in))
+      setValueInfo(*graph.add_input(), in);
   for (const Value *s : g.state()) {
     if (!used.count(s))
       continue;
@@ -534,8 +499,8 @@ bool exportOnnxModel(const Graph &g, StateBytesFn stateBytes, std::string &out,
   Exporter e(g, graph, diag);
   for (const Node &n : g.nodes()) {
     if (n.role() != NodeRole::Forward)
-      return e.error(n, "the graph has " + roleName(n.role()) +
-                            " nodes; export the inference graph");
+      return e.error(n,
+                     "the graph has " + roleName(n.role()) + " nodes; export the inference graph");
     const ExportRow *row = findRow(n.kind());
     if (!row)
       return e.error(n, "the op has no ONNX form yet (docs/onnx.md lists the exported ops)");

@@ -1,6 +1,7 @@
 //===- OnnxFile.cpp - Reading and checking ONNX model files ----------------===//
 #include "frontends/onnx/OnnxFile.h"
 
+#include "ir/HalfConversion.h"
 #include "ir/support/TensorFile.h"
 
 #include "onnx/checker.h"
@@ -225,8 +226,8 @@ bool readExternal(const onnx::TensorProto &t, llvm::StringRef baseDir, NpyArray 
   }
   std::ifstream f(std::string(path), std::ios::binary);
   if (!f) {
-    err = "tensor '" + t.name() + "': cannot open its external data file '" + std::string(path) +
-          "'";
+    err =
+        "tensor '" + t.name() + "': cannot open its external data file '" + std::string(path) + "'";
     return false;
   }
   f.seekg(offset);
@@ -298,11 +299,46 @@ bool tensorToArray(const onnx::TensorProto &t, llvm::StringRef baseDir, NpyArray
     break;
   }
   if (have != n) {
-    err = "tensor '" + t.name() + "' holds " + std::to_string(have) + " elements, its shape needs " +
-          std::to_string(n);
+    err = "tensor '" + t.name() + "' holds " + std::to_string(have) +
+          " elements, its shape needs " + std::to_string(n);
     return false;
   }
   return true;
+}
+
+double arrayElement(const NpyArray &a, int64_t i) {
+  const char *p = a.data.data() + i * a.elementSize();
+  switch (a.dtype) {
+  case DType::F32: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  case DType::F64: {
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+  }
+  case DType::F16:
+  case DType::BF16: {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return a.dtype == DType::F16 ? halfBitsToFloat(h) : bf16BitsToFloat(h);
+  }
+  case DType::I64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return double(v);
+  }
+  case DType::I32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::Bool:
+    return *p ? 1 : 0;
+  }
+  return 0;
 }
 
 namespace {

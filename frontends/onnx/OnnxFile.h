@@ -46,6 +46,9 @@ std::string onnxTypeName(int32_t onnxType);
 bool tensorToArray(const onnx::TensorProto &t, llvm::StringRef baseDir, NpyArray &out,
                    std::string &err);
 
+/// Element i of an array as a double (every dtype, halves included).
+double arrayElement(const NpyArray &a, int64_t i);
+
 /// Registers the reader behind `file("m.onnx", "name")` initialisers
 /// (ir/support/TensorFile.h): an initializer or a Constant node's value.
 void registerOnnxTensorReader();

@@ -148,10 +148,10 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
   const onnx::NodeProto *sq = l.producer(var->input(0));
   if (!sq || !m.soleConsumer(sq->output(0)))
     return false;
-  bool squares = (sq->op_type() == "Pow" && sq->input(0) == sub->output(0) &&
-                  m.near(l.staticScalar(sq->input(1)), 2.0, 0)) ||
-                 (sq->op_type() == "Mul" && sq->input(0) == sub->output(0) &&
-                  sq->input(1) == sub->output(0));
+  bool squares =
+      (sq->op_type() == "Pow" && sq->input(0) == sub->output(0) &&
+       m.near(l.staticScalar(sq->input(1)), 2.0, 0)) ||
+      (sq->op_type() == "Mul" && sq->input(0) == sub->output(0) && sq->input(1) == sub->output(0));
   if (!squares)
     return false;
   // d feeds the square and the division only.
@@ -177,7 +177,8 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
           addB && addB->op_type() == "Add" && addB->input_size() == 2) {
         int bside = addB->input(0) == mul->output(0) ? 0 : 1;
         const std::string &beta = Matcher::other(*addB, bside);
-        if (const onnx::TensorProto *b = l.initializer(beta); b && b->dims_size() == t->dims_size()) {
+        if (const onnx::TensorProto *b = l.initializer(beta);
+            b && b->dims_size() == t->dims_size()) {
           out.beta = beta;
           chain.push_back(addB);
           last = addB;
@@ -211,10 +212,10 @@ bool lowerLayerNormMatch(OnnxLowering &l, const LayerNormMatch &m, const std::st
       return l.error("a normalisation over axes other than the last ones is not supported");
   llvm::ArrayRef<int64_t> normShape = x->type().dims().take_back(axes.size());
   TensorType paramType(x->dtype(), normShape);
-  Value *gamma = m.gamma.empty() ? constantState(l, "layernorm.ones", paramType, 1.0)
-                                 : l.valueOfName(m.gamma);
-  Value *beta = m.beta.empty() ? constantState(l, "layernorm.zeros", paramType, 0.0)
-                               : l.valueOfName(m.beta);
+  Value *gamma =
+      m.gamma.empty() ? constantState(l, "layernorm.ones", paramType, 1.0) : l.valueOfName(m.gamma);
+  Value *beta =
+      m.beta.empty() ? constantState(l, "layernorm.zeros", paramType, 0.0) : l.valueOfName(m.beta);
   if (!gamma || !beta)
     return false;
   if (gamma->type() != paramType || beta->type() != paramType)

@@ -86,9 +86,6 @@ bool lowerConstant(OnnxLowering &l, const onnx::NodeProto &n) {
   if (a.name() == "value") {
     NpyArray array;
     std::string err;
-    if (a.t().data_type() == onnx::TensorProto::FLOAT16 ||
-        a.t().data_type() == onnx::TensorProto::BFLOAT16)
-      return l.error("half constants are not supported");
     if (!tensorToArray(a.t(), ".", array, err))
       return l.error(err);
     if (array.numElements() > (int64_t(1) << 20))
@@ -97,40 +94,8 @@ bool lowerConstant(OnnxLowering &l, const onnx::NodeProto &n) {
     c.dtype = array.dtype;
     c.dims.assign(array.shape.begin(), array.shape.end());
     int64_t count = array.numElements();
-    for (int64_t k = 0; k < count; ++k) {
-      const char *p = array.data.data() + k * array.elementSize();
-      double v = 0;
-      switch (array.dtype) {
-      case DType::F32: {
-        float f;
-        std::memcpy(&f, p, 4);
-        v = f;
-        break;
-      }
-      case DType::F64:
-        std::memcpy(&v, p, 8);
-        break;
-      case DType::I64: {
-        int64_t i;
-        std::memcpy(&i, p, 8);
-        v = double(i);
-        break;
-      }
-      case DType::I32: {
-        int32_t i;
-        std::memcpy(&i, p, 4);
-        v = i;
-        break;
-      }
-      case DType::Bool:
-        v = *p ? 1 : 0;
-        break;
-      case DType::F16:
-      case DType::BF16:
-        break;
-      }
-      c.values.push_back(v);
-    }
+    for (int64_t k = 0; k < count; ++k)
+      c.values.push_back(arrayElement(array, k));
   } else if (a.name() == "value_float") {
     c.dtype = DType::F32;
     c.values = {a.f()};
@@ -214,7 +179,8 @@ bool lowerGather(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!isFoldable(indices)) {
     if (axis != 0 || dataDims.size() != 2)
       return l.error("Gather with run-time indices is supported on a 2-D table along axis 0 "
-                     "(an embedding), got data " + l.typeOf(n, 0).str());
+                     "(an embedding), got data " +
+                     l.typeOf(n, 0).str());
     Value *idx = l.valueOf(n, 1), *table = l.valueOf(n, 0);
     if (!idx || !table)
       return false;
@@ -296,8 +262,8 @@ bool lowerConcat(OnnxLowering &l, const onnx::NodeProto &n) {
     l.alias(n, 0, 0);
     return true;
   }
-  l.setOutput(n, 0, l.build1(OpKind::Concat, values, {{"axis", Attribute(int64_t(axis))}},
-                             n.output(0)));
+  l.setOutput(n, 0,
+              l.build1(OpKind::Concat, values, {{"axis", Attribute(int64_t(axis))}}, n.output(0)));
   return true;
 }
 

@@ -292,8 +292,8 @@ static void gradSlice(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value
   parts.push_back(dys[0]);
   if (end < x.dim(axis))
     parts.push_back(zeros(x.dim(axis) - end));
-  dxs[0] = parts.size() == 1 ? dys[0]
-                             : gb.build1(OpKind::Concat, parts, {{"axis", Attribute(axis)}});
+  dxs[0] =
+      parts.size() == 1 ? dys[0] : gb.build1(OpKind::Concat, parts, {{"axis", Attribute(axis)}});
 }
 
 static void gradBroadcastTo(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,

@@ -1,11 +1,11 @@
 //===- onnx_forward_driver.cpp - Run an imported ONNX model on given inputs ===//
 //
 // ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O0..O3]
-//                          [--device cpu|cpu-ref] [--emit]
+//                          [--device cpu|cpu-ref] [--half-type f16|bf16] [--emit]
 //
 // A test-only tool for tests/onnx/check_onnx.py: imports MODEL.onnx with the
 // ONNX frontend, runs the forward pipeline at the given opt level (O0 by
-// default), compiles it on the device (cpu by default), fills every graph
+// default, half type f16), compiles it on the device (cpu by default), fills every graph
 // input from IN_DIR/<input name>.npy, runs one step and writes graph output
 // i to OUT_DIR/out<i>.npy (as f32). --emit prints the rewritten graph's
 // textual IR to stdout. Exit codes as ampc's: 2 bad input, 1 failure.
@@ -72,12 +72,14 @@ int main(int argc, char **argv) {
     return kBadInput;
   }
   std::string modelPath = argv[1], inDir = argv[2], outDir = argv[3];
-  std::string optLevel = "O0", device = "cpu";
+  std::string optLevel = "O0", device = "cpu", halfType = "f16";
   bool emit = false;
   for (int i = 4; i < argc; ++i) {
     llvm::StringRef a = argv[i];
     if (a == "--opt-level" && i + 1 < argc)
       optLevel = argv[++i];
+    else if (a == "--half-type" && i + 1 < argc)
+      halfType = argv[++i];
     else if (a == "--device" && i + 1 < argc)
       device = argv[++i];
     else if (a == "--emit")
@@ -90,6 +92,7 @@ int main(int argc, char **argv) {
   DiagnosticEngine diag;
   std::unique_ptr<Graph> graph = loadOnnxModel(modelPath, diag);
   if (!graph || !setPolicyOverride(graph->meta(), "opt_level", optLevel, diag) ||
+      !setPolicyOverride(graph->meta(), "half_type", halfType, diag) ||
       !resolvePolicy(graph->meta(), diag)) {
     diag.print(llvm::errs());
     return kBadInput;

@@ -120,3 +120,19 @@ TEST(GradReduction, ReduceMeanScalesBeforeTheBroadcast) {
 }
 
 } // namespace
+
+// slice runs forward in imported models (ONNX Slice, Gather of a constant
+// index): its gradient is dy inside the range and zeros on either side.
+TEST(GradReduction, SliceAlongEachAxisAndAtTheEdges) {
+  for (int64_t axis : {0, 1, -1})
+    for (auto [start, end] : {std::pair<int64_t, int64_t>{1, 3}, {0, 2}, {2, 4}, {0, 4}}) {
+      int64_t size = axis == 0 ? 4 : axis == 1 ? 4 : 5;
+      if (end > size)
+        continue;
+      SCOPED_TRACE("axis " + std::to_string(axis) + " [" + std::to_string(start) + ", " +
+                   std::to_string(end) + ")");
+      EXPECT_TRUE(checkGradients(
+          "slice", {{f64({4, 4, 5})}},
+          {{"axis", Attribute(axis)}, {"start", Attribute(start)}, {"end", Attribute(end)}}));
+    }
+}

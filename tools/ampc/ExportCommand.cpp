@@ -1,6 +1,7 @@
 //===- ExportCommand.cpp - `ampc export`: weights out of ampc -------------===//
 //
 // ampc export MODEL [--checkpoint C] --format npy -o DIR
+// ampc export MODEL [--checkpoint C] --format onnx [-O O1] -o FILE.onnx
 //
 // Writes the model's weights -- a checkpoint's, or the initial ones -- in a
 // format another framework reads (docs/cli.md, "ampc export"). A thin client
@@ -33,11 +34,19 @@ int runExport(int argc, char **argv) {
     names.push_back(f.name);
   }
   app.footer("\nFormats:" + formats + "\nOutput files and exit codes: docs/cli.md");
-  app.add_option("model", model, "model file (.yaml)")->required();
+  app.add_option("model", model, "model file (.yaml or .onnx)")->required();
   app.add_option("--checkpoint", checkpoint,
                  "take the weights from checkpoint FILE (of any opt level; default: the initial "
                  "weights)");
   app.add_option("--format", format, "what to write")->required()->check(CLI::IsMember(names));
+  std::string optLevel, halfType = "f16";
+  app.add_option("-O,--opt-level", optLevel,
+                 "onnx: the level whose rewritten graph is written (default: the model file's)")
+      ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
+  app.add_option("--half-type", halfType,
+                 "onnx: the half type of the rewritten graph (default f16: ONNX runtimes have "
+                 "no bf16 convolution)")
+      ->check(CLI::IsMember({"f16", "bf16"}));
   app.add_option("-o,--output", output, "where: a directory for npy (created if missing)")
       ->required();
   app.add_flag("--write-through", writeThrough,
@@ -79,8 +88,15 @@ int runExport(int argc, char **argv) {
   load.maxNesting = limits.maxNesting;
   load.maxYamlNodes = limits.maxYamlNodes;
   load.maxNodes = limits.maxNodes;
-  load.optLevel = "O0";
-  load.policyOverrides = {{"cast_model_type", "none"}};
+  if (format == "onnx") {
+    // The graph at the asked level, in the asked half type; the checkpoint
+    // loads into it whatever level wrote it (docs/checkpoints.md).
+    load.optLevel = optLevel;
+    load.policyOverrides = {{"half_type", halfType}};
+  } else {
+    load.optLevel = "O0";
+    load.policyOverrides = {{"cast_model_type", "none"}};
+  }
   api::Result<api::Model> m = api::Model::loadFile(model, load);
   printDiagnostics(m.status());
   if (!m)

@@ -42,7 +42,7 @@ ampc::LoadOptions toInternal(const LoadOptions &o);
 /// A model file by its extension: .onnx through the ONNX frontend (when
 /// built), anything else as a YAML model file.
 std::unique_ptr<ampc::Graph> loadAnyModelFile(const std::string &path, ampc::DiagnosticEngine &diag,
-                                        const ampc::LoadOptions &load);
+                                              const ampc::LoadOptions &load);
 
 /// Where the model came from, so evaluation can import it again.
 struct ModelSource {

@@ -42,13 +42,14 @@ ampc::LoadOptions toInternal(const LoadOptions &o) {
 }
 
 std::unique_ptr<ampc::Graph> loadAnyModelFile(const std::string &path, ampc::DiagnosticEngine &diag,
-                                        const ampc::LoadOptions &load) {
+                                              const ampc::LoadOptions &load) {
   if (llvm::StringRef(path).endswith_insensitive(".onnx")) {
 #if AMPC_HAVE_ONNX
     return loadOnnxModel(path, diag, load);
 #else
-    diag.error({}, "cannot read '" + path + "': this ampc was built without the ONNX frontend "
-                   "(configure with -DAMPC_WITH_ONNX=ON and libonnx-dev installed)");
+    diag.error({}, "cannot read '" + path +
+                       "': this ampc was built without the ONNX frontend "
+                       "(configure with -DAMPC_WITH_ONNX=ON and libonnx-dev installed)");
     return nullptr;
 #endif
   }

@@ -1,4 +1,4 @@
-//===- ModelExport.cpp - The export formats: npy (onnx to come) -----------===//
+//===- ModelExport.cpp - The export formats: npy and onnx -----------===//
 #include "Internal.h"
 
 #include "ampc/ModelExport.h"
@@ -9,6 +9,12 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+
+#if AMPC_HAVE_ONNX
+#define AMPC_HAVE_ONNX_EXPORT true
+#else
+#define AMPC_HAVE_ONNX_EXPORT false
+#endif
 
 namespace ampc::api {
 
@@ -33,9 +39,11 @@ const std::vector<FormatEntry> &formatTable() {
         "names (PyTorch: load_state_dict)",
         /*writesDirectory=*/true, /*available=*/true},
        writeNpyDirectory},
-      {{"onnx", "the rewritten inference graph as one ONNX model file (-o FILE)",
-        /*writesDirectory=*/false, /*available=*/false},
-       nullptr},
+      {{"onnx",
+        "the rewritten inference graph (casts, half initializers, eval-mode batchnorm) as one "
+        "ONNX model file (-o FILE, opset 17)",
+        /*writesDirectory=*/false, /*available=*/AMPC_HAVE_ONNX_EXPORT},
+       AMPC_HAVE_ONNX_EXPORT ? exportOnnxFile : nullptr},
   };
   return table;
 }

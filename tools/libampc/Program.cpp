@@ -1,5 +1,9 @@
 //===- Program.cpp - Compile, run, train, evaluate, checkpoints -----------===//
 #include "Internal.h"
+#if AMPC_HAVE_ONNX
+#include "frontends/onnx/OnnxExporter.h"
+#endif
+#include "ir/support/AtomicFile.h"
 
 #include "ampc/ModelExport.h"
 
@@ -492,6 +496,94 @@ Result<std::vector<Weight>> weightsOf(const Program &program) {
     out.push_back(std::move(w));
   }
   return out;
+}
+
+/// The inference graph of the program's model at its policy: imported again,
+/// batchnorm and dropout in eval mode, the forward pipeline run, and the
+/// loss replaced by its prediction input. Its state takes the program's
+/// values by name: the program's own tensor where it has one of the same
+/// type, else the fp32 truth (weightsOf) rounded to the graph's dtype.
+Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions &opts) {
+#if AMPC_HAVE_ONNX
+  const Program::Impl &p = *program.impl_;
+  const Model::Impl &m = *p.model;
+  if (m.source.kind == ModelSource::Kind::IR)
+    return Status::error("ONNX export needs a model loaded from a model file or an ONNX file, "
+                         "not textual IR");
+  DiagnosticEngine diag;
+  ampc::LoadOptions load = toInternal(m.source.load);
+  std::unique_ptr<Graph> g =
+      m.source.kind == ModelSource::Kind::File
+          ? loadAnyModelFile(m.source.pathOrText, diag, load)
+          : loadModelString(m.source.pathOrText, m.source.bufferName, diag, load, m.source.baseDir);
+  if (!g)
+    return toStatus(diag);
+  for (const auto &[key, value] : p.graph().meta())
+    if (llvm::StringRef(key).startswith("amp."))
+      g->meta()[key] = value;
+  PassManager pm;
+  pm.add(std::make_unique<EvalModePass>());
+  if (!addStandardPipeline(pm, PipelineStage::Forward, diag) || !pm.run(*g, diag))
+    return toStatus(diag);
+  std::vector<ampc::Node *> losses;
+  std::vector<ampc::Value *> outputs;
+  for (ampc::Node &n : g->nodes())
+    if (n.role() == ampc::NodeRole::Loss)
+      losses.push_back(&n);
+  for (ampc::Value *o : g->outputs()) {
+    ampc::Node *def = o->definingNode();
+    outputs.push_back(def && def->role() == ampc::NodeRole::Loss ? def->operand(0) : o);
+  }
+  g->setOutputs(outputs);
+  for (ampc::Node *n : losses)
+    if (!n->result()->hasUses())
+      g->eraseNode(n);
+  if (!verifyGraph(*g, diag))
+    return toStatus(diag);
+
+  Result<std::vector<Weight>> weights = weightsOf(program);
+  if (!weights)
+    return weights.status();
+  const ampc::Program &prog = *p.program;
+  auto stateBytes = [&](const ampc::Value *v, std::vector<char> &bytes) {
+    bytes.assign(static_cast<size_t>(v->type().sizeInBytes()), 0);
+    const ampc::Value *mine = p.graph().lookup(v->name());
+    if (mine && mine->isState() && mine->type() == v->type()) {
+      std::memcpy(bytes.data(), prog.data(mine), bytes.size());
+      return true;
+    }
+    for (const Weight &w : *weights)
+      if (w.name == v->name() && llvm::ArrayRef<int64_t>(w.shape) == v->type().dims()) {
+        for (size_t i = 0; i < w.values.size(); ++i)
+          kernels::storeFromDouble(v->dtype(), bytes.data(), int64_t(i), w.values[i]);
+        return true;
+      }
+    diag.error(v->loc(), "no value for %" + v->name() + " " + v->type().str() +
+                             " in the program being exported");
+    return false;
+  };
+  std::string bytes;
+  if (!exportOnnxModel(*g, stateBytes, bytes, diag))
+    return toStatus(diag);
+  std::string err;
+  if (!writeFileAtomically(opts.output, bytes, err,
+                           opts.writeThrough ? SpecialOutputs::WriteThrough
+                                             : SpecialOutputs::Refuse))
+    return Status::error(err);
+  ExportReport report;
+  report.files.push_back(opts.output);
+  size_t initializers = 0;
+  for (const ampc::Value *v : g->state())
+    initializers += v->hasUses() || llvm::is_contained(g->outputs(), v);
+  report.summary = "wrote " + g->name() + " at " + optLevelOf(*g) + " (" +
+                   std::to_string(g->numNodes()) + " ops, " + std::to_string(initializers) +
+                   " initializers) as an ONNX model (opset 17) to " + opts.output;
+  return report;
+#else
+  (void)program;
+  (void)opts;
+  return Status::error("this ampc was built without the ONNX frontend (AMPC_WITH_ONNX=OFF)");
+#endif
 }
 
 } // namespace ampc::api

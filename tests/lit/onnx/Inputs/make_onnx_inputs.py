@@ -72,3 +72,10 @@ for k, v in (("location", "missing-weights.bin"), ("offset", "0"), ("length", st
     e.key, e.value = k, v
 save(model([helper.make_node("Conv", ["x", "conv.weight"], ["y"], name="conv")],
            [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [ext]), "missing-external-data.onnx", check=False)
+
+# What an eval-mode torch export leaves of Conv + BatchNorm: one Conv whose
+# weight and bias the exporter renamed (onnx::Conv_*), no BatchNormalization.
+folded_w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "onnx::Conv_5")
+folded_b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "onnx::Conv_6")
+save(model([helper.make_node("Conv", ["x", "onnx::Conv_5", "onnx::Conv_6"], ["y"], pads=[1, 1, 1, 1], name="conv")],
+           [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])], [folded_w, folded_b]), "folded-batchnorm.onnx")

@@ -2,9 +2,9 @@
 //
 // What `ampc export` does (docs/cli.md, "ampc export"): a compiled Program's
 // weights as fp32 (weightsOf), and writers for a small table of formats
-// (exportFormats, exportProgram). Today: `npy`, one .npy file per parameter
-// and buffer, named by it, which PyTorch's load_state_dict takes. `onnx` is
-// listed and not written yet.
+// (exportFormats, exportProgram): `npy`, one .npy file per parameter and
+// buffer, named by it, which PyTorch's load_state_dict takes; `onnx`, the
+// rewritten inference graph as one ONNX model (docs/onnx.md, "Export").
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_PUBLIC_MODELEXPORT_H
@@ -72,6 +72,13 @@ struct ExportReport {
 AMPC_API Status checkExport(const ExportOptions &opts);
 
 /// Writes `program`'s model in `opts.format` to `opts.output`.
+///
+/// onnx: the program's model imported again at the program's policy, in
+/// eval mode (batchnorm on its running statistics, dropout off), through
+/// the forward pipeline, its loss replaced by the loss's prediction input;
+/// written atomically as an ONNX model (opset 17) that passes ONNX's
+/// checker, initializers taking the program's values (after loadCheckpoint,
+/// the checkpoint's).
 ///
 /// npy: every parameter and buffer (weightsOf) as `<output>/<name>.npy`,
 /// fp32, C order, and nothing else; the directory is created if missing;

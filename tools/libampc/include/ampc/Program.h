@@ -138,6 +138,10 @@ struct TrainReport {
 };
 
 class Program;
+struct ExportOptions;
+struct ExportReport;
+/// The `onnx` export format's writer (ampc/ModelExport.h, exportProgram).
+Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions &opts);
 struct Weight;
 /// Every parameter and buffer in fp32 (ampc/ModelExport.h).
 AMPC_API Result<std::vector<Weight>> weightsOf(const Program &program);
@@ -202,6 +206,7 @@ public:
 
 private:
   friend Result<std::vector<Weight>> weightsOf(const Program &program);
+  friend Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions &opts);
   explicit Program(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

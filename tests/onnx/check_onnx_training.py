@@ -167,12 +167,16 @@ def main():
                 failures += 1
                 continue
             drift = abs(half[-1] - o0[-1]) / abs(o0[-1])
-            # KNOWN GAP (issue 17): MobileNetV2 (random weights, batch 8) at
-            # O1/O2 ends 4 % above O0 after 5 steps. Its first-step weight
-            # gradients in bf16 have a cosine of only ~0.4 to fp32's (0.87 in
-            # f16), while ResNet-18's track fp32; PyTorch 1.13 cannot run
-            # bf16 autocast's backward through ReLU6 on the CPU to compare.
-            # Held to 5 % until understood.
+            # MobileNetV2 (random weights, random images, batch 8) at O1/O2
+            # ends ~4 % above O0 after 5 steps. Its features come out nearly
+            # the same for every sample, so each weight gradient is a small
+            # difference of large per-sample terms: rounding the activations
+            # to half leaves a first-step gradient with a cosine of ~0.4 to
+            # fp32's in bf16 (0.87 in f16), and the cpu and reference
+            # backends' bf16 gradients agree with each other no better.
+            # PyTorch 1.13 cannot run bf16 autocast's backward through ReLU6
+            # on the CPU to compare. Held to 5 %; ResNet-18 and the BERT
+            # layer to 1 %.
             limit = 0.05 if name == "mobilenet_v2" else 0.01
             ok = len(half) == STEPS and drift <= limit and half[-1] < half[0]
             print(f"{'ok  ' if ok else 'FAIL'} {name} {level}: losses {['%.6f' % v for v in half]}, "

@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
 # SECONDS per target (default 60); TARGETs are yaml-model, textual-ir,
-# checkpoint, npy, csv, idx (default: all). Builds the targets with clang-14
+# checkpoint, npy, csv, idx, onnx (default: all). Builds the targets with clang-14
 # in build-fuzz/ (AMPC_FUZZ=ON, CUDA off), fuzzes each for SECONDS on a copy
 # of its seed corpus, prints executions and coverage per target, and fails
 # when a target crashed, leaked, hung or ran out of memory: the input that did
@@ -21,7 +21,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
 [[ $# -gt 0 ]] && shift
-all=(yaml-model textual-ir checkpoint npy csv idx)
+all=(yaml-model textual-ir checkpoint npy csv idx onnx)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 for t in "${targets[@]}"; do

@@ -115,8 +115,11 @@ bool foldBinary(OnnxLowering &l, const ConstTensor &a, const ConstTensor &b,
     dims[d] = std::max(x, y);
   }
   int64_t total = 1;
-  for (int64_t d : dims)
+  for (int64_t d : dims) {
+    if (d > 0 && total > (int64_t(1) << 20) / d)
+      return l.error("folding this op would make a constant of more than 2^20 elements");
     total *= d;
+  }
   out.dtype = a.dtype;
   out.dims = dims;
   out.values.resize(total);
@@ -178,17 +181,15 @@ bool lowerErf(OnnxLowering &l, const onnx::NodeProto &n) { return lowerUnary(l, 
 
 bool lowerClip(OnnxLowering &l, const onnx::NodeProto &n) {
   double lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
-  if (l.hasInput(n, 1)) {
-    const ConstTensor *c = l.constantOf(n, 1, "min");
+  for (int i : {1, 2}) {
+    if (!l.hasInput(n, i))
+      continue;
+    const ConstTensor *c = l.constantOf(n, i, i == 1 ? "min" : "max");
     if (!c)
       return false;
-    lo = c->values.front();
-  }
-  if (l.hasInput(n, 2)) {
-    const ConstTensor *c = l.constantOf(n, 2, "max");
-    if (!c)
-      return false;
-    hi = c->values.front();
+    if (c->numElements() != 1)
+      return l.error(llvm::Twine(i == 1 ? "min" : "max") + " must be a scalar");
+    (i == 1 ? lo : hi) = c->values.front();
   }
   if (lo == 0 && !l.hasInput(n, 2))
     return lowerUnary(l, n, OpKind::Relu);

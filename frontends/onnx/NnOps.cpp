@@ -311,6 +311,8 @@ bool lowerDropout(OnnxLowering &l, const onnx::NodeProto &n) {
     const ConstTensor *ratio = l.constantOf(n, 1, "ratio");
     if (!ratio)
       return false;
+    if (ratio->numElements() != 1)
+      return l.error("ratio must be a scalar");
     p = ratio->values.front();
   }
   Value *x = l.valueOf(n, 0);

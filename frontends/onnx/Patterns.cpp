@@ -47,7 +47,7 @@ struct Matcher {
   /// For a binary node, the index of the input that is the scalar `want`
   /// (-1 if neither).
   int scalarSide(const onnx::NodeProto &n, double want, double tol = 1e-4) const {
-    if (n.input_size() != 2)
+    if (n.input_size() != 2 || n.output_size() < 1)
       return -1;
     for (int i = 0; i < 2; ++i)
       if (near(l.staticScalar(n.input(i)), want, tol))
@@ -63,6 +63,8 @@ bool matchGelu(const Matcher &m, const onnx::NodeProto &erf,
                llvm::SmallVectorImpl<const onnx::NodeProto *> &chain, std::string &x,
                const onnx::NodeProto *&last) {
   const double kSqrt2 = std::sqrt(2.0);
+  if (erf.input_size() != 1 || erf.output_size() != 1)
+    return false;
   const onnx::NodeProto *scaleNode = m.l.producer(erf.input(0));
   if (!scaleNode || !m.soleConsumer(erf.input(0)))
     return false;
@@ -80,7 +82,7 @@ bool matchGelu(const Matcher &m, const onnx::NodeProto &erf,
       Matcher::other(*add, side) != erf.output(0))
     return false;
   const onnx::NodeProto *mul = m.soleConsumer(add->output(0));
-  if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2)
+  if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2 || mul->output_size() < 1)
     return false;
   int addSide = mul->input(0) == add->output(0) ? 0 : 1;
   const std::string &factor = Matcher::other(*mul, addSide);
@@ -121,20 +123,24 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
                     llvm::SmallVectorImpl<const onnx::NodeProto *> &chain, LayerNormMatch &out,
                     const onnx::NodeProto *&last) {
   OnnxLowering &l = m.l;
-  if (div.input_size() != 2)
+  // Exporters never leave these ops short of inputs; a hostile file may.
+  auto arity = [](const onnx::NodeProto *p, int ins) {
+    return p && p->input_size() >= ins && p->output_size() >= 1;
+  };
+  if (!arity(&div, 2))
     return false;
   const onnx::NodeProto *sub = m.producerOf(div, 0, "Sub");
   const onnx::NodeProto *sqrt = m.producerOf(div, 1, "Sqrt");
-  if (!sub || !sqrt)
+  if (!arity(sub, 2) || !arity(sqrt, 1))
     return false;
   const onnx::NodeProto *mean = m.producerOf(*sub, 1, "ReduceMean");
-  if (!mean || mean->input(0) != sub->input(0) || !m.soleConsumer(mean->output(0)))
+  if (!arity(mean, 1) || mean->input(0) != sub->input(0) || !m.soleConsumer(mean->output(0)))
     return false;
   std::optional<std::vector<int64_t>> axes = reduceAxes(l, *mean);
   if (!axes || axes->empty())
     return false;
   const onnx::NodeProto *add = m.producerOf(*sqrt, 0, "Add");
-  if (!add || !m.soleConsumer(sqrt->output(0)) || !m.soleConsumer(add->output(0)))
+  if (!arity(add, 2) || !m.soleConsumer(sqrt->output(0)) || !m.soleConsumer(add->output(0)))
     return false;
   int epsSide = -1;
   for (int i = 0; i < 2 && epsSide < 0; ++i)
@@ -143,10 +149,10 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
   if (epsSide < 0)
     return false;
   const onnx::NodeProto *var = m.l.producer(Matcher::other(*add, epsSide));
-  if (!var || reduceAxes(l, *var) != axes || !m.soleConsumer(var->output(0)))
+  if (!arity(var, 1) || reduceAxes(l, *var) != axes || !m.soleConsumer(var->output(0)))
     return false;
   const onnx::NodeProto *sq = l.producer(var->input(0));
-  if (!sq || !m.soleConsumer(sq->output(0)))
+  if (!arity(sq, 2) || !m.soleConsumer(sq->output(0)))
     return false;
   bool squares =
       (sq->op_type() == "Pow" && sq->input(0) == sub->output(0) &&
@@ -165,7 +171,7 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
   last = &div;
   // The affine part, when its operands are initializers.
   if (const onnx::NodeProto *mul = m.soleConsumer(div.output(0));
-      mul && mul->op_type() == "Mul" && mul->input_size() == 2) {
+      mul && mul->op_type() == "Mul" && mul->input_size() == 2 && mul->output_size() >= 1) {
     int side = mul->input(0) == div.output(0) ? 0 : 1;
     const std::string &gamma = Matcher::other(*mul, side);
     if (const onnx::TensorProto *t = l.initializer(gamma);
@@ -174,7 +180,7 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
       chain.push_back(mul);
       last = mul;
       if (const onnx::NodeProto *addB = m.soleConsumer(mul->output(0));
-          addB && addB->op_type() == "Add" && addB->input_size() == 2) {
+          addB && addB->op_type() == "Add" && addB->input_size() == 2 && addB->output_size() >= 1) {
         int bside = addB->input(0) == mul->output(0) ? 0 : 1;
         const std::string &beta = Matcher::other(*addB, bside);
         if (const onnx::TensorProto *b = l.initializer(beta);

@@ -22,10 +22,15 @@ bool isFoldable(const Term *t) {
   return t && (t->constant || (t->initializer && !isFloating(t->type.dtype())));
 }
 
+/// The element count of `dims`, or -1 when it passes 2^40 (or a dim is
+/// negative): no tensor of an imported model is that large.
 int64_t product(llvm::ArrayRef<int64_t> dims) {
   int64_t p = 1;
-  for (int64_t d : dims)
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && p > (int64_t(1) << 40) / d))
+      return -1;
     p *= d;
+  }
   return p;
 }
 
@@ -40,10 +45,15 @@ bool reshapeTo(OnnxLowering &l, const onnx::NodeProto &n, llvm::ArrayRef<int64_t
   const Term *t = l.input(n, 0);
   if (!t)
     return l.error("input 0 is missing");
+  if (product(dims) < 0)
+    return l.error("the shape has a negative or too large dim");
   if (isFoldable(t)) {
     const ConstTensor *c = l.constantOf(n, 0, "data");
     if (!c)
       return false;
+    if (product(dims) != c->numElements())
+      return l.error("cannot reshape a constant of " + llvm::Twine(c->numElements()) +
+                     " elements to " + llvm::Twine(product(dims)));
     ConstTensor out = *c;
     out.dims.assign(dims.begin(), dims.end());
     l.setConstant(n, 0, std::move(out));
@@ -158,6 +168,8 @@ bool lowerGather(OnnxLowering &l, const onnx::NodeProto &n) {
     int64_t outer = product(llvm::ArrayRef<int64_t>(d->dims).take_front(axis));
     int64_t inner = product(llvm::ArrayRef<int64_t>(d->dims).drop_front(axis + 1));
     int64_t size = d->dims[axis];
+    if (outer * inner * idx->numElements() > (int64_t(1) << 20))
+      return l.error("folding this Gather would make a constant of more than 2^20 elements");
     ConstTensor out;
     out.dtype = d->dtype;
     out.dims.assign(d->dims.begin(), d->dims.begin() + axis);
@@ -312,6 +324,10 @@ bool lowerSlice(OnnxLowering &l, const onnx::NodeProto &n) {
     int64_t b = clampIndex(starts->values[k]), e = std::max(b, clampIndex(ends->values[k]));
     ranges.push_back({axis, b, e});
   }
+  if (ranges.empty()) {
+    l.alias(n, 0, 0);
+    return true;
+  }
   const Term *data = l.input(n, 0);
   if (isFoldable(data)) {
     const ConstTensor *c = l.constantOf(n, 0, "data");
@@ -426,8 +442,12 @@ bool lowerUnsqueeze(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!given || !axesInput(l, n, 1, in.size() + given->values.size(), axes))
     return false;
   llvm::SmallVector<int64_t, 4> dims = in;
-  for (int64_t a : axes)
-    dims.insert(dims.begin() + a, 1);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    // Sorted, so each axis lands within the dims inserted so far.
+    if (axes[k] > int64_t(dims.size()) || (k && axes[k] == axes[k - 1]))
+      return l.error("axes must be distinct and within the result's rank");
+    dims.insert(dims.begin() + axes[k], 1);
+  }
   return reshapeTo(l, n, dims);
 }
 

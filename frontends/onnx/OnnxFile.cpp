@@ -9,6 +9,7 @@
 #include "onnx/version_converter/convert.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -109,26 +110,12 @@ bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model, DiagnosticEngi
                         "); export with opset_version=" + llvm::Twine(kMaxOpset));
     return false;
   }
-  if (opset < kMinOpset) {
-    if (opset < kOldestConvertibleOpset) {
-      diag.error(loc, "opset " + llvm::Twine(opset) + " is too old (ampc supports opsets " +
-                          llvm::Twine(kMinOpset) + " to " + llvm::Twine(kMaxOpset) +
-                          ", converting from " + llvm::Twine(kOldestConvertibleOpset) + ")");
-      return false;
-    }
-    try {
-      model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
-    } catch (const std::exception &e) {
-      diag.error(loc, "cannot convert opset " + llvm::Twine(opset) + " to " +
-                          llvm::Twine(kMinOpset) + ": " + e.what());
-      return false;
-    }
-  }
+  // The checker first: the version converter and shape inference trust
+  // their input (ONNX 1.12's converter dereferences nulls in malformed graphs).
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
     std::string what = e.what();
-    // The checker's messages end in a newline and may carry a context block.
     // One line: the checker's messages break lines and may end in a context block.
     std::string flat;
     for (char c : what) {
@@ -143,6 +130,54 @@ bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model, DiagnosticEngi
     what = flat;
     diag.error(loc, "the ONNX checker rejects the model: " + what);
     return false;
+  }
+  // What ONNX 1.12's checker lets through but its converter and shape
+  // inference crash on (found by fuzzing): outputs nothing produces,
+  // subgraphs, and nodes of other domains (ampc maps none of them anyway).
+  {
+    llvm::StringSet<> defined;
+    for (const onnx::ValueInfoProto &in : model.graph().input())
+      defined.insert(in.name());
+    for (const onnx::TensorProto &t : model.graph().initializer())
+      defined.insert(t.name());
+    for (const onnx::NodeProto &n : model.graph().node()) {
+      std::string label = "node '" + (n.name().empty() ? n.op_type() : n.name()) + "'";
+      if (!n.domain().empty() && n.domain() != "ai.onnx") {
+        diag.error(loc, label + " (op " + n.op_type() + ") is in domain '" + n.domain() +
+                            "'; ampc imports ops of the default ONNX domain only");
+        return false;
+      }
+      for (const onnx::AttributeProto &a : n.attribute())
+        if (a.has_g() || a.graphs_size() > 0) {
+          diag.error(loc, label + " (op " + n.op_type() +
+                              ") has a subgraph; ampc does not import control flow");
+          return false;
+        }
+      for (const std::string &o : n.output())
+        defined.insert(o);
+    }
+    for (const onnx::ValueInfoProto &o : model.graph().output())
+      if (!defined.count(o.name())) {
+        diag.error(loc, "graph output '" + o.name() +
+                            "' is produced by no node, input or "
+                            "initializer");
+        return false;
+      }
+  }
+  if (opset < kMinOpset) {
+    if (opset < kOldestConvertibleOpset) {
+      diag.error(loc, "opset " + llvm::Twine(opset) + " is too old (ampc supports opsets " +
+                          llvm::Twine(kMinOpset) + " to " + llvm::Twine(kMaxOpset) +
+                          ", converting from " + llvm::Twine(kOldestConvertibleOpset) + ")");
+      return false;
+    }
+    try {
+      model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
+    } catch (const std::exception &e) {
+      diag.error(loc, "cannot convert opset " + llvm::Twine(opset) + " to " +
+                          llvm::Twine(kMinOpset) + ": " + e.what());
+      return false;
+    }
   }
   try {
     onnx::shape_inference::InferShapes(model);

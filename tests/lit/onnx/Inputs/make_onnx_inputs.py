@@ -23,7 +23,9 @@ def save(model, name, check=True):
 
 def model(nodes, inputs, outputs, initializers=(), opset=17):
     g = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    opsets = [helper.make_opsetid("", opset)]
+    opsets += [helper.make_opsetid(d, 1) for d in sorted({n.domain for n in nodes if n.domain})]
+    return helper.make_model(g, opset_imports=opsets)
 
 
 def vi(name, shape, t=TensorProto.FLOAT):
@@ -79,3 +81,11 @@ folded_w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.f
 folded_b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "onnx::Conv_6")
 save(model([helper.make_node("Conv", ["x", "onnx::Conv_5", "onnx::Conv_6"], ["y"], pads=[1, 1, 1, 1], name="conv")],
            [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])], [folded_w, folded_b]), "folded-batchnorm.onnx")
+
+# An output no node produces, at an opset that needs converting: ONNX 1.12's
+# checker passes it and its version converter crashes on it (found by
+# fuzz-onnx), so ampc checks the graph's structure first.
+save(model(relu, [vi("x", [2, 3])], [vi("missing", [2, 3])], opset=11), "unproduced-output.onnx", check=False)
+# A node of another domain.
+save(model([helper.make_node("MyRelu", ["x"], ["y"], domain="com.example", name="custom")],
+           [vi("x", [2, 3])], [vi("y", [2, 3])]), "custom-domain.onnx", check=False)

@@ -46,6 +46,13 @@ std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef buf
                                        DiagnosticEngine &diag, const LoadOptions &opts = {},
                                        llvm::StringRef baseDir = ".");
 
+/// Reads a data source written as in the model file's `train.data`
+/// (`{csv: {path: t.csv}}`, `{npy: {x: x.npy, y: y.npy}}`, ...) from `text`
+/// into meta[key] and its settings (meta[key + ".path"], ...), checked
+/// against `g`'s inputs; errors name `bufferName`.
+bool parseDataSpec(llvm::StringRef text, llvm::StringRef bufferName, const Graph &g,
+                   llvm::StringRef key, AttrMap &meta, DiagnosticEngine &diag);
+
 } // namespace ampc
 
 #endif

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/yaml/Lowering.h"
+#include "frontends/yaml/ModelLoader.h"
 
 #include <cmath>
 #include <limits>
@@ -139,23 +140,21 @@ bool readOptimizer(Reader &r, const Bound &node, AttrMap &meta) {
   return true;
 }
 
-namespace {
-
-bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
+bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const std::string &key) {
   MapEntry data;
   if (!r.readOneKeyMap(node, "'data'", data))
     return false;
   MapEntries args;
   if (!r.readMap(data.value, "the arguments of " + data.key, args))
     return false;
-  meta["train.data"] = Attribute(data.key);
+  meta[key] = Attribute(data.key);
   Location where = r.loc(data.keyNode);
 
   if (data.key == "synthetic") {
     const Setting settings[] = {{"seed", AttrType::Int, int64_t(0)},
                                 {"size", AttrType::Int, int64_t(1024), 0, true}};
     return r.checkKnownKeys(args, settingNames(settings), "argument", " for synthetic data") &&
-           readSettings(r, args, settings, "train.data", where, "synthetic data", meta);
+           readSettings(r, args, settings, key, where, "synthetic data", meta);
   }
   if (data.key == "idx" || data.key == "csv") {
     // Paths are kept as written (relative to the model file); the data
@@ -174,13 +173,13 @@ bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
       std::string path;
       if (!r.readString(e->value, "'" + pathKey + "'", path))
         return false;
-      meta[("train.data." + pathKey).str()] = Attribute(path);
+      meta[key + "." + pathKey.str()] = Attribute(path);
     }
     if (idx)
       return true;
     const Setting settings[] = {{"label_column", AttrType::Int, int64_t(-1), -1e18},
                                 {"header", AttrType::Bool, false}};
-    return readSettings(r, args, settings, "train.data", where, "csv data", meta);
+    return readSettings(r, args, settings, key, where, "csv data", meta);
   }
   if (data.key == "npy") {
     if (args.empty())
@@ -192,7 +191,7 @@ bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
       std::string path;
       if (!r.readString(e.value, "'" + e.key + "'", path))
         return false;
-      meta["train.data." + e.key] = Attribute(path);
+      meta[key + "." + e.key] = Attribute(path);
     }
     for (const Value *in : g.inputs())
       if (!findEntry(args, in->name()))
@@ -202,6 +201,8 @@ bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   return r.error(data.keyNode,
                  "unknown data source '" + data.key + "'; expected synthetic, idx, npy or csv");
 }
+
+namespace {
 
 /// `lr_schedule: {constant|step|cosine: {...}}` into train.lr_schedule and
 /// train.lr_schedule.<setting>. Settings count optimizer steps.
@@ -280,6 +281,8 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   };
   std::vector<llvm::StringRef> known = settingNames(settings);
   known.push_back("data");
+  known.push_back("eval_data");
+  known.push_back("forward_training");
   known.push_back("lr_schedule");
   known.push_back("clip_grad_norm");
   known.push_back("non_finite_data");
@@ -317,8 +320,17 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
     meta["train.lr_schedule"] = Attribute("constant");
     meta["train.lr_schedule.warmup_steps"] = Attribute(int64_t(0));
   }
+  if (const MapEntry *forward = findEntry(args, "forward_training")) {
+    const Setting setting = {"forward_training", AttrType::Bool, false};
+    if (!readSettings(r, args, llvm::ArrayRef<Setting>(setting), "train", r.loc(forward->keyNode),
+                      "'train'", meta))
+      return false;
+  }
+  if (const MapEntry *evalData = findEntry(args, "eval_data"))
+    if (!readData(r, evalData->value, g, meta, "train.eval_data"))
+      return false;
   if (const MapEntry *data = findEntry(args, "data"))
-    return readData(r, data->value, g, meta);
+    return readData(r, data->value, g, meta, "train.data");
   meta["train.data"] = Attribute("synthetic");
   meta["train.data.seed"] = Attribute(int64_t(0));
   meta["train.data.size"] = Attribute(int64_t(1024));
@@ -468,3 +480,19 @@ bool readAmp(Reader &r, const Bound &node, AttrMap &meta) {
 }
 
 } // namespace ampc::yamlfe
+
+namespace ampc {
+
+bool parseDataSpec(llvm::StringRef text, llvm::StringRef bufferName, const Graph &g,
+                   llvm::StringRef key, AttrMap &meta, DiagnosticEngine &diag) {
+  yamlfe::Reader r(diag, Location::inFile(bufferName.str(), 1, 1));
+  try {
+    YAML::Node root = YAML::Load(text.str());
+    return yamlfe::readData(r, yamlfe::Bound(root), g, meta, key.str());
+  } catch (const YAML::Exception &e) {
+    r.error(r.loc(e.mark), "invalid YAML: " + e.msg);
+  }
+  return false;
+}
+
+} // namespace ampc

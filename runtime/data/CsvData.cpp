@@ -66,25 +66,27 @@ void appendValue(std::vector<char> &bytes, const void *v, size_t size) {
 } // namespace
 
 std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
-                                            llvm::StringRef modelDir, std::string &err) {
+                                            llvm::StringRef modelDir, llvm::StringRef key,
+                                            std::string &err) {
   int labelInput, featureInput;
   if (!pickInputs(inputs, labelInput, featureInput, err))
     return nullptr;
   const InputInfo &labelIn = inputs[labelInput], &featureIn = inputs[featureInput];
 
-  std::string path = resolvePath(modelDir, metaString(g, "train.data.path", ""));
+  std::string path = resolvePath(modelDir, metaString(g, (key + ".path").str(), ""));
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer) {
     err = fileError(path, "cannot open: " + buffer.getError().message());
     return nullptr;
   }
-  bool header = metaBool(g, "train.data.header", false);
+  bool header = metaBool(g, (key + ".header").str(), false);
   int64_t columns = featureIn.sampleElements + 1;
-  int64_t labelColumn = metaInt(g, "train.data.label_column", -1);
+  int64_t labelColumn = metaInt(g, (key + ".label_column").str(), -1);
   if (labelColumn < 0)
     labelColumn += columns; // -1 is the last column
   if (labelColumn < 0 || labelColumn >= columns) {
-    err = fileError(path, "label_column " + llvm::Twine(metaInt(g, "train.data.label_column", -1)) +
+    err = fileError(path, "label_column " +
+                              llvm::Twine(metaInt(g, (key + ".label_column").str(), -1)) +
                               " is outside the " + llvm::Twine(columns) + " columns of a row");
     return nullptr;
   }

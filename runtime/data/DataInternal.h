@@ -113,11 +113,14 @@ NonFiniteData nonFiniteDataPolicy(const Graph &g);
 std::unique_ptr<DataSource> createSyntheticSource(llvm::ArrayRef<InputInfo> inputs, uint64_t seed,
                                                   int64_t size, std::string &err);
 std::unique_ptr<DataSource> createNpySource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
-                                            llvm::StringRef modelDir, std::string &err);
+                                            llvm::StringRef modelDir, llvm::StringRef key,
+                                            std::string &err);
 std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
-                                            llvm::StringRef modelDir, std::string &err);
+                                            llvm::StringRef modelDir, llvm::StringRef key,
+                                            std::string &err);
 std::unique_ptr<DataSource> createIdxSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
-                                            llvm::StringRef modelDir, std::string &err);
+                                            llvm::StringRef modelDir, llvm::StringRef key,
+                                            std::string &err);
 
 } // namespace data
 } // namespace ampc

@@ -114,28 +114,28 @@ std::string resolvePath(llvm::StringRef modelDir, llvm::StringRef path) {
 using namespace data;
 
 std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef modelDir,
-                                             DiagnosticEngine &diag) {
+                                             DiagnosticEngine &diag, llvm::StringRef key) {
   std::string err;
   llvm::SmallVector<InputInfo, 4> inputs;
   std::unique_ptr<DataSource> source;
   if (g.inputs().empty()) {
     err = "the graph has no inputs to feed";
   } else if (analyzeInputs(g, inputs, err)) {
-    std::string kind = metaString(g, "train.data", "synthetic");
+    std::string kind = metaString(g, key, "synthetic");
     // The sources hold their files (and the synthetic teacher its tables)
     // in memory; a sample too large for the machine is an error, not an
     // abort.
     try {
       if (kind == "synthetic")
-        source =
-            createSyntheticSource(inputs, static_cast<uint64_t>(metaInt(g, "train.data.seed", 0)),
-                                  metaInt(g, "train.data.size", 1024), err);
+        source = createSyntheticSource(inputs,
+                                       static_cast<uint64_t>(metaInt(g, (key + ".seed").str(), 0)),
+                                       metaInt(g, (key + ".size").str(), 1024), err);
       else if (kind == "npy")
-        source = createNpySource(g, inputs, modelDir, err);
+        source = createNpySource(g, inputs, modelDir, key, err);
       else if (kind == "csv")
-        source = createCsvSource(g, inputs, modelDir, err);
+        source = createCsvSource(g, inputs, modelDir, key, err);
       else if (kind == "idx")
-        source = createIdxSource(g, inputs, modelDir, err);
+        source = createIdxSource(g, inputs, modelDir, key, err);
       else
         err = "unknown data source '" + kind + "'; expected synthetic, idx, npy or csv";
     } catch (const std::bad_alloc &) {

@@ -58,8 +58,11 @@ public:
 /// paths are resolved against `modelDir`. Files are read and checked against
 /// the graph's inputs here, so a bad file is reported before training starts;
 /// on failure reports an error naming the file and returns nullptr.
+/// `key` names the meta keys of the source ("train.data", or
+/// "train.eval_data" for the evaluation data: the same syntax).
 std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef modelDir,
-                                             DiagnosticEngine &diag);
+                                             DiagnosticEngine &diag,
+                                             llvm::StringRef key = "train.data");
 
 /// One zero-filled tensor per graph input, shaped like it.
 /// Samples [begin, begin + count) of `base` (which must outlive the view), for

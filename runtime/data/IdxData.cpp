@@ -100,7 +100,8 @@ bool readIdx(const std::string &path, unsigned rank, const char *what, SampleArr
 } // namespace
 
 std::unique_ptr<DataSource> createIdxSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
-                                            llvm::StringRef modelDir, std::string &err) {
+                                            llvm::StringRef modelDir, llvm::StringRef key,
+                                            std::string &err) {
   int imageInput = -1, labelInput = -1;
   for (const InputInfo &in : inputs) {
     if (in.isFloating() && imageInput < 0)
@@ -119,10 +120,10 @@ std::unique_ptr<DataSource> createIdxSource(const Graph &g, llvm::ArrayRef<Input
   }
   std::vector<SampleArray> arrays(inputs.size());
   SampleArray &images = arrays[imageInput], &labels = arrays[labelInput];
-  if (!readIdx(resolvePath(modelDir, metaString(g, "train.data.images", "")), 3, "images", images,
-               err) ||
-      !readIdx(resolvePath(modelDir, metaString(g, "train.data.labels", "")), 1, "labels", labels,
-               err))
+  if (!readIdx(resolvePath(modelDir, metaString(g, (key + ".images").str(), "")), 3, "images",
+               images, err) ||
+      !readIdx(resolvePath(modelDir, metaString(g, (key + ".labels").str(), "")), 1, "labels",
+               labels, err))
     return nullptr;
   images.scale = 1.0 / 255.0;
   return createArraySource("idx", inputs, std::move(arrays), err, nonFiniteDataPolicy(g));

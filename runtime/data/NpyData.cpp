@@ -23,18 +23,19 @@ static std::string npyProblem(llvm::StringRef path, llvm::StringRef msg) {
 }
 
 std::unique_ptr<DataSource> createNpySource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
-                                            llvm::StringRef modelDir, std::string &err) {
+                                            llvm::StringRef modelDir, llvm::StringRef key,
+                                            std::string &err) {
   // A missing key is a model-file problem: report it before reading any file.
   for (const InputInfo &in : inputs)
-    if (!g.meta().count("train.data." + in.name().str())) {
+    if (!g.meta().count(key.str() + "." + in.name().str())) {
       err = "npy data has no file for input '" + in.name().str() + "'";
       return nullptr;
     }
   std::vector<SampleArray> arrays;
   for (const InputInfo &in : inputs) {
-    std::string key = "train.data." + in.name().str();
+    std::string metaKey = key.str() + "." + in.name().str();
     SampleArray a;
-    a.path = resolvePath(modelDir, metaString(g, key, ""));
+    a.path = resolvePath(modelDir, metaString(g, metaKey, ""));
     NpyArray npy;
     std::string readErr;
     if (!readNpy(a.path, npy, readErr)) {

@@ -99,6 +99,19 @@ std::string headerText(const CheckpointInfo &info, size_t numTensors) {
     h += "optimizer: " + info.optimizer + "\n";
   h += "step: " + std::to_string(info.step) + "\n";
   h += "micro_step: " + std::to_string(info.microStep) + "\n";
+  // What the run trained on (absent in older checkpoints): checked on resume.
+  auto oneLine = [](std::string s) {
+    for (char &c : s)
+      if (c == '\n' || c == '\r')
+        c = ' ';
+    return s;
+  };
+  if (info.batchSize)
+    h += "batch: " + std::to_string(info.batchSize) + "\n";
+  if (!info.data.empty())
+    h += "data: " + oneLine(info.data) + "\n";
+  if (!info.lrSchedule.empty())
+    h += "lr_schedule: " + oneLine(info.lrSchedule) + "\n";
   h += "tensors: " + std::to_string(numTensors) + "\n";
   return h;
 }
@@ -118,6 +131,11 @@ bool parseHeader(llvm::StringRef text, CheckpointInfo &info) {
   info.modelHash = kv["model_hash"];
   info.optLevel = kv["opt_level"];
   info.optimizer = kv["optimizer"];
+  info.data = kv["data"];
+  info.lrSchedule = kv["lr_schedule"];
+  info.batchSize = 0;
+  if (kv.count("batch") && llvm::StringRef(kv["batch"]).getAsInteger(10, info.batchSize))
+    return false;
   if (llvm::StringRef(kv["step"]).getAsInteger(10, info.step) ||
       llvm::StringRef(kv["micro_step"]).getAsInteger(10, info.microStep))
     return false;

@@ -58,6 +58,11 @@ struct CheckpointInfo {
   std::string optimizer;
   uint64_t step = 0;      ///< optimizer steps completed
   uint64_t microStep = 0; ///< micro-batches completed (step * accumulate)
+  /// What the run trained on (0 / "" in checkpoints of older versions, which
+  /// load as before): the batch size, a description of the training data
+  /// and of the learning-rate schedule. A resumed run checks them.
+  uint64_t batchSize = 0;
+  std::string data, lrSchedule;
   /// Filled by loadCheckpoint when the checkpoint did not load as stored
   /// (another opt level or dtypes): what was rebuilt, converted, carried
   /// over, dropped or left at its initial value, in one sentence. "" when

@@ -38,6 +38,9 @@ std::string stepRecordJson(const StepRecord &r) {
     s += ", \"eval_loss\": " + jsonNumber(r.eval->loss);
     if (r.eval->accuracy)
       s += ", \"eval_accuracy\": " + jsonNumber(*r.eval->accuracy);
+    if (r.eval->top5)
+      s += ", \"eval_top5\": " + jsonNumber(*r.eval->top5);
+    s += ", \"eval_samples\": " + std::to_string(r.eval->samples);
   }
   return s + "}";
 }

@@ -57,7 +57,8 @@ bool isClassification(const Node &loss) {
 
 /// Correct predictions and counted targets of one batch (targets equal to
 /// the loss's ignore_index, if it has one, are not counted).
-void countCorrect(const Program &p, const Node &loss, int64_t &correct, int64_t &counted) {
+void countCorrect(const Program &p, const Node &loss, int64_t &correct, int64_t &counted,
+                  int64_t &correct5) {
   const Value *logits = loss.operand(0), *labels = loss.operand(1);
   int64_t classes = logits->type().dims().back();
   int64_t rows = logits->type().numElements() / classes;
@@ -70,33 +71,44 @@ void countCorrect(const Program &p, const Node &loss, int64_t &correct, int64_t 
     int64_t label = kernels::loadIndex(labels->dtype(), y, r);
     if (ignore && label == *ignore)
       continue;
-    int64_t best = 0;
+    int64_t best = 0, above = 0;
     double bestValue = kernels::loadAsDouble(logits->dtype(), x, r * classes);
-    for (int64_t c = 1; c < classes; ++c) {
+    double labelValue = label >= 0 && label < classes
+                            ? kernels::loadAsDouble(logits->dtype(), x, r * classes + label)
+                            : -INFINITY;
+    for (int64_t c = 0; c < classes; ++c) {
       double v = kernels::loadAsDouble(logits->dtype(), x, r * classes + c);
       if (v > bestValue) {
         bestValue = v;
         best = c;
       }
+      // Ties rank ahead of the label when they come first.
+      above += v > labelValue || (v == labelValue && c < label);
     }
     ++counted;
     correct += best == label;
+    correct5 += above < 5;
   }
 }
 
 } // namespace
 
 bool Trainer::evaluate(EvalResult &result, std::string &err) {
-  Program &ev = *eval_.program;
-  const Graph &eg = ev.graph(), &tg = train_.graph();
-  for (const Value *v : eg.state()) {
-    const Value *src = tg.lookup(v->name());
-    if (!src || src->type() != v->type()) {
-      err = "evaluation graph state '" + v->name().str() + "' has no match in the training graph";
-      return false;
+  const Graph &tg = train_.graph();
+  for (Program *ev : {eval_.program, eval_.tail}) {
+    if (!ev)
+      continue;
+    for (const Value *v : ev->graph().state()) {
+      const Value *src = tg.lookup(v->name());
+      if (!src || src->type() != v->type()) {
+        err = "evaluation graph state '" + v->name().str() + "' has no match in the training graph";
+        return false;
+      }
+      std::memcpy(ev->data(v), std::as_const(train_).data(src), v->type().sizeInBytes());
     }
-    std::memcpy(ev.data(v), std::as_const(train_).data(src), v->type().sizeInBytes());
   }
+  Program &full = *eval_.program;
+  const Graph &eg = full.graph();
   const Node *loss = lossNode(eg);
   if (!loss) {
     err = "the evaluation graph has no loss";
@@ -105,32 +117,52 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
   BatchOptions opts;
   opts.batchSize = eg.inputs().empty() ? 1 : eg.inputs()[0]->type().dim(0);
   opts.shuffle = false;
-  opts.dropLast = true;
+  opts.dropLast = false;
   Batcher batcher(*eval_.data, opts);
   auto batch = makeBatchTensors(eg);
   int64_t batches = batcher.batchesPerEpoch();
   if (batches == 0) {
-    err = "the held-out split has fewer samples than one evaluation batch";
+    err = "the evaluation data has no samples";
     return false;
   }
   double lossSum = 0;
-  int64_t correct = 0, counted = 0;
+  int64_t correct = 0, counted = 0, correct5 = 0, samples = 0;
   bool classification = isClassification(*loss);
   for (int64_t b = 0; b < batches; ++b) {
     int64_t rows = 0;
     if (!batcher.next(batch, rows, err))
       return false;
-    bindBatch(ev, batch);
-    ev.run(0);
-    lossSum += readScalar(ev, loss->result(0));
+    Program *ev = &full;
+    if (rows < opts.batchSize) {
+      // The last partial batch runs through the program compiled for it.
+      ev = eval_.tail;
+      if (!ev || ev->graph().inputs()[0]->type().dim(0) != rows) {
+        err = "no evaluation program for the last " + std::to_string(rows) + " samples";
+        return false;
+      }
+      const Graph &tailGraph = ev->graph();
+      for (size_t i = 0; i < tailGraph.inputs().size(); ++i)
+        std::memcpy(ev->data(tailGraph.inputs()[i]), batch[i].data(),
+                    tailGraph.inputs()[i]->type().sizeInBytes());
+    } else {
+      bindBatch(full, batch);
+    }
+    ev->run(0);
+    const Node *l = ev == &full ? loss : lossNode(ev->graph());
+    lossSum += readScalar(*ev, l->result(0)) * double(rows);
+    samples += rows;
     if (classification)
-      countCorrect(ev, *loss, correct, counted);
+      countCorrect(*ev, *l, correct, counted, correct5);
   }
-  result.loss = lossSum / batches;
-  result.samples = batches * opts.batchSize;
+  result.loss = lossSum / double(samples);
+  result.samples = samples;
   result.accuracy.reset();
-  if (classification && counted > 0)
+  result.top5.reset();
+  if (classification && counted > 0) {
     result.accuracy = double(correct) / counted;
+    if (loss->operand(0)->type().dims().back() >= 5)
+      result.top5 = double(correct5) / counted;
+  }
   return true;
 }
 
@@ -167,6 +199,9 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   info.modelHash = modelHash(g);
   info.optLevel = options_.optLevel;
   info.optimizer = optimizerOf(g);
+  info.batchSize = static_cast<uint64_t>(std::max<int64_t>(0, options_.batchSize));
+  info.data = options_.dataDescription;
+  info.lrSchedule = options_.scheduleDescription;
   if (!options_.resumePath.empty()) {
     // Only the step comes from the checkpoint's header: the checkpoints this
     // run writes describe this run (one of another level resumes here).
@@ -189,7 +224,24 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
             " steps has nothing left to train; ask for more steps";
       return false;
     }
+    // What the checkpoint's run trained on, against this run: a changed
+    // batch would shift every later batch and the step count's meaning, so
+    // it is refused; new data or a new schedule is the user's choice, said.
+    if (loaded.batchSize && info.batchSize && loaded.batchSize != info.batchSize) {
+      err = options_.resumePath + ": the checkpoint was trained at batch " +
+            std::to_string(loaded.batchSize) + ", this run asks for batch " +
+            std::to_string(info.batchSize) + "; resume with --batch " +
+            std::to_string(loaded.batchSize) + " (or train afresh without --resume)";
+      return false;
+    }
     out << "resumed from " << options_.resumePath << " at step " << info.step << "\n";
+    if (!loaded.data.empty() && !info.data.empty() && loaded.data != info.data)
+      out << "note: the training data changed since the checkpoint (" << loaded.data << " -> "
+          << info.data << "); continuing on the new data\n";
+    if (!loaded.lrSchedule.empty() && !info.lrSchedule.empty() &&
+        loaded.lrSchedule != info.lrSchedule)
+      out << "note: the learning-rate schedule changed since the checkpoint (" << loaded.lrSchedule
+          << " -> " << info.lrSchedule << "); applying the new one\n";
     if (!info.conversionNote.empty())
       out << "note: " << info.conversionNote << "\n";
   }
@@ -316,10 +368,12 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
   out << ": loss " << llvm::format("%.6f", result.firstLoss) << " -> "
       << llvm::format("%.6f", result.finalLoss) << "\n";
   if (result.eval) {
-    out << "eval on " << result.eval->samples << " held-out samples: loss "
+    out << "eval on " << result.eval->samples << " samples: loss "
         << llvm::format("%.6f", result.eval->loss);
     if (result.eval->accuracy)
       out << ", accuracy " << llvm::format("%.2f%%", 100 * *result.eval->accuracy);
+    if (result.eval->top5)
+      out << ", top-5 " << llvm::format("%.2f%%", 100 * *result.eval->top5);
     out << "\n";
   }
   if (result.finalLossScale)

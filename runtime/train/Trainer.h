@@ -48,11 +48,18 @@ struct TrainOptions {
   std::string optLevel = "O0"; ///< recorded in checkpoints
   /// Whether the checkpoint may go through a symlink or into a device.
   SpecialOutputs specialOutputs = SpecialOutputs::Refuse;
+  /// What the run trains on, recorded in checkpoints and checked on resume:
+  /// a changed batch size is refused, a changed data source or learning-rate
+  /// schedule is applied and said in one line (0 / "" = not recorded).
+  int64_t batchSize = 0;
+  std::string dataDescription, scheduleDescription;
 };
 
 struct EvalResult {
   double loss = 0;
   std::optional<double> accuracy; ///< classification losses only
+  /// Classification with at least 5 classes: the label among the 5 largest logits.
+  std::optional<double> top5;
   int64_t samples = 0;
 };
 
@@ -81,6 +88,9 @@ struct TrainResult {
 struct Evaluator {
   Program *program = nullptr;
   DataSource *data = nullptr;
+  /// The same graph compiled for the last partial batch (data size modulo
+  /// the program's batch); null when the batch divides the data.
+  Program *tail = nullptr;
 };
 
 class Trainer {
@@ -94,7 +104,9 @@ public:
   /// a non-finite loss, an unwritable file, a refused checkpoint).
   bool run(llvm::raw_ostream &out, TrainResult &result, std::string &err);
 
-  /// Copies shared state into the eval Program and runs every full held-out batch.
+  /// Copies shared state into the eval Program(s) and runs every sample of
+  /// the evaluation data (the last partial batch through eval.tail): the
+  /// loss is the mean over samples.
   bool evaluate(EvalResult &result, std::string &err);
 
 private:

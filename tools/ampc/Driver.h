@@ -133,6 +133,21 @@ int runBench(const Options &opts);
 /// command line (argv[0] is "export") and writes the model's weights.
 int runExport(int argc, char **argv);
 
+/// What `ampc eval` and `ampc predict` share.
+struct InferenceOptions {
+  std::string model, checkpoint, data, optLevel;
+  int64_t batch = 0;
+  std::string device = "cpu";
+};
+/// Loads the model, rewrites it at the Forward stage (inference mode),
+/// compiles it and loads the checkpoint; kSuccess or the exit code after
+/// printing why not.
+int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model,
+                     std::optional<api::Program> &program, bool quiet);
+/// `ampc eval` and `ampc predict` (argv[0] is the subcommand).
+int runEval(int argc, char **argv);
+int runPredict(int argc, char **argv);
+
 } // namespace ampc::cli
 
 #endif

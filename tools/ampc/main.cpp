@@ -133,7 +133,8 @@ void addOptions(CLI::App &app, Options &opts) {
   app.add_option("--metrics-out", opts.metricsOut, "write one JSON object per step to FILE")
       ->group(train);
   app.add_option("--checkpoint", opts.checkpoint,
-                 "write a checkpoint to FILE at the end (atomically)")
+                 "write a checkpoint to FILE at the end (atomically); with --run forward, read the "
+                 "weights from FILE")
       ->group(train);
   app.add_option("--checkpoint-every", opts.checkpointEvery,
                  "also write the checkpoint every N steps")
@@ -267,12 +268,20 @@ int runCommandLine(int argc, char **argv) {
              "  ampc export MODEL --format npy -o DIR [--checkpoint C]\n"
              "                              write the weights (every parameter and buffer, "
              "fp32)\n"
+             "  ampc eval MODEL --checkpoint C [--data SPEC] [--json]\n"
+             "                              loss and metrics over every sample of the data\n"
+             "  ampc predict MODEL --checkpoint C --data SPEC -o OUT.npy|OUT.csv [--argmax]\n"
+             "                              write the model's predictions\n"
              "Limits, exit codes and output files: docs/cli.md");
   addOptions(app, opts);
 
   // `ampc export` has options of its own (--checkpoint reads there).
   if (argc > 1 && std::string(argv[1]) == "export")
     return runExport(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "eval")
+    return runEval(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "predict")
+    return runPredict(argc - 1, argv + 1);
   // `ampc plan MODEL` and `ampc bench MODEL` are commands of their own;
   // everything else is the main one.
   std::vector<char *> args(argv, argv + argc);
@@ -329,6 +338,16 @@ int runCommandLine(int argc, char **argv) {
     err() << "error: --resume continues training (or gives --run forward its weights); it "
              "cannot be combined with --emit, --explain or plan\n";
     return kBadInput;
+  }
+  // --run forward takes its weights from --checkpoint as from --resume.
+  if (opts.run == "forward" && !opts.checkpoint.empty()) {
+    if (!opts.resume.empty() && opts.resume != opts.checkpoint) {
+      err() << "error: --run forward reads its weights from one checkpoint; give --checkpoint "
+               "or --resume, not both\n";
+      return kBadInput;
+    }
+    opts.resume = opts.checkpoint;
+    opts.checkpoint.clear();
   }
   // Training's outputs: another action would silently not write them.
   if ((!opts.checkpoint.empty() || !opts.metricsOut.empty()) &&

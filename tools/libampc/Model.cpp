@@ -9,6 +9,7 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "passes/EvalMode.h"
 #include "passes/PassManager.h"
 #include "passes/PrecisionPolicy.h"
 #include "passes/StandardPipeline.h"
@@ -254,8 +255,20 @@ Result<DataInfo> Model::planTraining() {
   m.evalPart.reset();
   info.trainSamples = info.samples;
   info.heldOut = 0;
-  // Hold out the last tenth of the samples for evaluation (when asked for).
-  if (metaInt(g, "train.eval_every", 0) > 0) {
+  info.evalSamples = 0;
+  info.evalKind.clear();
+  // A separate evaluation set (train.eval_data), else hold out the last
+  // tenth of the samples for evaluation (when asked for).
+  if (g.meta().count("train.eval_data")) {
+    DiagnosticEngine diag;
+    std::unique_ptr<DataSource> evalData =
+        createDataSource(g, m.source.baseDir, diag, "train.eval_data");
+    if (!evalData)
+      return toStatus(diag);
+    info.evalSamples = evalData->numSamples();
+    info.evalKind = evalData->kind().str();
+    m.evalPart = std::move(evalData);
+  } else if (metaInt(g, "train.eval_every", 0) > 0) {
     int64_t n = m.data->numSamples();
     int64_t heldOut = std::max<int64_t>(1, n / 10);
     if (n - heldOut < batching.batchSize)
@@ -366,6 +379,11 @@ Status Model::rewrite(const PipelineOptions &opts) {
       if (in.anchor == anchor && in.before == before)
         pm.add(std::make_unique<HostPassAdapter>(in.pass));
   };
+  // A forward graph is an inference graph unless asked otherwise:
+  // batchnorm on its running statistics, dropout off.
+  bool training = opts.training ? *opts.training : metaBool(g, "train.forward_training", false);
+  if (opts.stage == Stage::Forward && !training)
+    pm.add(std::make_unique<EvalModePass>());
   addHost("begin", true);
   addHost("begin", false);
   for (const std::string &n : names) {

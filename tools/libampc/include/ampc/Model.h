@@ -61,6 +61,9 @@ struct DataInfo {
   int64_t samples = 0;      ///< all of them
   int64_t trainSamples = 0; ///< those training draws from
   int64_t heldOut = 0;      ///< held out for evaluation (train.eval_every > 0)
+  /// The samples of `train.eval_data` (planTraining), when the model has it.
+  int64_t evalSamples = 0;
+  std::string evalKind;
   int64_t batchSize = 0;
   int64_t accumulate = 1;      ///< micro-batches per optimizer step
   int64_t batchesPerEpoch = 0; ///< full batches of the training samples

@@ -17,6 +17,7 @@
 #include "ampc/Types.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,11 @@ struct AMPC_API PipelineOptions {
   /// needs it. False leaves it unresolved (inspecting the graph, without
   /// opening the data).
   bool resolveEpochs = true;
+  /// Forward stage: run training-mode ops (batchnorm with batch statistics,
+  /// dropout) as in training. Unset: the model file's
+  /// `train.forward_training` (default false: the forward graph is an
+  /// inference graph, batchnorm uses its running statistics, dropout is off).
+  std::optional<bool> training;
   /// Called after every pass (built-in and host) with its name and the graph.
   std::function<void(std::string_view pass, const GraphView &graph)> afterPass;
   /// Passes after which the textual IR is handed to `print` ("all": every pass).

@@ -84,10 +84,44 @@ struct ForwardReport {
 };
 
 struct EvalReport {
+  /// The mean of the loss over every sample (the last partial batch included).
   double loss = 0;
   std::optional<double> accuracy; ///< classification losses only
+  /// Classification with at least 5 classes: the label among the 5 largest logits.
+  std::optional<double> top5;
   int64_t samples = 0;
+  /// The loss op ("cross_entropy", "mse_loss", ...).
+  std::string lossKind;
 };
+
+/// Data to evaluate or predict on (Program::evaluate, Program::predict).
+struct DataSpec {
+  /// "" : the model's own `train.data`; a path ending in `.csv` (a CSV file
+  /// in `train.data`'s csv format, label in the last column); or a data
+  /// source in the model file's `train.data` syntax, as inline YAML:
+  /// `{npy: {x: x.npy, y: y.npy}}`, `{csv: {path: t.csv, header: true}}`,
+  /// `{idx: {images: i, labels: l}}`, `{synthetic: {seed: 1, size: 100}}`.
+  std::string spec;
+  /// Folder that relative paths in `spec` resolve against; the current
+  /// directory when empty. (The model's own data resolves against the
+  /// model's folder.)
+  std::string baseDir;
+};
+
+/// A model's predictions for every sample of some data (Program::predict).
+struct Predictions {
+  std::string name;           ///< the tensor predicted (the loss's input, else the first output)
+  std::vector<int64_t> shape; ///< [samples, ...]
+  std::vector<float> values;  ///< C order
+  std::string dataKind;       ///< "npy", "csv", ...
+};
+
+/// Writes predictions atomically (docs/cli.md, "Output files"): `.npy`
+/// (f32, or i64 class ids with `argmax`) or `.csv` (one sample a row), by
+/// the path's extension. `argmax` writes the index of the largest value of
+/// each row's last dimension (class ids).
+AMPC_API Status savePredictions(const Predictions &predictions, const std::string &path,
+                                bool argmax = false, bool writeThrough = false);
 
 struct TrainOptions {
   /// Optimizer steps to reach, counting those already done; the model's
@@ -104,9 +138,10 @@ struct TrainOptions {
   /// Lines when logEvery > 0, else none, when unset; Auto is a bar only when
   /// progress goes to stdout (no log or output) and stdout is a terminal.
   std::optional<Progress> progress;
-  /// Evaluate on the held-out tenth every N steps and at the end (0:
-  /// never): needs a model planned with `train.eval_every` > 0 (the tenth
-  /// is held out then).
+  /// Evaluate on the held-out tenth (or `train.eval_data`) every N steps
+  /// and at the end (0: never, except that a model with `train.eval_data`
+  /// is evaluated at the end): needs a model planned with
+  /// `train.eval_every` > 0 or `train.eval_data` (Model::planTraining).
   int64_t evalEvery = 0;
   /// One JSON object per step to this file ("" = none).
   std::string metricsPath;
@@ -184,10 +219,18 @@ public:
 
   /// Trains on the model's `train.data` from stepsDone() to opts.steps.
   Result<TrainReport> train(const TrainOptions &opts = {});
-  /// The loss (and accuracy) over every full batch of the model's data, with
+  /// The loss (and accuracy) over every sample of the model's data (the
+  /// held-out part or `train.eval_data` when planned), with
   /// the current parameters, in inference mode. Needs a Train-stage model
   /// loaded from a file or string (the evaluation graph is imported afresh).
   Result<EvalReport> evaluate();
+  /// The loss and metrics over every sample of `data` (the last partial
+  /// batch runs through a program compiled for its size), with the current
+  /// parameters, in inference mode. Any rewritten stage; needs a model
+  /// loaded from a file or string.
+  Result<EvalReport> evaluate(const DataSpec &data);
+  /// The model's predictions (in inference mode) for every sample of `data`.
+  Result<Predictions> predict(const DataSpec &data);
   /// Optimizer steps done (by train(), or restored by loadCheckpoint()).
   int64_t stepsDone() const;
 

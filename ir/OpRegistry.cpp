@@ -1,5 +1,6 @@
 //===- OpRegistry.cpp -------------------------------------------------------===//
 #include "ir/OpRegistry.h"
+#include "ir/OpAttrs.h"
 
 #include "ir/ops/OpFamilies.h"
 
@@ -97,6 +98,7 @@ OpRegistry::OpRegistry() {
     info->kind = OpKind::Id;                                                                       \
     info->name = Name;                                                                             \
     info->category = PrecisionCategory::Category;                                                  \
+    info->attrs = attrs::declaredSpecs(OpKind::Id);                                                \
     builtins_.push_back(std::move(info));                                                          \
   }
 #include "ir/Ops.def"

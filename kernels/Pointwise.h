@@ -12,15 +12,44 @@
 #include "kernels/common/ElementwiseMath.h"
 #include "kernels/common/UnaryMath.h"
 
+#include "ir/Graph.h"
+#include "ir/OpAttrs.h"
+
 namespace ampc::kernels {
 
-/// The functor Fn of a node (`attrs`: a Node or KernelArgs); stateless
-/// functors have no fromAttrs.
+/// The node whose attributes a functor reads: a Node, or a KernelArgs' node.
+inline const Node &attrNode(const Node &n) { return n; }
+template <class A>
+requires requires(const A &a) { a.node; }
+const Node &attrNode(const A &a) { return *a.node; }
+
+/// A functor's state from its node's typed attributes (ir/OpAttrs.def);
+/// stateless functors are default-constructed. Host only: the functors
+/// themselves (kernels/common) are host/device code and know no IR.
+template <class Fn> struct ElementFnState {
+  static Fn make(const Node &) { return Fn{}; }
+};
+template <> struct ElementFnState<GeluFn> {
+  static GeluFn make(const Node &n) {
+    return GeluFn{attrs::Gelu(n).approximate() == GeluApproximate::Tanh};
+  }
+};
+template <> struct ElementFnState<ClampFn> {
+  static ClampFn make(const Node &n) {
+    attrs::Clamp a(n);
+    return ClampFn{a.min(), a.max()};
+  }
+};
+template <> struct ElementFnState<PowFn> {
+  static PowFn make(const Node &n) { return PowFn{attrs::Pow(n).exponent()}; }
+};
+template <> struct ElementFnState<ScaleFn> {
+  static ScaleFn make(const Node &n) { return ScaleFn{attrs::Scale(n).factor()}; }
+};
+
+/// The functor Fn of a node (`attrs`: a Node or KernelArgs).
 template <class Fn, class Attrs> Fn makeElementFn(const Attrs &attrs) {
-  if constexpr (requires { Fn::fromAttrs(attrs); })
-    return Fn::fromAttrs(attrs);
-  else
-    return Fn{};
+  return ElementFnState<Fn>::make(attrNode(attrs));
 }
 
 /// The backward functor of activation Fn's backward node (which carries the

@@ -1,5 +1,6 @@
 //===- CastOptimize.cpp -----------------------------------------------------===//
 #include "passes/CastOptimize.h"
+#include "ir/OpAttrs.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -48,7 +49,7 @@ public:
     std::map<std::pair<const Value *, DType>, Value *> firstCast;
     for (Node *cast : casts) {
       Value *in = cast->operand(0);
-      DType to = cast->attr("to").getDType();
+      DType to = attrs::Cast(*cast).to();
       if (Node *inner = castProducing(in)) {
         Value *source = inner->operand(0);
         if (isLosslessCast(source->dtype(), in->dtype())) {
@@ -68,7 +69,7 @@ public:
         continue;
       }
       bool cacheable = in->isState();
-      if (cast->attr("cacheable").getBool() != cacheable) {
+      if (attrs::Cast(*cast).cacheable() != cacheable) {
         cast->setAttr("cacheable", Attribute(cacheable));
         changed_ = true;
       }

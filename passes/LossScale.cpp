@@ -1,5 +1,6 @@
 //===- LossScale.cpp --------------------------------------------------------===//
 #include "passes/LossScale.h"
+#include "ir/OpAttrs.h"
 
 #include "passes/Autodiff.h"
 #include "passes/MasterWeights.h"
@@ -89,7 +90,7 @@ bool LossScaleSplicer::scaleSeed(Value *scale) {
   std::string seedName = gradientName(loss_->name());
   Value *seed = g_.lookup(seedName);
   Node *fill = seed ? seed->definingNode() : nullptr;
-  if (!fill || fill->kind() != OpKind::Fill || fill->attr("value").getNumber() != 1.0)
+  if (!fill || fill->kind() != OpKind::Fill || attrs::Fill(*fill).value() != 1.0)
     return error(loss_->loc(), "the backward seed %" + seedName +
                                    " is not a fill with 1 (run autodiff before loss-scale)");
   Value *scaled = scale;
@@ -264,9 +265,9 @@ bool LossScaleSplicer::run() {
   std::vector<Value *> grads;
   llvm::DenseSet<const Value *> seenGrads; // a scan of `grads` would be quadratic
   unsigned gradIndex = *operandIndex(nodes.updates.front()->op(), "grad");
-  int64_t accumulate = nodes.updates.front()->attr("accumulate").getInt();
+  int64_t accumulate = attrs::SgdUpdate(*nodes.updates.front()).accumulate();
   for (Node *update : nodes.updates) {
-    if (update->attr("accumulate").getInt() != accumulate)
+    if (attrs::SgdUpdate(*update).accumulate() != accumulate)
       return error(update->loc(), "the updates disagree on the accumulation count");
     Value *grad = update->operand(gradIndex);
     if (seenGrads.insert(grad).second)

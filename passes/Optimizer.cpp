@@ -1,5 +1,6 @@
 //===- Optimizer.cpp --------------------------------------------------------===//
 #include "passes/Optimizer.h"
+#include "ir/OpAttrs.h"
 
 #include "passes/Autodiff.h"
 
@@ -82,10 +83,11 @@ std::optional<AttrMap> readSchedule(MetaReader &m, int64_t accumulate) {
   attrs["schedule"] = Attribute(schedule);
   attrs["warmup_steps"] = Attribute(m.integer("train.lr_schedule.warmup_steps", 0));
   attrs["accumulate"] = Attribute(accumulate);
-  if (schedule == "step") {
+  std::optional<LrScheduleKind> kind = attrs::parseEnum<LrScheduleKind>(schedule);
+  if (kind == LrScheduleKind::Step) {
     attrs["step_size"] = Attribute(m.integer("train.lr_schedule.step_size", 1));
     attrs["gamma"] = Attribute(m.number("train.lr_schedule.gamma", 0.1));
-  } else if (schedule == "cosine") {
+  } else if (kind == LrScheduleKind::Cosine) {
     attrs["min_lr"] = Attribute(m.number("train.lr_schedule.min_lr", 0.0));
     // The total in optimizer steps: the schedule's own, else the run's.
     int64_t total = m.integer("train.lr_schedule.total_steps", m.integer("train.steps", 0));

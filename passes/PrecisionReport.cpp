@@ -1,5 +1,6 @@
 //===- PrecisionReport.cpp --------------------------------------------------===//
 #include "passes/PrecisionReport.h"
+#include "ir/OpAttrs.h"
 
 #include "passes/AssignPrecision.h"
 #include "passes/PrecisionPolicy.h"
@@ -55,8 +56,8 @@ std::vector<NodePrecision> explainPrecision(const Graph &g) {
       if (isCast) {
         const Value *in = n.operand(0);
         row.reason =
-            ("cast: " + dtypeName(in->dtype()) + " to " + dtypeName(n.attr("to").getDType())).str();
-        if (n.attr("cacheable").getBool())
+            ("cast: " + dtypeName(in->dtype()) + " to " + dtypeName(attrs::Cast(n).to())).str();
+        if (attrs::Cast(n).cacheable())
           row.reason += ", cacheable";
       } else {
         switch (n.role()) {
@@ -90,7 +91,7 @@ PrecisionSummary summarizePrecision(const Graph &g) {
       uint64_t bytes = bytesOf(n.result()->type());
       ++s.casts;
       s.castBytes += bytes;
-      if (n.attr("cacheable").getBool()) {
+      if (attrs::Cast(n).cacheable()) {
         ++s.cacheableCasts;
         s.cacheableCastBytes += bytes;
       }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/GradientBuilder.h"
+#include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -18,8 +19,8 @@ using namespace infer;
 
 // gelu(x) with approximate = "none" (erf) or "tanh", as torch.nn.functional.gelu.
 static bool inferGelu(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
-  const std::string &approximate = ctx.getString("approximate");
-  if (approximate != "none" && approximate != "tanh")
+  const std::string &approximate = attrs::Gelu(ctx.attrs()).approximateAttr().getString();
+  if (!attrs::parseEnum<GeluApproximate>(approximate))
     return ctx.error("approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
   return inferUnaryFloat(ctx, results);
 }
@@ -119,7 +120,8 @@ static void gradActivation(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<
   dxs[0] = gb.build1(GradKind, {dys[0], saved}, fwd.attrs());
 }
 
-/// The backward op's row: (grad, input or output), the forward's attributes,
+/// The backward op's row: (grad, input or output), the forward's attributes
+/// (AMPC_ATTRS_ALIAS in ir/OpAttrs.def),
 /// checked by the forward's own inference on the saved value's type.
 static void defineActivationBackward(OpRegistry &r, OpKind forwardKind, OpKind gradKind,
                                      Saved saved, GradientFn rule) {
@@ -127,7 +129,6 @@ static void defineActivationBackward(OpRegistry &r, OpKind forwardKind, OpKind g
   assert(forward.infer && "the forward row comes first");
   forward.gradient = std::move(rule);
   OpInfo &backward = r.define(gradKind);
-  backward.attrs = forward.attrs;
   const OpInfo *forwardInfo = &forward;
   OpRow(backward)
       .operand("grad")
@@ -154,61 +155,25 @@ static void definePointwiseBackwards(OpRegistry &r) {
 
 void registerActivationOps(OpRegistry &r) {
   OpRow(r.define(OpKind::Relu)).operand("input").infer(inferUnaryFloat).elementwise();
-  OpRow(r.define(OpKind::Gelu))
-      .operand("input")
-      .attr("approximate", AttrType::String, "none")
-      .infer(inferGelu)
-      .elementwise();
+  OpRow(r.define(OpKind::Gelu)).operand("input").infer(inferGelu).elementwise();
   OpRow(r.define(OpKind::Sigmoid)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Tanh)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Silu)).operand("input").infer(inferUnaryFloat).elementwise();
 
   // Unary math (ONNX Clip, Sqrt, Erf, Pow with a constant exponent, Exp).
-  const double inf = std::numeric_limits<double>::infinity();
-  OpRow(r.define(OpKind::Clamp))
-      .operand("input")
-      .attr("min", AttrType::Float, -inf)
-      .attr("max", AttrType::Float, inf)
-      .infer(inferClamp)
-      .elementwise();
+  OpRow(r.define(OpKind::Clamp)).operand("input").infer(inferClamp).elementwise();
   OpRow(r.define(OpKind::Sqrt)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Erf)).operand("input").infer(inferUnaryFloat).elementwise();
   // pow(x) = x^exponent; a tensor exponent is not supported (not needed yet).
-  OpRow(r.define(OpKind::Pow))
-      .operand("input")
-      .attr("exponent", AttrType::Float)
-      .infer(inferUnaryFloat)
-      .elementwise();
+  OpRow(r.define(OpKind::Pow)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Exp)).operand("input").infer(inferUnaryFloat).elementwise();
-  OpRow(r.define(OpKind::Softmax))
-      .operand("input")
-      .attr("dim", AttrType::Int, -1)
-      .infer(inferSoftmax)
-      .gradient(gradSoftmax);
-  OpRow(r.define(OpKind::LogSoftmax))
-      .operand("input")
-      .attr("dim", AttrType::Int, -1)
-      .infer(inferSoftmax)
-      .gradient(gradLogSoftmax);
-  OpRow(r.define(OpKind::Dropout))
-      .operand("input")
-      .attr("p", AttrType::Float, 0.5)
-      .attr("seed", AttrType::Int, 0)
-      .attr("training", AttrType::Bool, true)
-      .infer(inferDropout)
-      .gradient(gradDropout);
+  OpRow(r.define(OpKind::Softmax)).operand("input").infer(inferSoftmax).gradient(gradSoftmax);
+  OpRow(r.define(OpKind::LogSoftmax)).operand("input").infer(inferSoftmax).gradient(gradLogSoftmax);
+  OpRow(r.define(OpKind::Dropout)).operand("input").infer(inferDropout).gradient(gradDropout);
 
   // Backward ops (not differentiated again).
-  OpRow(r.define(OpKind::SoftmaxGrad))
-      .operand("grad")
-      .operand("output")
-      .attr("dim", AttrType::Int, -1)
-      .infer(inferSoftmaxGrad);
-  OpRow(r.define(OpKind::LogSoftmaxGrad))
-      .operand("grad")
-      .operand("output")
-      .attr("dim", AttrType::Int, -1)
-      .infer(inferSoftmaxGrad);
+  OpRow(r.define(OpKind::SoftmaxGrad)).operand("grad").operand("output").infer(inferSoftmaxGrad);
+  OpRow(r.define(OpKind::LogSoftmaxGrad)).operand("grad").operand("output").infer(inferSoftmaxGrad);
 
   definePointwiseBackwards(r);
 }

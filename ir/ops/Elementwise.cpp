@@ -1,5 +1,6 @@
 //===- Elementwise.cpp - add, sub, mul, div, scale --------------------------===//
 #include "ir/GradientBuilder.h"
+#include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -69,7 +70,7 @@ static void gradDiv(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *
 
 static void gradScale(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                       llvm::MutableArrayRef<Value *> dxs) {
-  dxs[0] = gb.scale(dys[0], fwd.attr("factor").getNumber());
+  dxs[0] = gb.scale(dys[0], attrs::Scale(fwd).factor());
 }
 
 void registerElementwiseOps(OpRegistry &r) {
@@ -100,7 +101,6 @@ void registerElementwiseOps(OpRegistry &r) {
   // scale(x) = x * factor, a constant known when the graph is built.
   OpRow(r.define(OpKind::Scale))
       .operand("input")
-      .attr("factor", AttrType::Float)
       .infer(inferUnaryFloat)
       .gradient(gradScale)
       .elementwise();

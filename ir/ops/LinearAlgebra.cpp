@@ -1,5 +1,6 @@
 //===- LinearAlgebra.cpp - linear, matmul, batch_matmul, conv2d, attention -===//
 #include "ir/GradientBuilder.h"
+#include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -248,7 +249,7 @@ static AttrMap transposes(bool a, bool b) {
 static void gemmGradients(GradientBuilder &gb, OpKind mm, const Node &fwd, Value *dy,
                           llvm::MutableArrayRef<Value *> dxs) {
   Value *a = fwd.operand(0), *b = fwd.operand(1);
-  bool ta = fwd.attr("transpose_a").getBool(), tb = fwd.attr("transpose_b").getBool();
+  bool ta = attrs::MatMul(fwd).transpose_a(), tb = attrs::MatMul(fwd).transpose_b();
   if (gb.needsGradient(0)) {
     Value *da = ta ? gb.build1(mm, {b, dy}, transposes(tb, true))
                    : gb.build1(mm, {dy, b}, transposes(false, !tb));
@@ -339,28 +340,16 @@ void registerLinearAlgebraOps(OpRegistry &r) {
       .optionalOperand("bias")
       .infer(inferLinear)
       .gradient(gradLinear);
-  OpRow(r.define(OpKind::MatMul))
-      .operand("a")
-      .operand("b")
-      .attr("transpose_a", AttrType::Bool, false)
-      .attr("transpose_b", AttrType::Bool, false)
-      .infer(inferMatMul)
-      .gradient(gradMatMul);
+  OpRow(r.define(OpKind::MatMul)).operand("a").operand("b").infer(inferMatMul).gradient(gradMatMul);
   OpRow(r.define(OpKind::BatchMatMul))
       .operand("a")
       .operand("b")
-      .attr("transpose_a", AttrType::Bool, false)
-      .attr("transpose_b", AttrType::Bool, false)
       .infer(inferBatchMatMul)
       .gradient(gradBatchMatMul);
   OpRow(r.define(OpKind::Conv2d))
       .operand("input")
       .operand("weight")
       .optionalOperand("bias")
-      .attr("stride", AttrType::Ints, std::vector<int64_t>{1, 1})
-      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
-      .attr("dilation", AttrType::Ints, std::vector<int64_t>{1, 1})
-      .attr("groups", AttrType::Int, 1)
       .infer(inferConv2d)
       .gradient(gradConv2d);
   // scale <= 0 means the default 1/sqrt(head size), as PyTorch's scale=None.
@@ -368,8 +357,6 @@ void registerLinearAlgebraOps(OpRegistry &r) {
       .operand("query")
       .operand("key")
       .operand("value")
-      .attr("causal", AttrType::Bool, false)
-      .attr("scale", AttrType::Float, 0.0)
       .infer(inferAttention)
       .gradient(gradAttention);
 
@@ -377,28 +364,16 @@ void registerLinearAlgebraOps(OpRegistry &r) {
   OpRow(r.define(OpKind::Conv2dGradInput))
       .operand("grad_output")
       .operand("weight")
-      .attr("stride", AttrType::Ints, std::vector<int64_t>{1, 1})
-      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
-      .attr("dilation", AttrType::Ints, std::vector<int64_t>{1, 1})
-      .attr("groups", AttrType::Int, 1)
-      .attr("input_shape", AttrType::Ints)
       .infer(inferConv2dGradInput);
   OpRow(r.define(OpKind::Conv2dGradWeight))
       .operand("grad_output")
       .operand("input")
-      .attr("stride", AttrType::Ints, std::vector<int64_t>{1, 1})
-      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
-      .attr("dilation", AttrType::Ints, std::vector<int64_t>{1, 1})
-      .attr("groups", AttrType::Int, 1)
-      .attr("weight_shape", AttrType::Ints)
       .infer(inferConv2dGradWeight);
   OpRow(r.define(OpKind::ScaledDotProductAttentionGrad))
       .operand("grad_output")
       .operand("query")
       .operand("key")
       .operand("value")
-      .attr("causal", AttrType::Bool, false)
-      .attr("scale", AttrType::Float, 0.0)
       .infer(inferAttentionGrad);
 }
 

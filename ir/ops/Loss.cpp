@@ -116,8 +116,6 @@ void registerLossOps(OpRegistry &r) {
   OpRow(r.define(OpKind::CrossEntropy))
       .operand("input")
       .indexOperand("target")
-      .attr("ignore_index", AttrType::Int, -100)
-      .attr("label_smoothing", AttrType::Float, 0.0)
       .infer(inferCrossEntropy)
       .gradient(gradCrossEntropy);
   OpRow(r.define(OpKind::BinaryCrossEntropy))
@@ -135,8 +133,6 @@ void registerLossOps(OpRegistry &r) {
       .operand("grad")
       .operand("input")
       .indexOperand("target")
-      .attr("ignore_index", AttrType::Int, -100)
-      .attr("label_smoothing", AttrType::Float, 0.0)
       .infer(inferCrossEntropyGrad);
   OpRow(r.define(OpKind::BinaryCrossEntropyGradInput))
       .operand("grad")

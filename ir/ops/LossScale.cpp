@@ -99,18 +99,11 @@ void registerLossScaleOps(OpRegistry &r) {
   OpRow(r.define(OpKind::UnscaleCheck))
       .fp32Operand("scale")
       .variadicOperand("grads")
-      .attr("accumulate", AttrType::Int, 1)
       .infer(inferUnscaleCheck);
   OpRow(r.define(OpKind::UpdateLossScale))
       .fp32Operand("scale")
       .fp32Operand("growth_tracker")
       .fp32Operand("found_inf")
-      .attr("growth_factor", AttrType::Float, 2.0)
-      .attr("backoff_factor", AttrType::Float, 0.5)
-      .attr("growth_interval", AttrType::Int, 2000)
-      .attr("min_scale", AttrType::Float, 1.0)
-      .attr("max_scale", AttrType::Float, 16777216.0)
-      .attr("accumulate", AttrType::Int, 1)
       .updatesStateInPlace()
       .infer(inferUpdateLossScale);
 }

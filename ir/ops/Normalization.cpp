@@ -132,9 +132,6 @@ void registerNormalizationOps(OpRegistry &r) {
       .fp32Operand("bias")
       .fp32Operand("running_mean")
       .fp32Operand("running_var")
-      .attr("eps", AttrType::Float, 1e-5)
-      .attr("momentum", AttrType::Float, 0.1)
-      .attr("training", AttrType::Bool, true)
       .updatesStateInPlace()
       .infer(inferBatchNorm2d)
       .gradient(gradBatchNorm2d);
@@ -142,8 +139,6 @@ void registerNormalizationOps(OpRegistry &r) {
       .operand("input")
       .operand("weight")
       .operand("bias")
-      .attr("normalized_dims", AttrType::Int, 1)
-      .attr("eps", AttrType::Float, 1e-5)
       .infer(inferLayerNorm)
       .gradient(gradLayerNorm);
 
@@ -154,15 +149,11 @@ void registerNormalizationOps(OpRegistry &r) {
       .fp32Operand("weight")
       .fp32Operand("running_mean")
       .fp32Operand("running_var")
-      .attr("eps", AttrType::Float, 1e-5)
-      .attr("training", AttrType::Bool, true)
       .infer(inferBatchNorm2dGrad);
   OpRow(r.define(OpKind::LayerNormGrad))
       .operand("grad_output")
       .operand("input")
       .operand("weight")
-      .attr("normalized_dims", AttrType::Int, 1)
-      .attr("eps", AttrType::Float, 1e-5)
       .infer(inferLayerNormGrad);
 }
 

@@ -32,6 +32,7 @@
 // k - 1); on the others every result is a copy of its state operand.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -120,18 +121,20 @@ bool inferAdamUpdate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &resul
 // learning_rate() -> f32[]: the schedule's value at the optimizer step
 // floor(step / accumulate).
 bool inferLearningRate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
-  const std::string &schedule = ctx.getString("schedule");
-  if (schedule != "constant" && schedule != "step" && schedule != "cosine")
-    return ctx.error("unknown schedule '" + schedule + "'; expected constant, step or cosine");
+  attrs::LearningRate a(ctx.attrs());
+  const std::string &spelling = a.scheduleAttr().getString();
+  std::optional<LrScheduleKind> schedule = attrs::parseEnum<LrScheduleKind>(spelling);
+  if (!schedule)
+    return ctx.error("unknown schedule '" + spelling + "'; expected constant, step or cosine");
   if (!(ctx.getFloat("lr") > 0))
     return ctx.error("lr must be > 0, got " + formatDouble(ctx.getFloat("lr")));
   if (ctx.getInt("warmup_steps") < 0)
     return ctx.error("warmup_steps must be >= 0, got " + llvm::Twine(ctx.getInt("warmup_steps")));
-  if (schedule == "step" && ctx.getInt("step_size") < 1)
+  if (*schedule == LrScheduleKind::Step && ctx.getInt("step_size") < 1)
     return ctx.error("step_size must be >= 1, got " + llvm::Twine(ctx.getInt("step_size")));
-  if (schedule == "step" && !(ctx.getFloat("gamma") > 0))
+  if (*schedule == LrScheduleKind::Step && !(ctx.getFloat("gamma") > 0))
     return ctx.error("gamma must be > 0, got " + formatDouble(ctx.getFloat("gamma")));
-  if (schedule == "cosine") {
+  if (*schedule == LrScheduleKind::Cosine) {
     if (ctx.getInt("total_steps") <= ctx.getInt("warmup_steps"))
       return ctx.error("total_steps (" + llvm::Twine(ctx.getInt("total_steps")) +
                        ") must be greater than warmup_steps (" +
@@ -192,33 +195,21 @@ bool inferClipCoefficient(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &
 } // namespace
 
 void registerOptimizerOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::LearningRate))
-      .attr("schedule", AttrType::String, "constant")
-      .attr("lr", AttrType::Float)
-      .attr("warmup_steps", AttrType::Int, 0)
-      .attr("step_size", AttrType::Int, 1)
-      .attr("gamma", AttrType::Float, 0.1)
-      .attr("total_steps", AttrType::Int, 0)
-      .attr("min_lr", AttrType::Float, 0.0)
-      .attr("accumulate", AttrType::Int, 1)
-      .infer(inferLearningRate);
+  OpRow(r.define(OpKind::LearningRate)).infer(inferLearningRate);
   OpRow(r.define(OpKind::StepCounter))
       .fp32Operand("count")
       .optionalOperand("skip")
-      .attr("accumulate", AttrType::Int, 1)
       .updatesStateInPlace()
       .infer(inferStepCounter);
   OpRow(r.define(OpKind::AccumulateGrad))
       .fp32Operand("acc")
       .operand("grad")
-      .attr("accumulate", AttrType::Int, 1)
       .updatesStateInPlace()
       .infer(inferAccumulateGrad);
   OpRow(r.define(OpKind::GlobalNorm)).variadicOperand("grads").infer(inferGlobalNorm);
   OpRow(r.define(OpKind::ClipCoefficient))
       .fp32Operand("norm")
       .optionalOperand("grad_scale")
-      .attr("max_norm", AttrType::Float)
       .infer(inferClipCoefficient);
 
   OpRow(r.define(OpKind::SgdUpdate))
@@ -228,8 +219,6 @@ void registerOptimizerOps(OpRegistry &r) {
       .optionalOperand("grad_scale")
       .optionalOperand("skip")
       .optionalOperand("model_param")
-      .attr("weight_decay", AttrType::Float, 0.0)
-      .attr("accumulate", AttrType::Int, 1)
       .updatesStateInPlace()
       .infer(inferSgdUpdate);
   OpRow(r.define(OpKind::SgdMomentumUpdate))
@@ -241,11 +230,6 @@ void registerOptimizerOps(OpRegistry &r) {
       .optionalOperand("grad_scale")
       .optionalOperand("skip")
       .optionalOperand("model_param")
-      .attr("momentum", AttrType::Float)
-      .attr("dampening", AttrType::Float, 0.0)
-      .attr("nesterov", AttrType::Bool, false)
-      .attr("weight_decay", AttrType::Float, 0.0)
-      .attr("accumulate", AttrType::Int, 1)
       .updatesStateInPlace()
       .infer(inferSgdMomentumUpdate);
   OpRow(r.define(OpKind::AdamUpdate))
@@ -258,12 +242,6 @@ void registerOptimizerOps(OpRegistry &r) {
       .optionalOperand("grad_scale")
       .optionalOperand("skip")
       .optionalOperand("model_param")
-      .attr("beta1", AttrType::Float, 0.9)
-      .attr("beta2", AttrType::Float, 0.999)
-      .attr("eps", AttrType::Float, 1e-8)
-      .attr("weight_decay", AttrType::Float, 0.0)
-      .attr("decoupled_weight_decay", AttrType::Bool, false)
-      .attr("accumulate", AttrType::Int, 1)
       .updatesStateInPlace()
       .infer(inferAdamUpdate);
 }

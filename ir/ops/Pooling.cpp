@@ -140,21 +140,8 @@ static void gradGlobalAvgPool(GradientBuilder &gb, const Node &fwd, llvm::ArrayR
 }
 
 void registerPoolingOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::MaxPool2d))
-      .operand("input")
-      .attr("kernel", AttrType::Ints)
-      .attr("stride", AttrType::Ints, std::vector<int64_t>{})
-      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
-      .infer(inferPool2d)
-      .gradient(gradMaxPool2d);
-  OpRow(r.define(OpKind::AvgPool2d))
-      .operand("input")
-      .attr("kernel", AttrType::Ints)
-      .attr("stride", AttrType::Ints, std::vector<int64_t>{})
-      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
-      .attr("count_include_pad", AttrType::Bool, true)
-      .infer(inferPool2d)
-      .gradient(gradAvgPool2d);
+  OpRow(r.define(OpKind::MaxPool2d)).operand("input").infer(inferPool2d).gradient(gradMaxPool2d);
+  OpRow(r.define(OpKind::AvgPool2d)).operand("input").infer(inferPool2d).gradient(gradAvgPool2d);
   OpRow(r.define(OpKind::GlobalAvgPool))
       .operand("input")
       .infer(inferGlobalAvgPool)
@@ -164,22 +151,9 @@ void registerPoolingOps(OpRegistry &r) {
   OpRow(r.define(OpKind::MaxPool2dGrad))
       .operand("grad_output")
       .operand("input")
-      .attr("kernel", AttrType::Ints)
-      .attr("stride", AttrType::Ints, std::vector<int64_t>{})
-      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
       .infer(inferMaxPool2dGrad);
-  OpRow(r.define(OpKind::AvgPool2dGrad))
-      .operand("grad_output")
-      .attr("kernel", AttrType::Ints)
-      .attr("stride", AttrType::Ints, std::vector<int64_t>{})
-      .attr("padding", AttrType::Ints, std::vector<int64_t>{0, 0})
-      .attr("count_include_pad", AttrType::Bool, true)
-      .attr("input_shape", AttrType::Ints)
-      .infer(inferAvgPool2dGrad);
-  OpRow(r.define(OpKind::GlobalAvgPoolGrad))
-      .operand("grad_output")
-      .attr("input_shape", AttrType::Ints)
-      .infer(inferGlobalAvgPoolGrad);
+  OpRow(r.define(OpKind::AvgPool2dGrad)).operand("grad_output").infer(inferAvgPool2dGrad);
+  OpRow(r.define(OpKind::GlobalAvgPoolGrad)).operand("grad_output").infer(inferGlobalAvgPoolGrad);
 }
 
 } // namespace ampc

@@ -1,5 +1,6 @@
 //===- Reduction.cpp - reduce_sum, reduce_mean, fill -----------------------===//
 #include "ir/GradientBuilder.h"
+#include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -48,7 +49,7 @@ static bool inferFill(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &resu
 /// The dims a reduction node reduces.
 static llvm::SmallBitVector reducedDims(const Node &fwd) {
   const TensorType &x = fwd.operand(0)->type();
-  const std::vector<int64_t> &axes = fwd.attr("dims").getInts();
+  const std::vector<int64_t> &axes = attrs::ReduceSum(fwd).dims();
   llvm::SmallBitVector reduced(x.rank(), axes.empty());
   for (int64_t d : axes)
     reduced.set(static_cast<unsigned>(d < 0 ? d + x.rank() : d));
@@ -93,25 +94,11 @@ static void gradReduceMean(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<
 }
 
 void registerReductionOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::ReduceSum))
-      .operand("input")
-      .attr("dims", AttrType::Ints, std::vector<int64_t>{})
-      .attr("keepdim", AttrType::Bool, false)
-      .infer(inferReduce)
-      .gradient(gradReduceSum);
+  OpRow(r.define(OpKind::ReduceSum)).operand("input").infer(inferReduce).gradient(gradReduceSum);
   // reduce_mean: reduce_sum's kernels, each sum divided by its count.
-  OpRow(r.define(OpKind::ReduceMean))
-      .operand("input")
-      .attr("dims", AttrType::Ints, std::vector<int64_t>{})
-      .attr("keepdim", AttrType::Bool, false)
-      .infer(inferReduce)
-      .gradient(gradReduceMean);
+  OpRow(r.define(OpKind::ReduceMean)).operand("input").infer(inferReduce).gradient(gradReduceMean);
   // fill has no operands, so nothing to differentiate.
-  OpRow(r.define(OpKind::Fill))
-      .attr("value", AttrType::Float, 0.0)
-      .attr("shape", AttrType::Ints, std::vector<int64_t>{})
-      .attr("dtype", AttrType::DType, DType::F32)
-      .infer(inferFill);
+  OpRow(r.define(OpKind::Fill)).infer(inferFill);
 }
 
 } // namespace ampc

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/GradientBuilder.h"
+#include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
 
@@ -224,7 +225,7 @@ static void gradTranspose(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<V
 // inverse permutation: inverse[perm[i]] = i.
 static void gradPermute(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                         llvm::MutableArrayRef<Value *> dxs) {
-  const std::vector<int64_t> &perm = fwd.attr("dims").getInts();
+  const std::vector<int64_t> &perm = attrs::Permute(fwd).dims();
   int64_t rank = static_cast<int64_t>(perm.size());
   std::vector<int64_t> inverse(perm.size());
   for (int64_t i = 0; i < rank; ++i)
@@ -235,7 +236,7 @@ static void gradPermute(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Val
 // Each input gets its own slice of the gradient along the axis.
 static void gradConcat(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                        llvm::MutableArrayRef<Value *> dxs) {
-  int64_t axis = fwd.attr("axis").getInt();
+  int64_t axis = attrs::Concat(fwd).axis();
   int64_t rank = static_cast<int64_t>(fwd.result()->type().rank());
   if (axis < 0)
     axis += rank;
@@ -274,10 +275,10 @@ static void gradCast(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value 
 static void gradSlice(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                       llvm::MutableArrayRef<Value *> dxs) {
   const TensorType &x = fwd.operand(0)->type();
-  int64_t axis = fwd.attr("axis").getInt();
+  int64_t axis = attrs::Slice(fwd).axis();
   if (axis < 0)
     axis += x.rank();
-  int64_t start = fwd.attr("start").getInt(), end = fwd.attr("end").getInt();
+  int64_t start = attrs::Slice(fwd).start(), end = attrs::Slice(fwd).end();
   auto zeros = [&](int64_t size) {
     std::vector<int64_t> dims(x.dims().begin(), x.dims().end());
     dims[axis] = size;
@@ -302,68 +303,30 @@ static void gradBroadcastTo(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef
 }
 
 void registerShapeOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::Flatten))
-      .operand("input")
-      .attr("start_dim", AttrType::Int, 1)
-      .attr("end_dim", AttrType::Int, -1)
-      .infer(inferFlatten)
-      .gradient(gradReshapeBack);
-  OpRow(r.define(OpKind::Reshape))
-      .operand("input")
-      .attr("shape", AttrType::Ints)
-      .infer(inferReshape)
-      .gradient(gradReshapeBack);
-  OpRow(r.define(OpKind::Transpose))
-      .operand("input")
-      .attr("dim0", AttrType::Int)
-      .attr("dim1", AttrType::Int)
-      .infer(inferTranspose)
-      .gradient(gradTranspose);
-  OpRow(r.define(OpKind::Permute))
-      .operand("input")
-      .attr("dims", AttrType::Ints)
-      .infer(inferPermute)
-      .gradient(gradPermute);
-  OpRow(r.define(OpKind::Concat))
-      .variadicOperand("inputs")
-      .attr("axis", AttrType::Int, 0)
-      .infer(inferConcat)
-      .gradient(gradConcat);
+  OpRow(r.define(OpKind::Flatten)).operand("input").infer(inferFlatten).gradient(gradReshapeBack);
+  OpRow(r.define(OpKind::Reshape)).operand("input").infer(inferReshape).gradient(gradReshapeBack);
+  OpRow(r.define(OpKind::Transpose)).operand("input").infer(inferTranspose).gradient(gradTranspose);
+  OpRow(r.define(OpKind::Permute)).operand("input").infer(inferPermute).gradient(gradPermute);
+  OpRow(r.define(OpKind::Concat)).variadicOperand("inputs").infer(inferConcat).gradient(gradConcat);
   OpRow(r.define(OpKind::Embedding))
       .indexOperand("indices")
       .operand("weight")
-      .attr("padding_idx", AttrType::Int, -1)
       .infer(inferEmbedding)
       .gradient(gradEmbedding);
   // cacheable: set by the cast optimisation on casts of weights, whose result
   // the runtime may keep across steps until the weight changes.
-  OpRow(r.define(OpKind::Cast))
-      .operand("input")
-      .attr("to", AttrType::DType)
-      .attr("cacheable", AttrType::Bool, false)
-      .infer(inferCast)
-      .gradient(gradCast)
-      .elementwise();
+  OpRow(r.define(OpKind::Cast)).operand("input").infer(inferCast).gradient(gradCast).elementwise();
   // slice is concat's backward, and a forward op of imported models
   // (ONNX Slice, Gather of a constant index).
-  OpRow(r.define(OpKind::Slice))
-      .operand("input")
-      .attr("axis", AttrType::Int)
-      .attr("start", AttrType::Int)
-      .attr("end", AttrType::Int)
-      .infer(inferSlice)
-      .gradient(gradSlice);
+  OpRow(r.define(OpKind::Slice)).operand("input").infer(inferSlice).gradient(gradSlice);
   OpRow(r.define(OpKind::BroadcastTo))
       .operand("input")
-      .attr("shape", AttrType::Ints)
       .infer(inferBroadcastTo)
       .gradient(gradBroadcastTo);
   // Backward op (not differentiated again).
   OpRow(r.define(OpKind::EmbeddingGrad))
       .operand("grad")
       .indexOperand("indices")
-      .attr("num_embeddings", AttrType::Int)
-      .attr("padding_idx", AttrType::Int, -1)
       .infer(inferEmbeddingGrad);
 }
 

@@ -166,10 +166,7 @@ struct ReluFn {
 };
 
 struct GeluFn {
-  bool tanhForm = false; ///< approximate = "tanh" (else "none", the erf form)
-  template <class Attrs> static GeluFn fromAttrs(const Attrs &a) {
-    return GeluFn{a.attr("approximate").getString() == "tanh"};
-  }
+  bool tanhForm = false; ///< approximate is tanh (else none, the erf form); kernels/Pointwise.h
   // The test is the same for every element: the cpu loops are unswitched on
   // it (-funswitch-loops) and CUDA threads never diverge on it.
   template <class T> AMPC_HD T operator()(T x) const {

@@ -40,9 +40,6 @@ struct DivFn {
 
 struct ScaleFn {
   double factor = 0;
-  template <class Attrs> static ScaleFn fromAttrs(const Attrs &a) {
-    return ScaleFn{a.attr("factor").getFloat()};
-  }
   template <class T> AMPC_HD T operator()(T x) const { return scaleOp(x, factor); }
 };
 

@@ -94,9 +94,6 @@ template <class T> AMPC_HD inline T expGradOp(T dy, T y) { return dy * y; }
 
 struct ClampFn {
   double lo = 0, hi = 0; ///< the min and max attributes (-inf / inf: no bound)
-  template <class Attrs> static ClampFn fromAttrs(const Attrs &a) {
-    return ClampFn{a.attr("min").getNumber(), a.attr("max").getNumber()};
-  }
   // The bounds are rounded to T, as ATen converts its scalars to the opmath type.
   template <class T> AMPC_HD T operator()(T x) const { return clampOp(x, T(lo), T(hi)); }
   template <class T> AMPC_HD T grad(T dy, T x) const { return clampGradOp(dy, x, T(lo), T(hi)); }
@@ -114,9 +111,6 @@ struct ErfFn {
 
 struct PowFn {
   double exponent = 1;
-  template <class Attrs> static PowFn fromAttrs(const Attrs &a) {
-    return PowFn{a.attr("exponent").getNumber()};
-  }
   template <class T> AMPC_HD T operator()(T x) const { return powOp(x, T(exponent)); }
   template <class T> AMPC_HD T grad(T dy, T x) const { return powGradOp(dy, x, exponent); }
 };

@@ -12,6 +12,7 @@
 // sequential sum only by double rounding -- far below the f32 result's.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/ActivationMath.h"
 #include "kernels/common/Random.h"
 #include "kernels/cpu/LoopFamilies.h"
@@ -28,8 +29,8 @@ template <DType D> void dropoutLoop(const KernelArgs &a, const LoopPlan &) {
   const void *x = a.in(0).data;
   void *y = a.out().data;
   int64_t n = a.out().numElements();
-  double p = a.attr("p").getFloat();
-  if (!a.attr("training").getBool() || p == 0) {
+  double p = attrs::Dropout(*a.node).p();
+  if (!attrs::Dropout(*a.node).training() || p == 0) {
     // The reference's identity: a load and a store (for half types that is
     // what the reference does to a NaN's payload, too).
     return parallelForElements(n, kElementwiseGrain,
@@ -39,7 +40,7 @@ template <DType D> void dropoutLoop(const KernelArgs &a, const LoopPlan &) {
                                    store<D>(y, i, load<D>(x, i));
                                });
   }
-  uint64_t seed = opSeed(a.runSeed, static_cast<uint64_t>(a.attr("seed").getInt()));
+  uint64_t seed = opSeed(a.runSeed, static_cast<uint64_t>(attrs::Dropout(*a.node).seed()));
   uint64_t step = a.step;
   float scale = dropoutScale<float>(p), probability = static_cast<float>(p);
   parallelForElements(n, kElementwiseGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {

@@ -9,6 +9,7 @@
 // Given the statistics, every element is the reference's expression.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/NormMath.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
@@ -64,9 +65,9 @@ template <DType D> void batchNorm2dLoop(const KernelArgs &a, const LoopPlan &) {
   const void *x = a.in(0).data;
   void *y = a.out(0).data;
   NchwView v(a.in(0).dims());
-  bool training = a.attr("training").getBool();
-  float eps = static_cast<float>(a.attr("eps").getNumber());
-  float momentum = static_cast<float>(a.attr("momentum").getNumber());
+  bool training = attrs::BatchNorm2d(*a.node).training();
+  float eps = static_cast<float>(attrs::BatchNorm2d(*a.node).eps());
+  float momentum = static_cast<float>(attrs::BatchNorm2d(*a.node).momentum());
   const TensorArg *newMean = training ? &a.out(1) : nullptr;
   const TensorArg *newVar = training ? &a.out(2) : nullptr;
   parallelFor(v.channels, channelGrain(v), [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
@@ -104,8 +105,8 @@ template <DType D> void batchNorm2dGradLoop(const KernelArgs &a, const LoopPlan 
   const void *dy = a.in(0).data, *x = a.in(1).data;
   void *dx = a.out(0).data;
   NchwView v(a.in(1).dims());
-  bool training = a.attr("training").getBool();
-  float eps = static_cast<float>(a.attr("eps").getNumber());
+  bool training = attrs::BatchNorm2d(*a.node).training();
+  float eps = static_cast<float>(attrs::BatchNorm2d(*a.node).eps());
   parallelFor(v.channels, channelGrain(v), [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
     for (int64_t c = begin; c < end; ++c) {
       float mean, invStdDev;
@@ -191,7 +192,7 @@ template <DType D> void layerNormLoop(const KernelArgs &a, const LoopPlan &) {
   void *y = a.out().data;
   std::vector<float> weights = featureValues(a.in(1)), biases = featureValues(a.in(2));
   const float *w = weights.data(), *b = biases.data();
-  float eps = static_cast<float>(a.attr("eps").getNumber());
+  float eps = static_cast<float>(attrs::LayerNorm(*a.node).eps());
   int64_t rows = a.in(0).numElements() / size;
   parallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / size),
               [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
@@ -219,7 +220,7 @@ template <DType D> void layerNormGradLoop(const KernelArgs &a, const LoopPlan &)
   void *dx = a.out(0).data;
   std::vector<float> weights = featureValues(a.in(2));
   const float *w = weights.data();
-  float eps = static_cast<float>(a.attr("eps").getNumber());
+  float eps = static_cast<float>(attrs::LayerNorm(*a.node).eps());
   int64_t rows = a.in(1).numElements() / size;
   int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
   // Per block: size partial sums of dy * xhat, then size of dy.

@@ -13,6 +13,7 @@
 // check's flag is an OR, in any order).
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/LossScaleMath.h"
 #include "kernels/common/OptimizerMath.h"
 #include "kernels/cpu/LoopFamilies.h"
@@ -49,7 +50,7 @@ struct UpdateControl {
 
 UpdateControl readControl(const KernelArgs &a, unsigned lrIndex) {
   UpdateControl c;
-  c.apply = endsAccumulation(a.step, a.attr("accumulate").getInt());
+  c.apply = endsAccumulation(a.step, attrs::StepCounter(*a.node).accumulate());
   unsigned n = a.inputs.size();
   if (n > lrIndex + 2 && readScalar(a.in(lrIndex + 2)) != 0)
     c.apply = false;
@@ -111,7 +112,8 @@ void sgdLoop(const KernelArgs &a, const LoopPlan &) {
   UpdateControl c = readControl(a, /*lrIndex=*/2);
   if (!c.apply)
     return passThrough(a, 0, c);
-  SgdScalars<float> s = makeSgdScalars<float>(c.lr, a.attr("weight_decay").getFloat(), 0, 0, false);
+  SgdScalars<float> s =
+      makeSgdScalars<float>(c.lr, attrs::SgdUpdate(*a.node).weight_decay(), 0, 0, false);
   const void *param = a.in(0).data, *grad = a.in(1).data;
   void *newParam = a.out(0).data, *model = HasModel ? c.modelCopy->data : nullptr;
   float gradScale = c.gradScale;
@@ -134,9 +136,9 @@ void sgdMomentumLoop(const KernelArgs &a, const LoopPlan &) {
     return passThrough(a, 1, c);
   // PyTorch creates the buffer (as a copy of d_p) on the first step taken.
   bool firstStep = readScalar(a.in(3)) <= 1;
-  SgdScalars<float> s =
-      makeSgdScalars<float>(c.lr, a.attr("weight_decay").getFloat(), a.attr("momentum").getFloat(),
-                            a.attr("dampening").getFloat(), a.attr("nesterov").getBool());
+  SgdScalars<float> s = makeSgdScalars<float>(
+      c.lr, attrs::SgdUpdate(*a.node).weight_decay(), attrs::SgdMomentumUpdate(*a.node).momentum(),
+      attrs::SgdMomentumUpdate(*a.node).dampening(), attrs::SgdMomentumUpdate(*a.node).nesterov());
   const void *param = a.in(0).data, *grad = a.in(1).data;
   const float *buffer = a.in(2).as<float>();
   void *newParam = a.out(0).data, *model = HasModel ? c.modelCopy->data : nullptr;
@@ -161,10 +163,10 @@ void adamLoop(const KernelArgs &a, const LoopPlan &) {
   UpdateControl c = readControl(a, /*lrIndex=*/5);
   if (!c.apply)
     return passThrough(a, 2, c);
-  AdamScalars<float> s =
-      makeAdamScalars<float>(c.lr, a.attr("beta1").getFloat(), a.attr("beta2").getFloat(),
-                             a.attr("eps").getFloat(), a.attr("weight_decay").getFloat(),
-                             a.attr("decoupled_weight_decay").getBool(), readScalar(a.in(4)));
+  AdamScalars<float> s = makeAdamScalars<float>(
+      c.lr, attrs::AdamUpdate(*a.node).beta1(), attrs::AdamUpdate(*a.node).beta2(),
+      attrs::AdamUpdate(*a.node).eps(), attrs::AdamUpdate(*a.node).weight_decay(),
+      attrs::AdamUpdate(*a.node).decoupled_weight_decay(), readScalar(a.in(4)));
   const void *param = a.in(0).data, *grad = a.in(1).data;
   const float *expAvg = a.in(2).as<float>(), *expAvgSq = a.in(3).as<float>();
   void *newParam = a.out(0).data, *model = HasModel ? c.modelCopy->data : nullptr;
@@ -238,7 +240,7 @@ std::unique_ptr<NodeKernel> prepareUpdate(const Node &n, unsigned lrIndex, unsig
 //===----------------------------------------------------------------------===//
 
 template <DType A, DType G> void accumulateGradLoop(const KernelArgs &a, const LoopPlan &) {
-  int64_t k = a.attr("accumulate").getInt();
+  int64_t k = attrs::StepCounter(*a.node).accumulate();
   uint64_t index = a.step % static_cast<uint64_t>(k);
   const void *acc = a.in(0).data, *grad = a.in(1).data;
   void *out = a.out().data;
@@ -294,7 +296,7 @@ public:
   void run(const KernelArgs &a) override {
     // As the reference: checked only on the last micro-step of a group (the
     // gradients the optimizer applies).
-    bool checks = endsAccumulation(a.step, a.attr("accumulate").getInt());
+    bool checks = endsAccumulation(a.step, attrs::StepCounter(*a.node).accumulate());
     float scale = static_cast<float>(readScalar(a.in(0)));
     float invScale = inverseLossScale(scale);
     int64_t numPieces = checks ? static_cast<int64_t>(pieces_.size()) : 0;

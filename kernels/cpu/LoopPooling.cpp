@@ -20,6 +20,7 @@
 // what costs; none of the examples pools with a window yet.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/PoolMath.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
@@ -39,8 +40,9 @@ struct PoolGeometry {
   int64_t interiorBegin = 0, interiorEnd = 0;
 
   PoolGeometry(const Node &n, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y) {
-    std::vector<int64_t> kernel = n.attr("kernel").getInts(), stride = n.attr("stride").getInts(),
-                         padding = n.attr("padding").getInts();
+    std::vector<int64_t> kernel = attrs::MaxPool2d(n).kernel(),
+                         stride = attrs::MaxPool2d(n).stride(),
+                         padding = attrs::MaxPool2d(n).padding();
     if (stride.empty()) // PyTorch: the kernel size
       stride = kernel;
     planes = x[0] * x[1];
@@ -53,7 +55,7 @@ struct PoolGeometry {
     for (int64_t ow = 0; ow < outW; ++ow)
       cols.push_back(poolWindow(ow, inW, kernel[1], stride[1], padding[1]));
     if (n.kind() == OpKind::AvgPool2d || n.kind() == OpKind::AvgPool2dGrad)
-      countIncludePad = n.attr("count_include_pad").getBool();
+      countIncludePad = attrs::AvgPool2d(n).count_include_pad();
     kernelW = kernel[1];
     strideW = stride[1];
     padW = padding[1];

@@ -8,6 +8,7 @@
 // same bits on any number of threads.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/LossMath.h"
 #include "kernels/common/ReduceMath.h"
 #include "kernels/cpu/LoopFamilies.h"
@@ -167,7 +168,7 @@ template <bool Mean> std::unique_ptr<NodeKernel> prepareReduce(const Node &n) {
     return nullptr;
   llvm::ArrayRef<int64_t> dims = n.operand(0)->type().dims();
   unsigned rank = dims.size();
-  const std::vector<int64_t> &axes = n.attr("dims").getInts();
+  const std::vector<int64_t> &axes = attrs::ReduceSum(n).dims();
   llvm::SmallBitVector reduced(rank, axes.empty());
   for (int64_t d : axes)
     reduced.set(static_cast<unsigned>(d < 0 ? d + rank : d));

@@ -8,6 +8,7 @@
 // and rounds once, in f32, bf16 and f16.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
 
@@ -217,7 +218,8 @@ template <DType D> void embeddingGradLoop(const KernelArgs &a, const LoopPlan &p
   const TensorArg &indices = a.in(1);
   const void *grad = a.in(0).data;
   void *out = a.out().data;
-  int64_t numRows = plan.outer, rowLength = plan.inner, paddingIdx = a.attr("padding_idx").getInt();
+  int64_t numRows = plan.outer, rowLength = plan.inner,
+          paddingIdx = attrs::Embedding(*a.node).padding_idx();
   int64_t count = indices.numElements();
   DType indexType = indices.dtype();
   const void *indexData = indices.data;
@@ -274,7 +276,7 @@ template <class Word> void fillWords(void *out, int64_t n, Word value) {
 void fillLoop(const KernelArgs &a, const LoopPlan &) {
   const TensorArg &y = a.out();
   unsigned char bits[8] = {};
-  storeFromDouble(y.dtype(), bits, 0, a.attr("value").getFloat());
+  storeFromDouble(y.dtype(), bits, 0, attrs::Fill(*a.node).value());
   switch (dtypeSize(y.dtype())) {
   case 1:
     return fillWords<uint8_t>(y.data, y.numElements(), bits[0]);
@@ -310,15 +312,15 @@ std::unique_ptr<NodeKernel> prepareLoopTranspose(const Node &n) {
   llvm::SmallVector<unsigned, 6> perm;
   for (unsigned d = 0; d < rank; ++d)
     perm.push_back(d);
-  std::swap(perm[normalizeDim(n.attr("dim0").getInt(), rank)],
-            perm[normalizeDim(n.attr("dim1").getInt(), rank)]);
+  std::swap(perm[normalizeDim(attrs::Transpose(n).dim0(), rank)],
+            perm[normalizeDim(attrs::Transpose(n).dim1(), rank)]);
   return preparePermutation(n, perm);
 }
 
 std::unique_ptr<NodeKernel> prepareLoopPermute(const Node &n) {
   size_t rank = n.operand(0)->type().rank();
   llvm::SmallVector<unsigned, 6> perm;
-  for (int64_t d : n.attr("dims").getInts())
+  for (int64_t d : attrs::Permute(n).dims())
     perm.push_back(normalizeDim(d, rank));
   return preparePermutation(n, perm);
 }
@@ -343,9 +345,9 @@ std::unique_ptr<NodeKernel> prepareLoopSlice(const Node &n) {
   llvm::ArrayRef<int64_t> inDims = n.operand(0)->type().dims();
   if (inDims.size() > 8)
     return nullptr;
-  unsigned axis = normalizeDim(n.attr("axis").getInt(), inDims.size());
+  unsigned axis = normalizeDim(attrs::Slice(n).axis(), inDims.size());
   llvm::SmallVector<int64_t, 6> strides = denseStridesOf(inDims);
-  int64_t offset = n.attr("start").getInt() * strides[axis];
+  int64_t offset = attrs::Slice(n).start() * strides[axis];
   return std::make_unique<StridedCopyKernel>(n.result()->type().dims(), strides, offset,
                                              dtypeSize(n.result()->dtype()));
 }
@@ -355,7 +357,7 @@ std::unique_ptr<NodeKernel> prepareLoopConcat(const Node &n) {
   for (const Value *v : n.operands())
     if (v->dtype() != n.result()->dtype())
       return nullptr;
-  unsigned axis = normalizeDim(n.attr("axis").getInt(), outDims.size());
+  unsigned axis = normalizeDim(attrs::Slice(n).axis(), outDims.size());
   LoopPlan plan;
   for (unsigned d = 0; d < axis; ++d)
     plan.outer *= outDims[d];

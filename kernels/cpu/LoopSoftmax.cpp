@@ -13,6 +13,7 @@
 // vector exp would be faster but would not give the reference's bits.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/ActivationMath.h"
 #include "kernels/common/LossMath.h"
 #include "kernels/cpu/LoopFamilies.h"
@@ -224,7 +225,7 @@ template <bool Log, bool Grad> std::unique_ptr<NodeKernel> prepareSoftmaxFamily(
   DType t = n.result()->dtype();
   if (!floatsOfDType(n, t))
     return nullptr;
-  LoopPlan plan = axisPlan(n.result()->type().dims(), n.attr("dim").getInt());
+  LoopPlan plan = axisPlan(n.result()->type().dims(), attrs::Softmax(n).dim());
   if (n.result()->type().numElements() == 0)
     return nullptr; // nothing to do; the reference handles the empty case
   bool lastDim = plan.inner == 1;
@@ -253,8 +254,8 @@ struct RowStats {
 template <DType D> void crossEntropyLoop(const KernelArgs &a, const LoopPlan &plan) {
   const TensorArg &logits = a.in(0), &labels = a.in(1);
   const void *x = logits.data;
-  int64_t ignoreIndex = a.attr("ignore_index").getInt();
-  double labelSmoothing = a.attr("label_smoothing").getFloat();
+  int64_t ignoreIndex = attrs::CrossEntropy(*a.node).ignore_index();
+  double labelSmoothing = attrs::CrossEntropy(*a.node).label_smoothing();
   int64_t rows = plan.outer, classes = plan.middle;
   DType labelType = labels.dtype();
   const void *labelData = labels.data;
@@ -306,8 +307,8 @@ template <DType D> void crossEntropyGradLoop(const KernelArgs &a, const LoopPlan
   const TensorArg &labels = a.in(2);
   const void *x = a.in(1).data;
   void *dx = a.out().data;
-  int64_t ignoreIndex = a.attr("ignore_index").getInt();
-  double labelSmoothing = a.attr("label_smoothing").getFloat();
+  int64_t ignoreIndex = attrs::CrossEntropy(*a.node).ignore_index();
+  double labelSmoothing = attrs::CrossEntropy(*a.node).label_smoothing();
   int64_t rows = plan.outer, classes = plan.middle;
   DType labelType = labels.dtype();
   const void *labelData = labels.data;

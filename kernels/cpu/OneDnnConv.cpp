@@ -12,6 +12,7 @@
 // plain layouts. bf16 accumulates in f32 and rounds once.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/cpu/OneDnnContext.h"
 
 namespace ampc::kernels::cpu {
@@ -47,10 +48,10 @@ struct ConvShape {
   ConvShape(const Node &n, llvm::ArrayRef<int64_t> xDims, llvm::ArrayRef<int64_t> wDims,
             llvm::ArrayRef<int64_t> yDims, memory::data_type type,
             std::optional<memory::data_type> compute = std::nullopt) {
-    const std::vector<int64_t> &stride = n.attr("stride").getInts(),
-                               &padding = n.attr("padding").getInts(),
-                               &dilation = n.attr("dilation").getInts();
-    int64_t groups = n.attr("groups").getInt();
+    const std::vector<int64_t> &stride = attrs::Conv2d(n).stride(),
+                               &padding = attrs::Conv2d(n).padding(),
+                               &dilation = attrs::Conv2d(n).dilation();
+    int64_t groups = attrs::Conv2d(n).groups();
     x = plainDesc(xDims, type);
     y = plainDesc(yDims, type);
     w = groups == 1 ? plainDesc(wDims, type)

@@ -7,6 +7,7 @@
 // bias added before that rounding (as the reference kernel does).
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/cpu/OneDnnContext.h"
 
 namespace ampc::kernels::cpu {
@@ -65,8 +66,8 @@ std::unique_ptr<NodeKernel> prepareOneDnnLinear(const Node &n) {
 std::unique_ptr<NodeKernel> prepareOneDnnMatMul(const Node &n) {
   const TensorType &a = n.operand(0)->type(), &b = n.operand(1)->type(), &y = n.result()->type();
   memory::data_type type = *oneDnnType(a.dtype());
-  return matMulKernel(matrixDesc(a.dims(), n.attr("transpose_a").getBool(), 2, type),
-                      matrixDesc(b.dims(), n.attr("transpose_b").getBool(), 2, type), nullptr,
+  return matMulKernel(matrixDesc(a.dims(), attrs::MatMul(n).transpose_a(), 2, type),
+                      matrixDesc(b.dims(), attrs::MatMul(n).transpose_b(), 2, type), nullptr,
                       plainDesc(y.dims(), type));
 }
 
@@ -78,8 +79,8 @@ std::unique_ptr<NodeKernel> prepareOneDnnBatchMatMul(const Node &n) {
   unsigned rank = y.rank();
   if (rank > DNNL_MAX_NDIMS)
     return nullptr;
-  return matMulKernel(matrixDesc(a.dims(), n.attr("transpose_a").getBool(), rank, type),
-                      matrixDesc(b.dims(), n.attr("transpose_b").getBool(), rank, type), nullptr,
+  return matMulKernel(matrixDesc(a.dims(), attrs::MatMul(n).transpose_a(), rank, type),
+                      matrixDesc(b.dims(), attrs::MatMul(n).transpose_b(), rank, type), nullptr,
                       plainDesc(y.dims(), type));
 }
 

@@ -7,6 +7,8 @@
 // backend runs its reference kernel on host copies (docs/cuda.md lists them).
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
+#include "kernels/common/OptimizerAttrs.h"
 #include "kernels/cuda/CudaContext.h"
 
 #include "kernels/Pointwise.h"
@@ -107,7 +109,7 @@ bool reduceShape(const Node &n, kc::ReduceShape &s) {
   llvm::ArrayRef<int64_t> dims = n.operand(0)->type().dims();
   if (dims.size() > static_cast<size_t>(kc::kMaxRank))
     return false;
-  const std::vector<int64_t> &axes = n.attr("dims").getInts();
+  const std::vector<int64_t> &axes = attrs::Permute(n).dims();
   std::vector<bool> reduced(dims.size(), axes.empty());
   for (int64_t d : axes)
     reduced[normalizeDim(d, dims.size())] = true;
@@ -130,9 +132,9 @@ bool reduceShape(const Node &n, kc::ReduceShape &s) {
 
 bool poolShape(const Node &n, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y,
                kc::PoolShape &s) {
-  const std::vector<int64_t> &kernel = n.attr("kernel").getInts();
-  std::vector<int64_t> stride = n.attr("stride").getInts();
-  const std::vector<int64_t> &padding = n.attr("padding").getInts();
+  const std::vector<int64_t> &kernel = attrs::MaxPool2d(n).kernel();
+  std::vector<int64_t> stride = attrs::MaxPool2d(n).stride();
+  const std::vector<int64_t> &padding = attrs::MaxPool2d(n).padding();
   if (stride.empty())
     stride = kernel;
   if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2 || x.size() != 4)
@@ -218,18 +220,18 @@ std::unique_ptr<kernels::NodeKernel> updateKernel(CudaContext &ctx, const Node &
   kc::UpdateArgs base;
   base.kind = kind;
   base.numState = static_cast<int>(numState);
-  base.accumulate = n.attr("accumulate").getInt();
-  base.weightDecay = n.attr("weight_decay").getFloat();
+  base.accumulate = attrs::StepCounter(n).accumulate();
+  base.weightDecay = attrs::SgdUpdate(n).weight_decay();
   if (kind == kc::UpdateKind::SgdMomentum) {
-    base.momentum = n.attr("momentum").getFloat();
-    base.dampening = n.attr("dampening").getFloat();
-    base.nesterov = n.attr("nesterov").getBool();
+    base.momentum = attrs::SgdMomentumUpdate(n).momentum();
+    base.dampening = attrs::SgdMomentumUpdate(n).dampening();
+    base.nesterov = attrs::SgdMomentumUpdate(n).nesterov();
   }
   if (kind == kc::UpdateKind::Adam) {
-    base.beta1 = n.attr("beta1").getFloat();
-    base.beta2 = n.attr("beta2").getFloat();
-    base.eps = n.attr("eps").getFloat();
-    base.decoupledWeightDecay = n.attr("decoupled_weight_decay").getBool();
+    base.beta1 = attrs::AdamUpdate(n).beta1();
+    base.beta2 = attrs::AdamUpdate(n).beta2();
+    base.eps = attrs::AdamUpdate(n).eps();
+    base.decoupledWeightDecay = attrs::AdamUpdate(n).decoupled_weight_decay();
   }
   unsigned numOperands = n.numOperands();
   return make(ctx, n,
@@ -294,7 +296,7 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     if (!floating(t) || size == 0)
       return nullptr;
     int64_t rows = inType(0).numElements() / size;
-    double eps = n.attr("eps").getNumber();
+    double eps = attrs::LayerNorm(n).eps();
     return make(ctx, n, [t, rows, size, eps](const KernelArgs &a, const kc::Launch &l) {
       return kc::layerNorm(l, t, a.in(0).data, tensorOf(a.in(1)), tensorOf(a.in(2)), a.out().data,
                            rows, size, eps);
@@ -306,7 +308,7 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     if (!floating(t) || size == 0 || inType(0).dtype() != t)
       return nullptr;
     int64_t rows = inType(1).numElements() / size;
-    double eps = n.attr("eps").getNumber();
+    double eps = attrs::LayerNorm(n).eps();
     auto scratch = std::make_shared<DeviceScratch>(kc::layerNormScratchBytes(rows), n);
     return make(ctx, n, [t, rows, size, eps, scratch](const KernelArgs &a, const kc::Launch &l) {
       return kc::layerNormGrad(l, t, a.in(0).data, a.in(1).data, tensorOf(a.in(2)), a.out(0).data,
@@ -321,7 +323,7 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     DType t = inType(0).dtype();
     if (!floating(t))
       return nullptr;
-    kc::AxisShape s = axisShape(inType(0).dims(), n.attr("dim").getInt());
+    kc::AxisShape s = axisShape(inType(0).dims(), attrs::Softmax(n).dim());
     bool log = n.kind() == OpKind::LogSoftmax;
     return make(ctx, n, [t, s, log](const KernelArgs &a, const kc::Launch &l) {
       return kc::softmax(l, t, a.in(0).data, a.out().data, s, log);
@@ -331,9 +333,9 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     DType t = inType(0).dtype();
     if (!floating(t))
       return nullptr;
-    double p = n.attr("p").getFloat();
-    bool training = n.attr("training").getBool();
-    int64_t attrSeed = n.attr("seed").getInt();
+    double p = attrs::Dropout(n).p();
+    bool training = attrs::Dropout(n).training();
+    int64_t attrSeed = attrs::Dropout(n).seed();
     return make(ctx, n, [t, p, training, attrSeed](const KernelArgs &a, const kc::Launch &l) {
       uint64_t seed = kernels::opSeed(a.runSeed, static_cast<uint64_t>(attrSeed));
       return kc::dropout(l, t, a.in(0).data, a.out().data, a.out().numElements(), p, training,
@@ -395,14 +397,14 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     std::vector<unsigned> perm;
     for (unsigned d = 0; d < rank; ++d)
       perm.push_back(d);
-    std::swap(perm[normalizeDim(n.attr("dim0").getInt(), rank)],
-              perm[normalizeDim(n.attr("dim1").getInt(), rank)]);
+    std::swap(perm[normalizeDim(attrs::Transpose(n).dim0(), rank)],
+              perm[normalizeDim(attrs::Transpose(n).dim1(), rank)]);
     return permuteKernel(ctx, n, perm);
   }
   case OpKind::Permute: {
     size_t rank = inType(0).dims().size();
     std::vector<unsigned> perm;
-    for (int64_t d : n.attr("dims").getInts())
+    for (int64_t d : attrs::Permute(n).dims())
       perm.push_back(normalizeDim(d, rank));
     return permuteKernel(ctx, n, perm);
   }
@@ -440,8 +442,8 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     kc::CrossEntropyShape s;
     s.rows = logits.dims()[0];
     s.classes = logits.dims()[1];
-    s.ignoreIndex = n.attr("ignore_index").getInt();
-    s.labelSmoothing = n.attr("label_smoothing").getFloat();
+    s.ignoreIndex = attrs::CrossEntropy(n).ignore_index();
+    s.labelSmoothing = attrs::CrossEntropy(n).label_smoothing();
     s.labelType = labels.dtype();
     if (!grad)
       return make(ctx, n, [t, s](const KernelArgs &a, const kc::Launch &l) {
@@ -468,7 +470,7 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     });
   }
   case OpKind::Fill: {
-    double value = n.attr("value").getFloat();
+    double value = attrs::Fill(n).value();
     return make(ctx, n, [value](const KernelArgs &a, const kc::Launch &l) {
       return kc::fill(l, mutableOf(a.out()), value);
     });
@@ -480,7 +482,7 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     DType t = outType(0).dtype();
     if (!floating(t) || inType(0).dtype() != t || inType(1).dtype() != t)
       return nullptr;
-    kc::AxisShape s = axisShape(outType(0).dims(), n.attr("dim").getInt());
+    kc::AxisShape s = axisShape(outType(0).dims(), attrs::Softmax(n).dim());
     bool log = n.kind() == OpKind::LogSoftmaxGrad;
     return make(ctx, n, [t, s, log](const KernelArgs &a, const kc::Launch &l) {
       return kc::softmaxGrad(l, t, a.in(0).data, a.in(1).data, a.out().data, s, log);
@@ -491,37 +493,34 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   case OpKind::LearningRate: {
     using kernels::LrSchedule;
     kernels::LrScheduleParams p;
-    const std::string &schedule = n.attr("schedule").getString();
-    p.kind = schedule == "step"     ? LrSchedule::Step
-             : schedule == "cosine" ? LrSchedule::Cosine
-                                    : LrSchedule::Constant;
-    p.lr = n.attr("lr").getFloat();
-    p.warmupSteps = n.attr("warmup_steps").getInt();
-    p.stepSize = n.attr("step_size").getInt();
-    p.gamma = n.attr("gamma").getFloat();
-    p.totalSteps = n.attr("total_steps").getInt();
-    p.minLr = n.attr("min_lr").getFloat();
-    int64_t accumulate = n.attr("accumulate").getInt();
+    p.kind = kernels::lrScheduleOf(attrs::LearningRate(n).schedule());
+    p.lr = attrs::LearningRate(n).lr();
+    p.warmupSteps = attrs::LearningRate(n).warmup_steps();
+    p.stepSize = attrs::LearningRate(n).step_size();
+    p.gamma = attrs::LearningRate(n).gamma();
+    p.totalSteps = attrs::LearningRate(n).total_steps();
+    p.minLr = attrs::LearningRate(n).min_lr();
+    int64_t accumulate = attrs::StepCounter(n).accumulate();
     return make(ctx, n, [p, accumulate](const KernelArgs &a, const kc::Launch &l) {
       return kc::learningRate(l, mutableOf(a.out()), p, accumulate);
     });
   }
   case OpKind::StepCounter: {
-    int64_t accumulate = n.attr("accumulate").getInt();
+    int64_t accumulate = attrs::StepCounter(n).accumulate();
     return make(ctx, n, [accumulate](const KernelArgs &a, const kc::Launch &l) {
       kc::Scalar skip = a.inputs.size() > 1 ? scalarOf(a.in(1)) : kc::Scalar{};
       return kc::stepCounter(l, scalarOf(a.in(0)), skip, mutableOf(a.out()), accumulate);
     });
   }
   case OpKind::AccumulateGrad: {
-    int64_t accumulate = n.attr("accumulate").getInt();
+    int64_t accumulate = attrs::StepCounter(n).accumulate();
     return make(ctx, n, [accumulate](const KernelArgs &a, const kc::Launch &l) {
       return kc::accumulateGrad(l, tensorOf(a.in(0)), tensorOf(a.in(1)), mutableOf(a.out()),
                                 accumulate);
     });
   }
   case OpKind::ClipCoefficient: {
-    double maxNorm = n.attr("max_norm").getFloat();
+    double maxNorm = attrs::ClipCoefficient(n).max_norm();
     return make(ctx, n, [maxNorm](const KernelArgs &a, const kc::Launch &l) {
       kc::Scalar scale = a.inputs.size() > 1 ? scalarOf(a.in(1)) : kc::Scalar{};
       return kc::clipCoefficient(l, scalarOf(a.in(0)), scale, mutableOf(a.out()), maxNorm);
@@ -536,7 +535,7 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
 
   // Loss scaling.
   case OpKind::UnscaleCheck: {
-    int64_t accumulate = n.attr("accumulate").getInt();
+    int64_t accumulate = attrs::StepCounter(n).accumulate();
     auto scratch = std::make_shared<DeviceScratch>(sizeof(int), n);
     return make(ctx, n, [accumulate, scratch](const KernelArgs &a, const kc::Launch &l) {
       std::vector<kc::Tensor> grads;
@@ -549,12 +548,12 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   }
   case OpKind::UpdateLossScale: {
     kc::LossScaleParamsArg p;
-    p.growthFactor = n.attr("growth_factor").getFloat();
-    p.backoffFactor = n.attr("backoff_factor").getFloat();
-    p.growthInterval = n.attr("growth_interval").getInt();
-    p.minScale = n.attr("min_scale").getFloat();
-    p.maxScale = n.attr("max_scale").getFloat();
-    int64_t accumulate = n.attr("accumulate").getInt();
+    p.growthFactor = attrs::UpdateLossScale(n).growth_factor();
+    p.backoffFactor = attrs::UpdateLossScale(n).backoff_factor();
+    p.growthInterval = attrs::UpdateLossScale(n).growth_interval();
+    p.minScale = attrs::UpdateLossScale(n).min_scale();
+    p.maxScale = attrs::UpdateLossScale(n).max_scale();
+    int64_t accumulate = attrs::StepCounter(n).accumulate();
     return make(ctx, n, [p, accumulate](const KernelArgs &a, const kc::Launch &l) {
       return kc::updateLossScale(l, scalarOf(a.in(0)), scalarOf(a.in(1)), scalarOf(a.in(2)),
                                  mutableOf(a.out(0)), mutableOf(a.out(1)), p, accumulate);

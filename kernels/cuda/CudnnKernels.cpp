@@ -23,6 +23,7 @@
 // CUDNN_BN_MIN_EPSILON run on the host fallback.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/cuda/CudaContext.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -105,10 +106,10 @@ public:
     cudnnDataType_t data;
     if (!cudnnType(t, data))
       return false;
-    const std::vector<int64_t> &stride = n.attr("stride").getInts();
-    const std::vector<int64_t> &padding = n.attr("padding").getInts();
-    const std::vector<int64_t> &dilation = n.attr("dilation").getInts();
-    int64_t groups = n.attr("groups").getInt();
+    const std::vector<int64_t> &stride = attrs::Conv2d(n).stride();
+    const std::vector<int64_t> &padding = attrs::Conv2d(n).padding();
+    const std::vector<int64_t> &dilation = attrs::Conv2d(n).dilation();
+    int64_t groups = attrs::Conv2d(n).groups();
     if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2)
       return false;
     for (int64_t d : {x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], y[0], y[1], y[2], y[3]})
@@ -403,9 +404,9 @@ std::unique_ptr<kernels::NodeKernel> prepareCudnnKernel(CudaContext &ctx, const 
     for (unsigned r = 1; r < n.numResults(); ++r)
       if (n.result(r)->dtype() != DType::F32)
         return nullptr;
-    bool training = n.attr("training").getBool();
-    double eps = n.attr("eps").getNumber();
-    double momentum = backward ? 0 : n.attr("momentum").getNumber();
+    bool training = attrs::BatchNorm2d(n).training();
+    double eps = attrs::BatchNorm2d(n).eps();
+    double momentum = backward ? 0 : attrs::BatchNorm2d(n).momentum();
     if (eps < CUDNN_BN_MIN_EPSILON || (backward && !training) ||
         (!backward && training && n.numResults() < 3) || (backward && n.numResults() < 3))
       return nullptr;

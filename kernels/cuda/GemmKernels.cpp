@@ -13,6 +13,7 @@
 // formed in the compute type and rounded once, as the reference does.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/cuda/CudaContext.h"
 
 #include <algorithm>
@@ -170,8 +171,8 @@ std::unique_ptr<kernels::NodeKernel> prepareGemmKernel(CudaContext &ctx, const N
   }
   case OpKind::MatMul: {
     llvm::ArrayRef<int64_t> a = n.operand(0)->type().dims();
-    s.ta = n.attr("transpose_a").getBool();
-    s.tb = n.attr("transpose_b").getBool();
+    s.ta = attrs::MatMul(n).transpose_a();
+    s.tb = attrs::MatMul(n).transpose_b();
     s.m = outDims[0];
     s.n = outDims[1];
     s.k = s.ta ? a[0] : a[1];
@@ -179,8 +180,8 @@ std::unique_ptr<kernels::NodeKernel> prepareGemmKernel(CudaContext &ctx, const N
   }
   case OpKind::BatchMatMul: {
     llvm::ArrayRef<int64_t> a = n.operand(0)->type().dims(), b = n.operand(1)->type().dims();
-    s.ta = n.attr("transpose_a").getBool();
-    s.tb = n.attr("transpose_b").getBool();
+    s.ta = attrs::MatMul(n).transpose_a();
+    s.tb = attrs::MatMul(n).transpose_b();
     s.m = outDims[outDims.size() - 2];
     s.n = outDims.back();
     s.k = s.ta ? a[a.size() - 2] : a.back();

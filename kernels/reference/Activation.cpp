@@ -6,6 +6,7 @@
 // Elementwise.cpp's generic loops.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/ActivationMath.h"
 #include "kernels/common/Random.h"
 #include "kernels/common/Storage.h"
@@ -40,7 +41,7 @@ AxisView viewAround(llvm::ArrayRef<int64_t> dims, int64_t dim) {
 /// softmax (log = false) or log_softmax (log = true) along attr `dim`.
 void softmaxImpl(const KernelArgs &a, bool log) {
   const TensorArg &in = a.in(0), &out = a.out();
-  AxisView v = viewAround(in.dims(), a.attr("dim").getInt());
+  AxisView v = viewAround(in.dims(), attrs::Softmax(*a.node).dim());
   if (v.size == 0) // no elements, and no row to take a maximum of
     return;
   bool handled = dispatchFloat(in.dtype(), [&](auto tag) {
@@ -70,7 +71,7 @@ void softmaxImpl(const KernelArgs &a, bool log) {
 /// `dim`, from the incoming gradient (input 0) and the forward output (input 1).
 void softmaxGradImpl(const KernelArgs &a, bool log) {
   const TensorArg &dy = a.in(0), &y = a.in(1), &out = a.out();
-  AxisView v = viewAround(out.dims(), a.attr("dim").getInt());
+  AxisView v = viewAround(out.dims(), attrs::Softmax(*a.node).dim());
   bool handled = dispatchFloat(out.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = ComputeT<D>;
@@ -104,9 +105,9 @@ void logSoftmax(const KernelArgs &a) { softmaxImpl(a, /*log=*/true); }
 // pure function of (seed, step, index), so the backward pass regenerates it
 // and every backend draws the same one. training=false (and p=0) is identity.
 void dropout(const KernelArgs &a) {
-  double p = a.attr("p").getFloat();
-  bool training = a.attr("training").getBool();
-  uint64_t seed = opSeed(a.runSeed, static_cast<uint64_t>(a.attr("seed").getInt()));
+  double p = attrs::Dropout(*a.node).p();
+  bool training = attrs::Dropout(*a.node).training();
+  uint64_t seed = opSeed(a.runSeed, static_cast<uint64_t>(attrs::Dropout(*a.node).seed()));
   const TensorArg &in = a.in(0), &out = a.out();
   bool handled = dispatchFloat(in.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;

@@ -4,6 +4,7 @@
 // (f32 for f16/bf16, as tensor cores do) and is rounded once when stored.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/LinearAlgebraMath.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
@@ -101,7 +102,7 @@ template <DType D> void linearImpl(const KernelArgs &args) {
 
 template <DType D> void matMulImpl(const KernelArgs &args) {
   const TensorArg &a = args.in(0), &b = args.in(1), &y = args.out();
-  bool ta = args.attr("transpose_a").getBool(), tb = args.attr("transpose_b").getBool();
+  bool ta = attrs::MatMul(*args.node).transpose_a(), tb = attrs::MatMul(*args.node).transpose_b();
   int64_t m = y.dims()[0], n = y.dims()[1];
   int64_t k = ta ? a.dims()[0] : a.dims()[1];
   gemm<D>({a.data, 0, m, k, ta}, {b.data, 0, k, n, tb}, y.data, 0);
@@ -129,7 +130,7 @@ int64_t broadcastBatchOffset(int64_t outBatchIndex, llvm::ArrayRef<int64_t> outB
 
 template <DType D> void batchMatMulImpl(const KernelArgs &args) {
   const TensorArg &a = args.in(0), &b = args.in(1), &y = args.out();
-  bool ta = args.attr("transpose_a").getBool(), tb = args.attr("transpose_b").getBool();
+  bool ta = attrs::MatMul(*args.node).transpose_a(), tb = attrs::MatMul(*args.node).transpose_b();
   llvm::ArrayRef<int64_t> outDims = y.dims(), aDims = a.dims(), bDims = b.dims();
   int64_t m = outDims[outDims.size() - 2], n = outDims.back();
   int64_t k = ta ? aDims[aDims.size() - 2] : aDims.back();
@@ -153,8 +154,8 @@ template <DType D> void attentionImpl(const KernelArgs &args) {
   unsigned rank = q.dims().size();
   int64_t queryLen = q.dims()[rank - 2], headSize = q.dims()[rank - 1];
   int64_t keyLen = k.dims()[rank - 2], valueSize = v.dims()[rank - 1];
-  bool causal = args.attr("causal").getBool();
-  T scale = attentionScale<T>(args.attr("scale").getNumber(), headSize);
+  bool causal = attrs::ScaledDotProductAttention(*args.node).causal();
+  T scale = attentionScale<T>(attrs::ScaledDotProductAttention(*args.node).scale(), headSize);
   int64_t batches = 1;
   for (int64_t d : q.dims().drop_back(2))
     batches *= d;
@@ -204,8 +205,8 @@ struct ConvGeometry {
 
   ConvGeometry(const KernelArgs &args, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> w,
                llvm::ArrayRef<int64_t> y)
-      : stride(args.attr("stride").getInts()), padding(args.attr("padding").getInts()),
-        dilation(args.attr("dilation").getInts()), groups(args.attr("groups").getInt()),
+      : stride(attrs::Conv2d(*args.node).stride()), padding(attrs::Conv2d(*args.node).padding()),
+        dilation(attrs::Conv2d(*args.node).dilation()), groups(attrs::Conv2d(*args.node).groups()),
         batch(x[0]), inChannels(x[1]), inH(x[2]), inW(x[3]), outChannels(w[0]),
         groupInChannels(w[1]), kh(w[2]), kw(w[3]), outH(y[2]), outW(y[3]) {}
 
@@ -376,8 +377,8 @@ template <DType D> void attentionGradImpl(const KernelArgs &args) {
   unsigned rank = q.dims().size();
   int64_t queryLen = q.dims()[rank - 2], headSize = q.dims()[rank - 1];
   int64_t keyLen = k.dims()[rank - 2], valueSize = v.dims()[rank - 1];
-  bool causal = args.attr("causal").getBool();
-  T scale = attentionScale<T>(args.attr("scale").getNumber(), headSize);
+  bool causal = attrs::ScaledDotProductAttention(*args.node).causal();
+  T scale = attentionScale<T>(attrs::ScaledDotProductAttention(*args.node).scale(), headSize);
   int64_t batches = 1;
   for (int64_t d : q.dims().drop_back(2))
     batches *= d;

@@ -6,6 +6,7 @@
 // kernels/common/LossMath.h and, for log-softmax, ActivationMath.h.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/ActivationMath.h"
 #include "kernels/common/LossMath.h"
 #include "kernels/common/Storage.h"
@@ -52,8 +53,8 @@ void binaryCrossEntropy(const KernelArgs &a) {
 // not checked when the graph is compiled, and must not read out of bounds.
 void crossEntropy(const KernelArgs &a) {
   const TensorArg &logits = a.in(0), &labels = a.in(1), &out = a.out();
-  int64_t ignoreIndex = a.attr("ignore_index").getInt();
-  double labelSmoothing = a.attr("label_smoothing").getFloat();
+  int64_t ignoreIndex = attrs::CrossEntropy(*a.node).ignore_index();
+  double labelSmoothing = attrs::CrossEntropy(*a.node).label_smoothing();
   int64_t rows = logits.dims()[0], classes = logits.dims()[1];
   bool handled = dispatchFloat(logits.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;

@@ -5,6 +5,7 @@
 // (kernels/common/LossMath.h). Computed in the compute type, rounded on store.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/ActivationMath.h"
 #include "kernels/common/LossMath.h"
 #include "kernels/common/Storage.h"
@@ -54,8 +55,8 @@ void binaryCrossEntropyGradTarget(const KernelArgs &a) {
 // outside [0, C) made the forward loss NaN, so every gradient is NaN too.
 void crossEntropyGrad(const KernelArgs &a) {
   const TensorArg &dy = a.in(0), &logits = a.in(1), &labels = a.in(2), &out = a.out();
-  int64_t ignoreIndex = a.attr("ignore_index").getInt();
-  double labelSmoothing = a.attr("label_smoothing").getFloat();
+  int64_t ignoreIndex = attrs::CrossEntropy(*a.node).ignore_index();
+  double labelSmoothing = attrs::CrossEntropy(*a.node).label_smoothing();
   int64_t rows = logits.dims()[0], classes = logits.dims()[1];
   bool handled = dispatchFloat(out.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;

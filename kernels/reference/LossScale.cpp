@@ -4,6 +4,7 @@
 // the element math is in kernels/common/LossScaleMath.h.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/LossScaleMath.h"
 #include "kernels/common/OptimizerMath.h"
 #include "kernels/common/Storage.h"
@@ -31,7 +32,7 @@ template <class T> bool anyNonFinite(const TensorArg &grad, T invScale) {
 void unscaleCheck(const KernelArgs &a) {
   // Only the last micro-step of a group, whose gradients the optimizer
   // applies, reports them.
-  bool checks = endsAccumulation(a.step, a.attr("accumulate").getInt());
+  bool checks = endsAccumulation(a.step, attrs::StepCounter(*a.node).accumulate());
   float scale = static_cast<float>(readScalar(a.in(0)));
   float invScale = inverseLossScale(scale);
   bool foundInf = false;
@@ -47,13 +48,13 @@ void unscaleCheck(const KernelArgs &a) {
 void updateLossScale(const KernelArgs &a) {
   float scale = static_cast<float>(readScalar(a.in(0)));
   float tracker = static_cast<float>(readScalar(a.in(1)));
-  if (endsAccumulation(a.step, a.attr("accumulate").getInt())) {
+  if (endsAccumulation(a.step, attrs::StepCounter(*a.node).accumulate())) {
     LossScaleParams p;
-    p.growthFactor = a.attr("growth_factor").getFloat();
-    p.backoffFactor = a.attr("backoff_factor").getFloat();
-    p.growthInterval = a.attr("growth_interval").getInt();
-    p.minScale = a.attr("min_scale").getFloat();
-    p.maxScale = a.attr("max_scale").getFloat();
+    p.growthFactor = attrs::UpdateLossScale(*a.node).growth_factor();
+    p.backoffFactor = attrs::UpdateLossScale(*a.node).backoff_factor();
+    p.growthInterval = attrs::UpdateLossScale(*a.node).growth_interval();
+    p.minScale = attrs::UpdateLossScale(*a.node).min_scale();
+    p.maxScale = attrs::UpdateLossScale(*a.node).max_scale();
     kernels::updateLossScale(scale, tracker, readScalar(a.in(2)) != 0, p);
   } else {
     a.reportStateUnchanged();

@@ -7,6 +7,7 @@
 // those are loaded by their own dtype.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/NormMath.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
@@ -27,9 +28,9 @@ template <DType D> void batchNorm2dImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
   const TensorArg &x = args.in(0), &weight = args.in(1), &bias = args.in(2),
                   &runningMean = args.in(3), &runningVar = args.in(4), &y = args.out(0);
-  bool training = args.attr("training").getBool();
-  T eps = static_cast<T>(args.attr("eps").getNumber());
-  T momentum = static_cast<T>(args.attr("momentum").getNumber());
+  bool training = attrs::BatchNorm2d(*args.node).training();
+  T eps = static_cast<T>(attrs::BatchNorm2d(*args.node).eps());
+  T momentum = static_cast<T>(attrs::BatchNorm2d(*args.node).momentum());
   int64_t batch = x.dims()[0], channels = x.dims()[1], planeSize = x.dims()[2] * x.dims()[3];
   int64_t count = batch * planeSize;
   auto index = [&](int64_t n, int64_t c, int64_t e) { return (n * channels + c) * planeSize + e; };
@@ -71,7 +72,7 @@ template <DType D> void batchNorm2dImpl(const KernelArgs &args) {
 template <DType D> void layerNormImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
   const TensorArg &x = args.in(0), &weight = args.in(1), &bias = args.in(2), &y = args.out();
-  T eps = static_cast<T>(args.attr("eps").getNumber());
+  T eps = static_cast<T>(attrs::LayerNorm(*args.node).eps());
   int64_t normalizedSize = weight.numElements();
   if (normalizedSize == 0)
     return;
@@ -122,8 +123,8 @@ template <DType D> void batchNorm2dGradImpl(const KernelArgs &args) {
   const TensorArg &dy = args.in(0), &x = args.in(1), &weight = args.in(2),
                   &runningMean = args.in(3), &runningVar = args.in(4);
   const TensorArg &dx = args.out(0), &dWeight = args.out(1), &dBias = args.out(2);
-  bool training = args.attr("training").getBool();
-  T eps = static_cast<T>(args.attr("eps").getNumber());
+  bool training = attrs::BatchNorm2d(*args.node).training();
+  T eps = static_cast<T>(attrs::BatchNorm2d(*args.node).eps());
   int64_t batch = x.dims()[0], channels = x.dims()[1], planeSize = x.dims()[2] * x.dims()[3];
   int64_t count = batch * planeSize;
   for (int64_t c = 0; c < channels; ++c) {
@@ -168,7 +169,7 @@ template <DType D> void layerNormGradImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
   const TensorArg &dy = args.in(0), &x = args.in(1), &weight = args.in(2);
   const TensorArg &dx = args.out(0), &dWeight = args.out(1), &dBias = args.out(2);
-  T eps = static_cast<T>(args.attr("eps").getNumber());
+  T eps = static_cast<T>(attrs::LayerNorm(*args.node).eps());
   int64_t normalizedSize = weight.numElements();
   if (normalizedSize == 0)
     return;

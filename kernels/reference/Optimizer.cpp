@@ -12,6 +12,7 @@
 // rounded, as the new model weight in the same loop.
 //
 //===----------------------------------------------------------------------===//
+#include "kernels/common/OptimizerAttrs.h"
 #include "kernels/common/OptimizerMath.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
@@ -54,7 +55,7 @@ struct UpdateControl {
 /// when present.
 UpdateControl readControl(const KernelArgs &a, unsigned lrIndex) {
   UpdateControl c;
-  c.apply = endsAccumulation(a.step, a.attr("accumulate").getInt());
+  c.apply = endsAccumulation(a.step, attrs::StepCounter(*a.node).accumulate());
   unsigned n = a.inputs.size();
   if (n > lrIndex + 2 && loadAsDouble(a.in(lrIndex + 2).dtype(), a.in(lrIndex + 2).data, 0) != 0)
     c.apply = false;
@@ -111,22 +112,19 @@ double readScalar(const TensorArg &t) { return loadAsDouble(t.dtype(), t.data, 0
 
 void learningRate(const KernelArgs &a) {
   LrScheduleParams p;
-  const std::string &schedule = a.attr("schedule").getString();
-  p.kind = schedule == "step"     ? LrSchedule::Step
-           : schedule == "cosine" ? LrSchedule::Cosine
-                                  : LrSchedule::Constant;
-  p.lr = a.attr("lr").getFloat();
-  p.warmupSteps = a.attr("warmup_steps").getInt();
-  p.stepSize = a.attr("step_size").getInt();
-  p.gamma = a.attr("gamma").getFloat();
-  p.totalSteps = a.attr("total_steps").getInt();
-  p.minLr = a.attr("min_lr").getFloat();
-  uint64_t optimizerStep = optimizerStepOf(a.step, a.attr("accumulate").getInt());
+  p.kind = lrScheduleOf(attrs::LearningRate(*a.node).schedule());
+  p.lr = attrs::LearningRate(*a.node).lr();
+  p.warmupSteps = attrs::LearningRate(*a.node).warmup_steps();
+  p.stepSize = attrs::LearningRate(*a.node).step_size();
+  p.gamma = attrs::LearningRate(*a.node).gamma();
+  p.totalSteps = attrs::LearningRate(*a.node).total_steps();
+  p.minLr = attrs::LearningRate(*a.node).min_lr();
+  uint64_t optimizerStep = optimizerStepOf(a.step, attrs::StepCounter(*a.node).accumulate());
   storeFromDouble(a.out().dtype(), a.out().data, 0, scheduledLearningRate(p, optimizerStep));
 }
 
 void stepCounter(const KernelArgs &a) {
-  bool apply = endsAccumulation(a.step, a.attr("accumulate").getInt());
+  bool apply = endsAccumulation(a.step, attrs::StepCounter(*a.node).accumulate());
   if (a.inputs.size() > 1 && readScalar(a.in(1)) != 0)
     apply = false;
   storeFromDouble(a.out().dtype(), a.out().data, 0, readScalar(a.in(0)) + (apply ? 1 : 0));
@@ -135,7 +133,7 @@ void stepCounter(const KernelArgs &a) {
 }
 
 void accumulateGrad(const KernelArgs &a) {
-  int64_t k = a.attr("accumulate").getInt();
+  int64_t k = attrs::StepCounter(*a.node).accumulate();
   uint64_t index = a.step % static_cast<uint64_t>(k);
   withComputeType(a.in(0).dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -160,7 +158,7 @@ void globalNorm(const KernelArgs &a) {
 void clipCoefficient(const KernelArgs &a) {
   float scale = a.inputs.size() > 1 ? static_cast<float>(readScalar(a.in(1))) : 1.0f;
   float norm = static_cast<float>(readScalar(a.in(0)));
-  float coef = kernels::clipCoefficient(norm * scale, a.attr("max_norm").getFloat());
+  float coef = kernels::clipCoefficient(norm * scale, attrs::ClipCoefficient(*a.node).max_norm());
   storeFromDouble(a.out().dtype(), a.out().data, 0, coef * scale);
 }
 
@@ -170,7 +168,8 @@ void sgdUpdate(const KernelArgs &a) {
     return passThrough(a, 0, c);
   withComputeType(a.in(0).dtype(), [&](auto zero) {
     using T = decltype(zero);
-    SgdScalars<T> s = makeSgdScalars<T>(c.lr, a.attr("weight_decay").getFloat(), 0, 0, false);
+    SgdScalars<T> s =
+        makeSgdScalars<T>(c.lr, attrs::SgdUpdate(*a.node).weight_decay(), 0, 0, false);
     for (int64_t i = 0, n = a.out().numElements(); i < n; ++i)
       storeParam<T>(a, c, i, sgdStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), s));
   });
@@ -184,9 +183,10 @@ void sgdMomentumUpdate(const KernelArgs &a) {
   bool firstStep = readScalar(a.in(3)) <= 1;
   withComputeType(a.in(0).dtype(), [&](auto zero) {
     using T = decltype(zero);
-    SgdScalars<T> s =
-        makeSgdScalars<T>(c.lr, a.attr("weight_decay").getFloat(), a.attr("momentum").getFloat(),
-                          a.attr("dampening").getFloat(), a.attr("nesterov").getBool());
+    SgdScalars<T> s = makeSgdScalars<T>(c.lr, attrs::SgdUpdate(*a.node).weight_decay(),
+                                        attrs::SgdMomentumUpdate(*a.node).momentum(),
+                                        attrs::SgdMomentumUpdate(*a.node).dampening(),
+                                        attrs::SgdMomentumUpdate(*a.node).nesterov());
     for (int64_t i = 0, n = a.out().numElements(); i < n; ++i) {
       T buf = loadAs<T>(a.in(2), i);
       T param =
@@ -205,8 +205,9 @@ void adamUpdate(const KernelArgs &a) {
   withComputeType(a.in(0).dtype(), [&](auto zero) {
     using T = decltype(zero);
     AdamScalars<T> s = makeAdamScalars<T>(
-        c.lr, a.attr("beta1").getFloat(), a.attr("beta2").getFloat(), a.attr("eps").getFloat(),
-        a.attr("weight_decay").getFloat(), a.attr("decoupled_weight_decay").getBool(), stepCount);
+        c.lr, attrs::AdamUpdate(*a.node).beta1(), attrs::AdamUpdate(*a.node).beta2(),
+        attrs::AdamUpdate(*a.node).eps(), attrs::AdamUpdate(*a.node).weight_decay(),
+        attrs::AdamUpdate(*a.node).decoupled_weight_decay(), stepCount);
     for (int64_t i = 0, n = a.out().numElements(); i < n; ++i) {
       T expAvg = loadAs<T>(a.in(2), i), expAvgSq = loadAs<T>(a.in(3), i);
       T param = adamStep<T>(loadAs<T>(a.in(0), i), scaledGrad<T>(a, c, i), expAvg, expAvgSq, s);

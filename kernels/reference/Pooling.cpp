@@ -4,6 +4,7 @@
 // half inputs) and are rounded once when stored.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/PoolMath.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
@@ -21,8 +22,9 @@ struct PoolParams {
   std::vector<int64_t> kernel, stride, padding;
 
   explicit PoolParams(const KernelArgs &args)
-      : kernel(args.attr("kernel").getInts()), stride(args.attr("stride").getInts()),
-        padding(args.attr("padding").getInts()) {
+      : kernel(attrs::MaxPool2d(*args.node).kernel()),
+        stride(attrs::MaxPool2d(*args.node).stride()),
+        padding(attrs::MaxPool2d(*args.node).padding()) {
     if (stride.empty())
       stride = kernel;
   }
@@ -67,7 +69,7 @@ template <DType D> void avgPool2dImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
   const TensorArg &x = args.in(0), &y = args.out();
   int64_t inW = x.dims()[3];
-  bool countIncludePad = args.attr("count_include_pad").getBool();
+  bool countIncludePad = attrs::AvgPool2d(*args.node).count_include_pad();
   forEachWindow(
       args, x.dims(), y.dims(),
       [&](int64_t plane, const PoolWindow &rows, const PoolWindow &cols, int64_t outIndex) {
@@ -127,7 +129,7 @@ template <DType D> void avgPool2dGradImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
   const TensorArg &dy = args.in(0), &dx = args.out();
   int64_t inW = dx.dims()[3];
-  bool countIncludePad = args.attr("count_include_pad").getBool();
+  bool countIncludePad = attrs::AvgPool2d(*args.node).count_include_pad();
   std::vector<T> acc(dx.numElements(), T(0));
   forEachWindow(
       args, dx.dims(), dy.dims(),

@@ -1,4 +1,5 @@
 //===- Reduction.cpp - reduce_sum, reduce_mean, fill -----------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/ReduceMath.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
@@ -15,7 +16,7 @@ template <DType D> void reduceImpl(const KernelArgs &a, bool mean) {
   const TensorArg &x = a.in(0), &y = a.out();
   llvm::ArrayRef<int64_t> dims = x.dims();
   unsigned rank = dims.size();
-  const std::vector<int64_t> &axes = a.attr("dims").getInts();
+  const std::vector<int64_t> &axes = attrs::ReduceSum(*a.node).dims();
   llvm::SmallBitVector reduced(rank, axes.empty());
   for (int64_t d : axes)
     reduced.set(static_cast<unsigned>(d < 0 ? d + rank : d));
@@ -53,7 +54,7 @@ void reduceMean(const KernelArgs &a) {
 
 void fill(const KernelArgs &a) {
   const TensorArg &y = a.out();
-  double v = a.attr("value").getFloat();
+  double v = attrs::Fill(*a.node).value();
   for (int64_t i = 0, n = y.numElements(); i < n; ++i)
     storeFromDouble(y.dtype(), y.data, i, v);
 }

@@ -5,6 +5,7 @@
 // converts through kernels/common/CastMath.h.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/CastMath.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
@@ -89,15 +90,15 @@ void transpose(const KernelArgs &a) {
   llvm::SmallVector<unsigned, 6> perm;
   for (unsigned d = 0; d < rank; ++d)
     perm.push_back(d);
-  std::swap(perm[normalizeDim(a.attr("dim0").getInt(), rank)],
-            perm[normalizeDim(a.attr("dim1").getInt(), rank)]);
+  std::swap(perm[normalizeDim(attrs::Transpose(*a.node).dim0(), rank)],
+            perm[normalizeDim(attrs::Transpose(*a.node).dim1(), rank)]);
   permuteImpl(a, perm);
 }
 
 void permute(const KernelArgs &a) {
   size_t rank = a.in(0).dims().size();
   llvm::SmallVector<unsigned, 6> perm;
-  for (int64_t d : a.attr("dims").getInts())
+  for (int64_t d : attrs::Permute(*a.node).dims())
     perm.push_back(normalizeDim(d, rank));
   permuteImpl(a, perm);
 }
@@ -107,7 +108,7 @@ void permute(const KernelArgs &a) {
 void concat(const KernelArgs &a) {
   const TensorArg &out = a.out();
   llvm::ArrayRef<int64_t> outDims = out.dims();
-  unsigned axis = normalizeDim(a.attr("axis").getInt(), outDims.size());
+  unsigned axis = normalizeDim(attrs::Concat(*a.node).axis(), outDims.size());
   int64_t outer = 1, inner = 1;
   for (unsigned d = 0; d < outDims.size(); ++d) {
     if (d < axis)

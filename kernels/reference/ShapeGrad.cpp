@@ -6,6 +6,7 @@
 // bytes unchanged, so they are exact for every dtype.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
 
@@ -23,9 +24,9 @@ void slice(const KernelArgs &a) {
   const TensorArg &in = a.in(0), &out = a.out();
   llvm::ArrayRef<int64_t> inDims = in.dims();
   int64_t rank = static_cast<int64_t>(inDims.size());
-  int64_t axisAttr = a.attr("axis").getInt();
+  int64_t axisAttr = attrs::Slice(*a.node).axis();
   unsigned axis = static_cast<unsigned>(axisAttr < 0 ? axisAttr + rank : axisAttr);
-  int64_t start = a.attr("start").getInt(), end = a.attr("end").getInt();
+  int64_t start = attrs::Slice(*a.node).start(), end = attrs::Slice(*a.node).end();
   int64_t outer = 1, inner = 1;
   for (unsigned d = 0; d < inDims.size(); ++d) {
     if (d < axis)
@@ -78,7 +79,7 @@ void broadcastTo(const KernelArgs &a) {
 void embeddingGrad(const KernelArgs &a) {
   const TensorArg &grad = a.in(0), &indices = a.in(1), &out = a.out();
   int64_t numRows = out.dims()[0], rowLength = out.dims()[1];
-  int64_t paddingIdx = a.attr("padding_idx").getInt();
+  int64_t paddingIdx = attrs::Embedding(*a.node).padding_idx();
   bool handled = dispatchFloat(out.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = ComputeT<D>;

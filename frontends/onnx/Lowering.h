@@ -33,6 +33,17 @@
 
 namespace ampc::onnxfe {
 
+/// A double as an int64, saturating at +-2^62: constants hold doubles, and a
+/// hostile file's 2^63 would make the plain conversion undefined.
+inline int64_t saturatingInt(double v) {
+  constexpr double kLimit = 4611686018427387904.0; // 2^62
+  if (!(v > -kLimit))
+    return v != v ? 0 : -(int64_t(1) << 62);
+  if (!(v < kLimit))
+    return int64_t(1) << 62;
+  return int64_t(v);
+}
+
 /// A tensor known at import time, kept as doubles (exact for the integers
 /// of shapes and axes).
 struct ConstTensor {

@@ -78,7 +78,7 @@ bool axesInput(OnnxLowering &l, const onnx::NodeProto &n, int i, unsigned rank,
   axes.clear();
   for (double a : c->values) {
     unsigned d;
-    if (!l.normAxis(int64_t(a), rank, d, "axis"))
+    if (!l.normAxis(saturatingInt(a), rank, d, "axis"))
       return false;
     axes.push_back(d);
   }
@@ -177,10 +177,10 @@ bool lowerGather(OnnxLowering &l, const onnx::NodeProto &n) {
     out.dims.append(d->dims.begin() + axis + 1, d->dims.end());
     for (int64_t o = 0; o < outer; ++o)
       for (double iv : idx->values) {
-        int64_t i = int64_t(iv) < 0 ? int64_t(iv) + size : int64_t(iv);
+        int64_t i = saturatingInt(iv) < 0 ? saturatingInt(iv) + size : saturatingInt(iv);
         if (i < 0 || i >= size)
-          return l.error("index " + llvm::Twine(int64_t(iv)) + " is out of range for dim of size " +
-                         llvm::Twine(size));
+          return l.error("index " + llvm::Twine(saturatingInt(iv)) +
+                         " is out of range for dim of size " + llvm::Twine(size));
         for (int64_t k = 0; k < inner; ++k)
           out.values.push_back(d->values[(o * size + i) * inner + k]);
       }
@@ -211,10 +211,10 @@ bool lowerGather(OnnxLowering &l, const onnx::NodeProto &n) {
   int64_t size = dataDims[axis];
   llvm::SmallVector<int64_t, 4> picks;
   for (double iv : idx->values) {
-    int64_t i = int64_t(iv) < 0 ? int64_t(iv) + size : int64_t(iv);
+    int64_t i = saturatingInt(iv) < 0 ? saturatingInt(iv) + size : saturatingInt(iv);
     if (i < 0 || i >= size)
-      return l.error("index " + llvm::Twine(int64_t(iv)) + " is out of range for dim of size " +
-                     llvm::Twine(size));
+      return l.error("index " + llvm::Twine(saturatingInt(iv)) +
+                     " is out of range for dim of size " + llvm::Twine(size));
     picks.push_back(i);
   }
   bool contiguous = true;
@@ -316,7 +316,8 @@ bool lowerSlice(OnnxLowering &l, const onnx::NodeProto &n) {
       return false;
     int64_t size = dims[axis];
     auto clampIndex = [&](double v) {
-      int64_t i = v >= 9.2e18 ? size : v <= -9.2e18 ? 0 : int64_t(v);
+      int64_t i = saturatingInt(v);
+      i = std::clamp<int64_t>(i, -(int64_t(1) << 61), int64_t(1) << 61);
       if (i < 0)
         i += size;
       return std::clamp<int64_t>(i, 0, size);
@@ -370,7 +371,7 @@ bool lowerReshape(OnnxLowering &l, const onnx::NodeProto &n) {
   llvm::SmallVector<int64_t, 4> dims;
   int inferred = -1;
   for (size_t k = 0; k < shape->values.size(); ++k) {
-    int64_t d = int64_t(shape->values[k]);
+    int64_t d = saturatingInt(shape->values[k]);
     if (d == 0 && !allowZero) {
       if (k >= in.size())
         return l.error("shape copies dim " + llvm::Twine(k) + " the input does not have");

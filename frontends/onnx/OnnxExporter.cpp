@@ -2,6 +2,7 @@
 #include "frontends/onnx/OnnxExporter.h"
 #include "frontends/onnx/OnnxFile.h"
 #include "ir/HalfConversion.h"
+#include "ir/OpAttrs.h"
 
 #include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
@@ -197,9 +198,9 @@ bool emitMatMul(Exporter &e, const Node &n) {
     Exporter::attrInts(e.node("Transpose", {v}, {t}), "perm", perm);
     return t;
   };
-  if (n.attr("transpose_a").getBool())
+  if (attrs::MatMul(n).transpose_a())
     a = transposeLast2(a, n.operand(0)->type().rank());
-  if (n.attr("transpose_b").getBool())
+  if (attrs::MatMul(n).transpose_b())
     b = transposeLast2(b, n.operand(1)->type().rank());
   e.node("MatMul", {a, b}, {Exporter::out(n)});
   return true;
@@ -209,24 +210,26 @@ bool emitConv(Exporter &e, const Node &n) {
   onnx::NodeProto &c = e.node("Conv", {}, {Exporter::out(n)});
   for (unsigned i = 0; i < n.numOperands(); ++i)
     c.add_input(Exporter::in(n, i));
-  const std::vector<int64_t> &p = n.attr("padding").getInts();
+  attrs::Conv2d a(n);
+  const std::vector<int64_t> &p = a.padding();
   Exporter::attrInts(c, "pads", {p[0], p[1], p[0], p[1]});
-  Exporter::attrInts(c, "strides", n.attr("stride").getInts());
-  Exporter::attrInts(c, "dilations", n.attr("dilation").getInts());
-  Exporter::attrInt(c, "group", n.attr("groups").getInt());
+  Exporter::attrInts(c, "strides", a.stride());
+  Exporter::attrInts(c, "dilations", a.dilation());
+  Exporter::attrInt(c, "group", a.groups());
   const TensorType &w = n.operand(1)->type();
   Exporter::attrInts(c, "kernel_shape", {w.dim(2), w.dim(3)});
   return true;
 }
 
 bool emitBatchNorm(Exporter &e, const Node &n) {
-  if (n.attr("training").getBool())
+  attrs::BatchNorm2d a(n);
+  if (a.training())
     return e.error(n, "batchnorm is in training mode (export the inference graph)");
   onnx::NodeProto &b = e.node("BatchNormalization", {}, {Exporter::out(n)});
   for (unsigned i = 0; i < 5; ++i)
     b.add_input(Exporter::in(n, i));
-  Exporter::attrFloat(b, "epsilon", n.attr("eps").getNumber());
-  Exporter::attrFloat(b, "momentum", 1.0 - n.attr("momentum").getNumber());
+  Exporter::attrFloat(b, "epsilon", a.eps());
+  Exporter::attrFloat(b, "momentum", 1.0 - a.momentum());
   return true;
 }
 
@@ -234,15 +237,16 @@ bool emitLayerNorm(Exporter &e, const Node &n) {
   onnx::NodeProto &l =
       e.node("LayerNormalization", {Exporter::in(n, 0), Exporter::in(n, 1), Exporter::in(n, 2)},
              {Exporter::out(n)});
-  Exporter::attrInt(l, "axis", -n.attr("normalized_dims").getInt());
-  Exporter::attrFloat(l, "epsilon", n.attr("eps").getNumber());
+  attrs::LayerNorm a(n);
+  Exporter::attrInt(l, "axis", -a.normalized_dims());
+  Exporter::attrFloat(l, "epsilon", a.eps());
   return true;
 }
 
 bool emitGelu(Exporter &e, const Node &n) {
   DType t = n.operand(0)->dtype();
   std::string x = Exporter::in(n, 0);
-  if (n.attr("approximate").getString() == "tanh") {
+  if (attrs::Gelu(n).approximate() == GeluApproximate::Tanh) {
     // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     std::string x3 = e.fresh("gelu"), inner = e.fresh("gelu"), scaled = e.fresh("gelu"),
                 th = e.fresh("gelu"), one = e.fresh("gelu"), half = e.fresh("gelu");
@@ -276,13 +280,13 @@ bool emitSilu(Exporter &e, const Node &n) {
 
 bool emitSoftmaxLike(Exporter &e, const Node &n, llvm::StringRef type) {
   Exporter::attrInt(e.node(type, {Exporter::in(n, 0)}, {Exporter::out(n)}), "axis",
-                    n.attr("dim").getInt());
+                    attrs::Softmax(n).dim()); // log_softmax declares the same
   return true;
 }
 
 bool emitScale(Exporter &e, const Node &n) {
   e.node("Mul",
-         {Exporter::in(n, 0), e.constScalar(n.attr("factor").getNumber(), n.operand(0)->dtype())},
+         {Exporter::in(n, 0), e.constScalar(attrs::Scale(n).factor(), n.operand(0)->dtype())},
          {Exporter::out(n)});
   return true;
 }
@@ -290,15 +294,17 @@ bool emitScale(Exporter &e, const Node &n) {
 bool emitPool(Exporter &e, const Node &n, bool isMax) {
   onnx::NodeProto &p =
       e.node(isMax ? "MaxPool" : "AveragePool", {Exporter::in(n, 0)}, {Exporter::out(n)});
-  std::vector<int64_t> kernel = n.attr("kernel").getInts(), stride = n.attr("stride").getInts();
+  // maxpool2d and avgpool2d declare the same window attributes.
+  attrs::AvgPool2d a(n);
+  std::vector<int64_t> kernel = a.kernel(), stride = a.stride();
   if (stride.empty())
     stride = kernel;
-  const std::vector<int64_t> &pad = n.attr("padding").getInts();
+  const std::vector<int64_t> &pad = a.padding();
   Exporter::attrInts(p, "kernel_shape", kernel);
   Exporter::attrInts(p, "strides", stride);
   Exporter::attrInts(p, "pads", {pad[0], pad[1], pad[0], pad[1]});
   if (!isMax)
-    Exporter::attrInt(p, "count_include_pad", n.attr("count_include_pad").getBool() ? 1 : 0);
+    Exporter::attrInt(p, "count_include_pad", a.count_include_pad() ? 1 : 0);
   return true;
 }
 
@@ -308,14 +314,15 @@ bool emitTranspose(Exporter &e, const Node &n) {
   for (unsigned d = 0; d < rank; ++d)
     perm.push_back(d);
   auto norm = [&](int64_t d) { return d < 0 ? d + rank : d; };
-  std::swap(perm[norm(n.attr("dim0").getInt())], perm[norm(n.attr("dim1").getInt())]);
+  attrs::Transpose a(n);
+  std::swap(perm[norm(a.dim0())], perm[norm(a.dim1())]);
   Exporter::attrInts(e.node("Transpose", {Exporter::in(n, 0)}, {Exporter::out(n)}), "perm", perm);
   return true;
 }
 
 bool emitPermute(Exporter &e, const Node &n) {
   unsigned rank = n.operand(0)->type().rank();
-  std::vector<int64_t> perm = n.attr("dims").getInts();
+  std::vector<int64_t> perm = attrs::Permute(n).dims();
   for (int64_t &d : perm)
     d = d < 0 ? d + rank : d;
   Exporter::attrInts(e.node("Transpose", {Exporter::in(n, 0)}, {Exporter::out(n)}), "perm", perm);
@@ -326,7 +333,7 @@ bool emitConcat(Exporter &e, const Node &n) {
   std::vector<std::string> ins;
   for (unsigned i = 0; i < n.numOperands(); ++i)
     ins.push_back(Exporter::in(n, i));
-  Exporter::attrInt(e.node("Concat", ins, {Exporter::out(n)}), "axis", n.attr("axis").getInt());
+  Exporter::attrInt(e.node("Concat", ins, {Exporter::out(n)}), "axis", attrs::Concat(n).axis());
   return true;
 }
 
@@ -337,31 +344,33 @@ bool emitEmbedding(Exporter &e, const Node &n) {
 
 bool emitCast(Exporter &e, const Node &n) {
   Exporter::attrInt(e.node("Cast", {Exporter::in(n, 0)}, {Exporter::out(n)}), "to",
-                    onnxTypeOf(n.attr("to").getDType()));
+                    onnxTypeOf(attrs::Cast(n).to()));
   return true;
 }
 
 bool emitSlice(Exporter &e, const Node &n) {
   e.node("Slice",
-         {Exporter::in(n, 0), e.constInts({n.attr("start").getInt()}),
-          e.constInts({n.attr("end").getInt()}), e.constInts({n.attr("axis").getInt()})},
+         {Exporter::in(n, 0), e.constInts({attrs::Slice(n).start()}),
+          e.constInts({attrs::Slice(n).end()}), e.constInts({attrs::Slice(n).axis()})},
          {Exporter::out(n)});
   return true;
 }
 
 bool emitDropout(Exporter &e, const Node &n) {
-  if (n.attr("training").getBool() && n.attr("p").getNumber() > 0)
+  if (attrs::Dropout(n).training() && attrs::Dropout(n).p() > 0)
     return e.error(n, "dropout is in training mode (export the inference graph)");
   e.node("Identity", {Exporter::in(n, 0)}, {Exporter::out(n)});
   return true;
 }
 
 bool emitReduce(Exporter &e, const Node &n, bool mean) {
-  std::vector<int64_t> axes = n.attr("dims").getInts();
+  // reduce_sum and reduce_mean declare the same attributes.
+  attrs::ReduceSum a(n);
+  std::vector<int64_t> axes = a.dims();
   if (axes.empty())
     for (unsigned d = 0; d < n.operand(0)->type().rank(); ++d)
       axes.push_back(d);
-  bool keep = n.attr("keepdim").getBool();
+  bool keep = a.keepdim();
   if (mean) {
     onnx::NodeProto &r = e.node("ReduceMean", {Exporter::in(n, 0)}, {Exporter::out(n)});
     Exporter::attrInts(r, "axes", axes);
@@ -377,15 +386,15 @@ bool emitReduce(Exporter &e, const Node &n, bool mean) {
 bool emitClamp(Exporter &e, const Node &n) {
   DType t = n.operand(0)->dtype();
   e.node("Clip",
-         {Exporter::in(n, 0), e.constScalar(n.attr("min").getNumber(), t),
-          e.constScalar(n.attr("max").getNumber(), t)},
+         {Exporter::in(n, 0), e.constScalar(attrs::Clamp(n).min(), t),
+          e.constScalar(attrs::Clamp(n).max(), t)},
          {Exporter::out(n)});
   return true;
 }
 
 bool emitPow(Exporter &e, const Node &n) {
   e.node("Pow",
-         {Exporter::in(n, 0), e.constScalar(n.attr("exponent").getNumber(), n.operand(0)->dtype())},
+         {Exporter::in(n, 0), e.constScalar(attrs::Pow(n).exponent(), n.operand(0)->dtype())},
          {Exporter::out(n)});
   return true;
 }

@@ -53,7 +53,12 @@ struct ConstTensor {
 
   int64_t numElements() const { return int64_t(values.size()); }
   bool isScalarLike() const { return values.size() == 1; }
-  std::vector<int64_t> asInts() const { return std::vector<int64_t>(values.begin(), values.end()); }
+  std::vector<int64_t> asInts() const {
+    std::vector<int64_t> out;
+    for (double v : values)
+      out.push_back(saturatingInt(v));
+    return out;
+  }
 };
 
 /// What an ONNX name stands for.

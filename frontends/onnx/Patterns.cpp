@@ -118,6 +118,20 @@ std::optional<std::vector<int64_t>> reduceAxes(OnnxLowering &l, const onnx::Node
   return l.intsAttr(r, "axes");
 }
 
+/// The initializer `name` is, directly or through Identity nodes (torch's
+/// exporter ties equal initializers that way).
+const onnx::TensorProto *initializerBehindIdentity(OnnxLowering &l, std::string name) {
+  for (int hops = 0; hops < 8; ++hops) {
+    if (const onnx::TensorProto *t = l.initializer(name))
+      return t;
+    const onnx::NodeProto *p = l.producer(name);
+    if (!p || p->op_type() != "Identity" || p->input_size() != 1)
+      return nullptr;
+    name = p->input(0);
+  }
+  return nullptr;
+}
+
 /// layernorm, anchored on the Div node.
 bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
                     llvm::SmallVectorImpl<const onnx::NodeProto *> &chain, LayerNormMatch &out,
@@ -174,7 +188,7 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
       mul && mul->op_type() == "Mul" && mul->input_size() == 2 && mul->output_size() >= 1) {
     int side = mul->input(0) == div.output(0) ? 0 : 1;
     const std::string &gamma = Matcher::other(*mul, side);
-    if (const onnx::TensorProto *t = l.initializer(gamma);
+    if (const onnx::TensorProto *t = initializerBehindIdentity(l, gamma);
         t && t->dims_size() == int(axes->size())) {
       out.gamma = gamma;
       chain.push_back(mul);
@@ -183,7 +197,7 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
           addB && addB->op_type() == "Add" && addB->input_size() == 2 && addB->output_size() >= 1) {
         int bside = addB->input(0) == mul->output(0) ? 0 : 1;
         const std::string &beta = Matcher::other(*addB, bside);
-        if (const onnx::TensorProto *b = l.initializer(beta);
+        if (const onnx::TensorProto *b = initializerBehindIdentity(l, beta);
             b && b->dims_size() == t->dims_size()) {
           out.beta = beta;
           chain.push_back(addB);

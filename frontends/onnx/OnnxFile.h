@@ -2,7 +2,7 @@
 //
 // Internal to the ONNX frontend: the protobuf file read with a size limit,
 // checked by ONNX's checker, its opset brought into the supported range by
-// ONNX's version converter, its shapes inferred; and tensors (initializers,
+// ONNX's version converter; and tensors (initializers,
 // Constant values, external data) turned into raw arrays.
 //
 //===----------------------------------------------------------------------===//
@@ -29,8 +29,8 @@ constexpr int64_t kMaxOpset = 17;
 /// The oldest opset the version converter is asked to lift.
 constexpr int64_t kOldestConvertibleOpset = 7;
 
-/// Reads `path` into `model`: parse, checker, opset range (converting older
-/// files), shape inference. Reports "file: error: ..." and returns false.
+/// Reads `path` into `model`: parse, structure, checker, opset range
+/// (converting older files). Reports "file: error: ..." and returns false.
 bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model, DiagnosticEngine &diag);
 
 /// The default domain's opset of a model.

@@ -1,8 +1,8 @@
 //===- OnnxImporter.h - ONNX models to a Graph ------------------*- C++ -*-===//
 //
 // The ONNX frontend (docs/onnx.md). An ONNX file is read with protobuf,
-// checked by ONNX's checker, converted to a supported opset and
-// shape-inferred; each node lowers through one table (ONNX op type and opset
+// checked by ONNX's checker and converted to a supported opset; each node
+// lowers through one table (ONNX op type and opset
 // to a builder) onto registry ops, after decomposed layernorm and erf-GELU
 // subgraphs are recognised. Initializers become parameters named exactly as
 // in the file (BatchNormalization statistics become buffers), initialised

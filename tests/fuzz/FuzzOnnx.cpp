@@ -1,7 +1,7 @@
 //===- FuzzOnnx.cpp - The ONNX frontend: protobuf, checker, lowering -------===//
 //
 // The input is an ONNX file. It is imported (protobuf parse, checker,
-// version conversion, shape inference, lowering through the op table with
+// version conversion, lowering through the op table with
 // constant folding and pattern recognition) with small limits, and a graph
 // that imports is compiled on the reference backend, which initialises every
 // parameter from the file through the tensor reader (raw data, typed

@@ -57,6 +57,11 @@ std::unique_ptr<Backend> createBackend(llvm::StringRef device, std::string &err,
 #else
     cudaDeviceAvailable(why);
 #endif
+    // The driver's own words ("cudaGetDeviceCount: error 35, ...") are for
+    // --device cuda, which fails with them; here the user asked for nothing
+    // in particular.
+    if (size_t detail = why.find(" ("); detail != std::string::npos)
+      why.resize(detail);
     if (autoNote)
       *autoNote = "device: auto -> cpu (" + why + "; the CPU runs the model)";
     return createCpuBackend();

@@ -62,6 +62,9 @@ struct Options {
 /// Where results go (stdout) and where diagnostics go (stderr); main() sets
 /// up their buffering.
 inline std::ostream &out() { return std::cout; }
+/// -v: the whole precision policy table instead of its one-line summary.
+bool &verboseFlag();
+inline bool verbose() { return verboseFlag(); }
 inline std::ostream &err() { return std::cerr; }
 
 /// Every diagnostic of `s` (errors, warnings, notes) to stderr, one a line.

@@ -57,13 +57,22 @@ std::string optLevelOf(const api::Model &m) {
   return m.graph().meta("amp.opt_level").value_or("O0");
 }
 
+bool &verboseFlag() {
+  static bool verbose = false;
+  return verbose;
+}
+
 void showPolicy(const api::Model &m, const std::string &device) {
   api::Result<api::Policy> policy = m.policy();
   if (!policy) { // loadModel resolved it: cannot happen
     printDiagnostics(policy.status());
     return;
   }
-  out() << "precision policy:\n" << policy->str();
+  // One line by default; the whole table with -v.
+  if (verbose())
+    out() << "precision policy:\n" << policy->str();
+  else
+    out() << "precision " << policy->summary() << "\n";
   for (const api::Diagnostic &w : policy->warnings())
     err() << w.str() << "\n";
   // Said once, where the policy is shown.

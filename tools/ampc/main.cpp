@@ -98,6 +98,8 @@ void addOptions(CLI::App &app, Options &opts) {
                  "most graph nodes the layers may lower to (default 1000000)")
       ->check(positiveInteger())
       ->group(limits);
+  app.add_flag("-v,--verbose", verboseFlag(),
+               "print the whole precision policy table (default: a one-line summary)");
   app.add_flag("--verify-each", opts.verifyEach, "verify the graph after every pass");
   app.add_option("--print-after", opts.printAfter, "print the IR after these passes (or all)");
   app.add_flag("--time-passes", opts.timePasses, "print each pass's time");

@@ -95,6 +95,54 @@ std::string Policy::str() const {
   return os.str();
 }
 
+std::string Policy::summary() const {
+  if (str().empty())
+    return "";
+  auto value = [&](std::string_view property) {
+    std::string v = get(property);
+    size_t mark = v.find("  (override)");
+    return mark == std::string::npos ? v : v.substr(0, mark);
+  };
+  std::string half = value("half_type"), cast = value("cast_model_type");
+  std::vector<std::string> parts;
+  if (cast == "half")
+    parts.push_back(half + " model");
+  else if (value("per_op_casting") == "true")
+    parts.push_back("per-op " + half + " casts");
+  else
+    parts.push_back("fp32 model");
+  if (cast == "half" && value("keep_batchnorm_fp32") == "true")
+    parts.push_back("fp32 batchnorm");
+  if (value("master_weights") == "true")
+    parts.push_back("fp32 master weights");
+  std::string scale = value("loss_scale");
+  if (scale == "dynamic") {
+    std::string init = value("loss_scale.init");
+    if (init.size() > 2 && init.compare(init.size() - 2, 2, ".0") == 0)
+      init.resize(init.size() - 2);
+    parts.push_back("dynamic loss scale " + init);
+  } else if (!scale.empty() && scale != "1.0" && parts.front() != "fp32 model") {
+    parts.push_back("static loss scale " + scale);
+  }
+  std::string s = level_ + ": ";
+  for (size_t i = 0; i < parts.size(); ++i)
+    s += (i ? ", " : "") + parts[i];
+  std::vector<std::string> named; // loss_scale.value is loss_scale's
+  for (const auto &[property, v] : overrides_) {
+    std::string name = withoutPrefix(property);
+    name = name.substr(0, name.find('.'));
+    if (std::find(named.begin(), named.end(), name) == named.end())
+      named.push_back(name);
+  }
+  if (!named.empty()) {
+    s += " (overridden:";
+    for (const std::string &n : named)
+      s += " " + n;
+    s += ")";
+  }
+  return s;
+}
+
 std::string Policy::get(std::string_view property) const {
   // printPolicy's lines are "name: value[ (override)]", aligned or not.
   std::string name = withoutPrefix(property);

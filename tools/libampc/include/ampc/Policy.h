@@ -38,6 +38,9 @@ public:
   std::string get(std::string_view property) const;
   /// One property a line, Apex style, overrides marked "(override)".
   std::string str() const;
+  /// One line for a console: "O2: bf16 model, fp32 batchnorm, fp32 master
+  /// weights, dynamic loss scale 65536", overridden properties named.
+  std::string summary() const;
   /// Warnings for overrides that have no effect in the resolved combination.
   std::vector<Diagnostic> warnings() const;
   /// A note worth printing when the policy runs on `device` ("cpu", ...),

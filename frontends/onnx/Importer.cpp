@@ -533,7 +533,13 @@ std::unique_ptr<Graph> loadOnnxModel(llvm::StringRef path, DiagnosticEngine &dia
   for (const auto &[name, v] : lowering.outputs())
     g->addOutput(v);
   g->meta()["model"] = Attribute(g->name());
-  int64_t batch = g->inputs().empty() ? 1 : g->inputs().front()->type().dim(0);
+  // The batch: dim 0 of the first input that has one (a scalar input has none).
+  int64_t batch = 1;
+  for (const Value *in : g->inputs())
+    if (in->type().rank() > 0) {
+      batch = in->type().dim(0);
+      break;
+    }
   g->meta()["batch"] = Attribute(batch);
   g->meta()["init.seed"] = Attribute(int64_t(0));
   g->meta()["source.onnx"] = Attribute(settings.pathInInit);

@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace ampc {
 
@@ -536,10 +537,14 @@ bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Progra
       std::memcpy(dst, r.from->bytes.data(), r.from->bytes.size());
       continue;
     }
+    // The record's bytes sit in the file's buffer at any offset: converted
+    // from an aligned copy (a typed load from them would be misaligned).
+    std::vector<uint64_t> aligned((r.from->bytes.size() + 7) / 8);
+    std::memcpy(aligned.data(), r.from->bytes.data(), r.from->bytes.size());
     int64_t n = r.v->type().numElements();
     for (int64_t i = 0; i < n; ++i)
       kernels::storeFromDouble(r.v->dtype(), dst, i,
-                               kernels::loadAsDouble(r.fromType, r.from->bytes.data(), i));
+                               kernels::loadAsDouble(r.fromType, aligned.data(), i));
   }
 
   // What was rebuilt, carried over, dropped or defaulted, said once.

@@ -178,6 +178,13 @@ std::optional<double> OnnxLowering::staticScalar(llvm::StringRef name) const {
   return arrayElement(array, 0);
 }
 
+Value *OnnxLowering::constantState(llvm::StringRef base, TensorType type, double value) {
+  InitSpec init;
+  init.kind = InitSpec::Kind::Constant;
+  init.a = value;
+  return g_.addState(g_.uniqueName(base), std::move(type), StateKind::Buffer, init, nodeLoc_);
+}
+
 Value *OnnxLowering::privateBuffer(const onnx::NodeProto &n, int i) {
   const Term *t = input(n, i);
   if (!t || !t->initializer)

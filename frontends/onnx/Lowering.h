@@ -73,6 +73,12 @@ struct Term {
   TensorType type;
 };
 
+/// A term that folds at import: a constant, or an integer initializer
+/// (shape arithmetic).
+inline bool isFoldable(const Term *t) {
+  return t && (t->constant || (t->initializer && !isFloating(t->type.dtype())));
+}
+
 class OnnxLowering;
 
 /// A builder: lowers one ONNX node; false after reporting an error.
@@ -117,6 +123,9 @@ public:
   /// Input i as a graph value (materialising initializers and constants as
   /// state). `kind` is used when an initializer becomes state here.
   Value *valueOf(const onnx::NodeProto &n, int i, StateKind kind = StateKind::Parameter);
+  /// A buffer of `type` filled with `value` (a bias or scale an ONNX node
+  /// left out), named `base` or a fresh variant of it.
+  Value *constantState(llvm::StringRef base, TensorType type, double value);
   /// Input i as a buffer this node alone updates (batchnorm statistics):
   /// an initializer that something else uses too (exporters merge equal
   /// initializers) gets a copy of its own, named after it.

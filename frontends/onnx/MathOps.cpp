@@ -15,11 +15,6 @@ namespace ampc::onnxfe {
 
 namespace {
 
-/// A term that folds: a constant, or an integer initializer (shape math).
-bool isFoldable(const Term *t) {
-  return t && (t->constant || (t->initializer && !isFloating(t->type.dtype())));
-}
-
 /// A float scalar known at import time (a Constant node or a one-element
 /// initializer): the factor of a `scale`.
 std::optional<double> scalarOf(OnnxLowering &l, const onnx::NodeProto &n, int i) {

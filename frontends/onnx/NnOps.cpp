@@ -37,15 +37,6 @@ bool onesOrAbsent(OnnxLowering &l, const onnx::NodeProto &n, llvm::StringRef nam
   return true;
 }
 
-/// A zero (bias) or one (scale) buffer for an optional operand left out.
-Value *constantState(OnnxLowering &l, llvm::StringRef base, TensorType type, double value) {
-  InitSpec init;
-  init.kind = InitSpec::Kind::Constant;
-  init.a = value;
-  Graph &g = l.graph();
-  return g.addState(g.uniqueName(base), std::move(type), StateKind::Buffer, init, l.loc());
-}
-
 } // namespace
 
 bool lowerConv(OnnxLowering &l, const onnx::NodeProto &n) {
@@ -265,7 +256,7 @@ bool lowerLayerNormalization(OnnxLowering &l, const onnx::NodeProto &n) {
     return false;
   Value *bias = l.hasInput(n, 2)
                     ? l.valueOf(n, 2)
-                    : constantState(l, scale->name().str() + ".zero_bias", scale->type(), 0.0);
+                    : l.constantState(scale->name().str() + ".zero_bias", scale->type(), 0.0);
   if (!bias)
     return false;
   l.setOutput(n, 0,

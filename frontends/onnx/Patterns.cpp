@@ -209,14 +209,6 @@ bool matchLayerNorm(const Matcher &m, const onnx::NodeProto &div,
   return true;
 }
 
-Value *constantState(OnnxLowering &l, llvm::StringRef base, TensorType type, double value) {
-  InitSpec init;
-  init.kind = InitSpec::Kind::Constant;
-  init.a = value;
-  Graph &g = l.graph();
-  return g.addState(g.uniqueName(base), std::move(type), StateKind::Buffer, init, l.loc());
-}
-
 bool lowerLayerNormMatch(OnnxLowering &l, const LayerNormMatch &m, const std::string &output) {
   Value *x = l.valueOfName(m.x);
   if (!x)
@@ -233,9 +225,9 @@ bool lowerLayerNormMatch(OnnxLowering &l, const LayerNormMatch &m, const std::st
   llvm::ArrayRef<int64_t> normShape = x->type().dims().take_back(axes.size());
   TensorType paramType(x->dtype(), normShape);
   Value *gamma =
-      m.gamma.empty() ? constantState(l, "layernorm.ones", paramType, 1.0) : l.valueOfName(m.gamma);
+      m.gamma.empty() ? l.constantState("layernorm.ones", paramType, 1.0) : l.valueOfName(m.gamma);
   Value *beta =
-      m.beta.empty() ? constantState(l, "layernorm.zeros", paramType, 0.0) : l.valueOfName(m.beta);
+      m.beta.empty() ? l.constantState("layernorm.zeros", paramType, 0.0) : l.valueOfName(m.beta);
   if (!gamma || !beta)
     return false;
   if (gamma->type() != paramType || beta->type() != paramType)

@@ -18,10 +18,6 @@ namespace ampc::onnxfe {
 
 namespace {
 
-bool isFoldable(const Term *t) {
-  return t && (t->constant || (t->initializer && !isFloating(t->type.dtype())));
-}
-
 /// The element count of `dims`, or -1 when it passes 2^40 (or a dim is
 /// negative): no tensor of an imported model is that large.
 int64_t product(llvm::ArrayRef<int64_t> dims) {

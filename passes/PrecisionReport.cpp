@@ -109,12 +109,16 @@ PrecisionSummary summarizePrecision(const Graph &g) {
 
 void printPrecisionSummary(const PrecisionSummary &s, llvm::raw_ostream &os) {
   os << s.halfOps << " of " << s.ops << " ops in half, " << s.casts
-     << (s.casts == 1 ? " cast (" : " casts (") << s.castBytes << " bytes per step";
+     << (s.casts == 1 ? " cast (" : " casts (") << s.castBytes << " bytes per step)";
+  // Casts of state run once per weight change, not once per use: say so
+  // rather than promise cache hits that training (which changes the
+  // weights every step) does not have.
   if (s.cacheableCasts)
-    os << ", of which " << s.cacheableCasts
-       << (s.cacheableCasts == 1 ? " cast of state (" : " casts of state (") << s.cacheableCastBytes
-       << " bytes) served from the cast cache";
-  os << ")\n";
+    os << "; " << s.cacheableCasts
+       << (s.cacheableCasts == 1 ? " cast of weights (" : " casts of weights (")
+       << s.cacheableCastBytes << (s.cacheableCasts == 1 ? " bytes) runs" : " bytes) run")
+       << " once per weight change";
+  os << "\n";
 }
 
 void printExplain(const Graph &g, llvm::raw_ostream &os) {

@@ -7,8 +7,10 @@
 namespace ampc {
 
 void CastCacheStats::print(llvm::raw_ostream &os) const {
-  os << "cast cache: " << hits << " hits, " << misses << " misses, " << bytesSaved
-     << " bytes saved\n";
+  // In words a user reads without knowing what a cache "hit" is: the casts
+  // of weights that did not have to run again, and those that did.
+  os << "cast cache: " << hits << (hits == 1 ? " cast" : " casts") << " of weights reused ("
+     << bytesSaved << " bytes not recast), " << misses << " made after a weight change\n";
 }
 
 bool isCacheableStateCast(const Node &n) {

@@ -34,7 +34,8 @@ struct CastCacheStats {
   /// Bytes of cast results not recomputed: the result size of every hit.
   uint64_t bytesSaved = 0;
 
-  /// One line: "cast cache: H hits, M misses, X bytes saved".
+  /// One line: "cast cache: H casts of weights reused (X bytes not
+  /// recast), M made after a weight change".
   void print(llvm::raw_ostream &os) const;
 };
 

@@ -8,6 +8,7 @@
 #ifndef AMPC_KERNELS_COMMON_RANDOM_H
 #define AMPC_KERNELS_COMMON_RANDOM_H
 
+#include "ir/HalfConversion.h"
 #include "ir/HostDevice.h"
 
 #include <cmath>
@@ -43,6 +44,58 @@ AMPC_HD inline double standardNormal(uint64_t seed, uint64_t stream, uint64_t in
   double u2 = uniform01Double(seed, stream, 2 * index + 1);
   double r = std::sqrt(-2.0 * std::log(1.0 - u1)); // 1 - u1 in (0, 1]: log is finite
   return r * std::cos(6.283185307179586 * u2);
+}
+
+/// The part of randomBits that depends only on (seed, stream), hoisted out
+/// of loops over indices: randomBits(seed, stream, i) ==
+/// mix64(streamKey(seed, stream) ^ i).
+AMPC_HD inline uint64_t streamKey(uint64_t seed, uint64_t stream) {
+  return mix64(mix64(seed) ^ stream);
+}
+
+/// Natural log of y in (0, 1] (a normal float) to within 1e-6:
+/// exponent and mantissa apart, the mantissa folded into [sqrt(1/2),
+/// sqrt(2)) and log(m) = 2 atanh((m - 1) / (m + 1)) by its series. No
+/// branches or calls, so a loop over it vectorises.
+AMPC_HD inline float logUnitInterval(float y) {
+  uint32_t bits = floatBits(y);
+  float exponent = static_cast<float>(static_cast<int>(bits >> 23) - 127);
+  float m = bitsToFloat((bits & 0x7fffffu) | 0x3f800000u); // [1, 2)
+  bool high = m > 1.41421356f;
+  m = high ? 0.5f * m : m;
+  exponent = high ? exponent + 1.0f : exponent;
+  float t = (m - 1.0f) / (m + 1.0f), t2 = t * t;
+  float series = 1.0f + t2 * (1.0f / 3 + t2 * (1.0f / 5 + t2 * (1.0f / 7 + t2 * (1.0f / 9))));
+  return exponent * 0.693147181f + 2.0f * t * series;
+}
+
+/// cos(2 pi u) for u in [0, 1) to within 1e-6: folded by symmetry onto
+/// [0, pi/2], then its Taylor polynomial to x^12.
+AMPC_HD inline float cosTwoPi(float u) {
+  float a = u > 0.5f ? 1.0f - u : u; // cos(2 pi u) = cos(2 pi (1 - u))
+  bool second = a > 0.25f;           // cos(pi - x) = -cos(x)
+  a = second ? 0.5f - a : a;
+  float x = 6.28318531f * a, x2 = x * x;
+  float c =
+      1.0f +
+      x2 * (-1.0f / 2 +
+            x2 * (1.0f / 24 +
+                  x2 * (-1.0f / 720 +
+                        x2 * (1.0f / 40320 + x2 * (-1.0f / 3628800 + x2 * (1.0f / 479001600))))));
+  return second ? -c : c;
+}
+
+/// A standard normal in float from one 64-bit draw, for bulk data rather
+/// than initialisation: Box-Muller on two 24-bit uniforms with the
+/// polynomial log and cos above (|z| <= 5.77). About ten times cheaper than
+/// standardNormal and vectorisable; `key` is streamKey(seed, stream).
+AMPC_HD inline float fastStandardNormal(uint64_t key, uint64_t index) {
+  uint64_t bits = mix64(key ^ index);
+  // 1 - u1 in (0, 1], exactly: (2^24 - k) / 2^24 for the 24-bit k.
+  float y = static_cast<float>(16777216 - static_cast<int32_t>(bits >> 40)) * (1.0f / 16777216.0f);
+  float u2 =
+      static_cast<float>(static_cast<int32_t>((bits >> 16) & 0xffffffu)) * (1.0f / 16777216.0f);
+  return std::sqrt(-2.0f * logUnitInterval(y)) * cosTwoPi(u2);
 }
 
 /// Dropout keeps element `index` of step `step` when this is true.

@@ -65,7 +65,7 @@ int64_t Batcher::sampleAt(int64_t epoch, int64_t position) {
 
 bool Batcher::loadRows(llvm::MutableArrayRef<HostTensor> batch, int64_t begin, int64_t count,
                        std::string &err) {
-  if (!source_.concurrentLoads() || count < 2) {
+  if (!parallelLoads_ || !source_.concurrentLoads() || count < 2) {
     for (int64_t r = 0; r < count; ++r)
       if (!source_.loadSample(order_[begin + r], batch, r, err))
         return false;

@@ -60,6 +60,12 @@ struct InputInfo {
 /// an input with rank 0, which has no batch dimension.
 bool analyzeInputs(const Graph &g, llvm::SmallVectorImpl<InputInfo> &out, std::string &err);
 
+/// out[i] = kernels::fastStandardNormal(key, firstIndex + i) for i < n, by
+/// the AVX-512 copy of the loop where the CPU has it and `allowWide` (tests
+/// compare the two: they give the same bits).
+void fillStandardNormals(float *out, int64_t n, uint64_t key, uint64_t firstIndex,
+                         bool allowWide = true);
+
 /// "data file 'path': msg" -- the form every file error takes.
 std::string fileError(llvm::StringRef path, const llvm::Twine &msg);
 /// `path` as written when absolute or when modelDir is empty, else

@@ -64,11 +64,11 @@ std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef mod
                                              DiagnosticEngine &diag,
                                              llvm::StringRef key = "train.data");
 
-/// One zero-filled tensor per graph input, shaped like it.
 /// Samples [begin, begin + count) of `base` (which must outlive the view), for
 /// holding out an evaluation split.
 std::unique_ptr<DataSource> makeSubset(DataSource &base, int64_t begin, int64_t count);
 
+/// One zero-filled tensor per graph input, shaped like it.
 llvm::SmallVector<HostTensor, 4> makeBatchTensors(const Graph &g);
 
 struct BatchOptions {
@@ -110,6 +110,9 @@ public:
   /// Sample index at `position` of epoch `epoch`'s order.
   int64_t sampleAt(int64_t epoch, int64_t position);
   const BatchOptions &options() const { return options_; }
+  /// Whether a batch's rows load on OpenMP's threads (sources that allow
+  /// it); off while a prefetch thread runs beside the kernels' team.
+  void setParallelLoads(bool parallel) { parallelLoads_ = parallel; }
 
 private:
   void ensureOrder(int64_t epoch);
@@ -122,6 +125,7 @@ private:
   int64_t step_ = 0;
   int64_t orderEpoch_ = -1;
   std::vector<int64_t> order_;
+  bool parallelLoads_ = true;
 };
 
 } // namespace ampc

@@ -4,7 +4,9 @@
 // the counter-based generator of kernels/common/Random.h, so a sample is the
 // same whatever order or thread asks for it.
 //
-// Floating inputs are N(0, 1). Loss targets come from a fixed random linear
+// Floating inputs are N(0, 1), drawn by kernels::fastStandardNormal (a
+// vectorised Box-Muller in float: data generation must cost little next to
+// a training step). Loss targets come from a fixed random linear
 // "teacher" applied to the teacher's source (the first floating non-target
 // input), so training has something to learn:
 //   z = S x / sqrt(F / K)   a count sketch of the flattened source x (F values)
@@ -19,6 +21,9 @@
 // floating source, the first non-target integer input is the source, each
 // id read through a fixed random scalar per id (what an embedding can learn).
 //
+// The bulk loops have an AVX-512 copy chosen at run time; this file is
+// built with -ffp-contract=off, so both copies give the same bits.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/data/DataInternal.h"
 
@@ -27,13 +32,16 @@
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
+#include <cstring>
 
 namespace ampc::data {
 namespace {
 
 using kernels::randomBits;
 using kernels::standardNormal;
+using kernels::streamKey;
 
 // Random streams; distinct so no two uses share numbers.
 constexpr uint64_t kInputStreamBase = uint64_t(1) << 32; // + input index
@@ -47,6 +55,96 @@ constexpr int64_t kMaxSketchDims = 64;
 /// bias worth the name for any n a model uses).
 int64_t uniformBelow(uint64_t bits, int64_t n) {
   return static_cast<int64_t>((static_cast<unsigned __int128>(bits) * uint64_t(n)) >> 64);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define AMPC_SYNTHETIC_WIDE 1
+#define AMPC_SYNTHETIC_WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#else
+#define AMPC_SYNTHETIC_WIDE 0
+#endif
+
+bool useWideLoops() {
+#if AMPC_SYNTHETIC_WIDE
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return has;
+#else
+  return false;
+#endif
+}
+
+/// out[i] = fastStandardNormal(key, first + i): 64-bit multiplies, which
+/// only AVX-512DQ vectorises, hence the two copies.
+inline __attribute__((always_inline)) void normalsLoop(float *out, int64_t n, uint64_t key,
+                                                       uint64_t first) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = kernels::fastStandardNormal(key, first + static_cast<uint64_t>(i));
+}
+void normalsBase(float *out, int64_t n, uint64_t key, uint64_t first) {
+  normalsLoop(out, n, key, first);
+}
+#if AMPC_SYNTHETIC_WIDE
+AMPC_SYNTHETIC_WIDE_TARGET void normalsWide(float *out, int64_t n, uint64_t key, uint64_t first) {
+  normalsLoop(out, n, key, first);
+}
+#endif
+
+/// t[o] = sum over k of w[k][o] z[k], each output summed in k order.
+inline __attribute__((always_inline)) void teacherLoop(float *t, const float *wByK, const float *z,
+                                                       int64_t outputs, int64_t dims) {
+  for (int64_t o = 0; o < outputs; ++o)
+    t[o] = 0.0f;
+  for (int64_t k = 0; k < dims; ++k) {
+    const float *row = wByK + k * outputs;
+    float zk = z[k];
+#pragma omp simd
+    for (int64_t o = 0; o < outputs; ++o)
+      t[o] += row[o] * zk;
+  }
+}
+void teacherBase(float *t, const float *w, const float *z, int64_t outputs, int64_t dims) {
+  teacherLoop(t, w, z, outputs, dims);
+}
+#if AMPC_SYNTHETIC_WIDE
+AMPC_SYNTHETIC_WIDE_TARGET void teacherWide(float *t, const float *w, const float *z,
+                                            int64_t outputs, int64_t dims) {
+  teacherLoop(t, w, z, outputs, dims);
+}
+#endif
+
+} // namespace
+
+void fillStandardNormals(float *out, int64_t n, uint64_t key, uint64_t firstIndex, bool allowWide) {
+#if AMPC_SYNTHETIC_WIDE
+  if (allowWide && useWideLoops())
+    return normalsWide(out, n, key, firstIndex);
+#endif
+  (void)allowWide;
+  normalsBase(out, n, key, firstIndex);
+}
+
+namespace {
+
+void teacherOutputsOf(float *t, const float *w, const float *z, int64_t outputs, int64_t dims) {
+#if AMPC_SYNTHETIC_WIDE
+  if (useWideLoops())
+    return teacherWide(t, w, z, outputs, dims);
+#endif
+  teacherBase(t, w, z, outputs, dims);
+}
+
+/// Writes `values` into row `row` of `out`, converted to its dtype.
+void storeRow(const float *values, int64_t n, HostTensor &out, int64_t row) {
+  assert(out.rowElements() == n && "batch tensor does not fit");
+  if (out.dtype() == DType::F32) {
+    std::memcpy(out.rowData(row), values, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  int64_t base = row * n;
+  for (int64_t j = 0; j < n; ++j)
+    out.setFromDouble(base + j, values[j]);
 }
 
 class SyntheticSource final : public DataSource {
@@ -71,12 +169,12 @@ public:
     for (const InputInfo &in : inputs_) {
       int64_t outputs = teacherOutputs(in);
       // W [outputs, K] row-major draws element o * K + k; stored transposed.
-      std::vector<double> &w = weightsByK_[in.index];
+      std::vector<float> &w = weightsByK_[in.index];
       w.resize(outputs * sketchDims_);
       for (int64_t o = 0; o < outputs; ++o)
         for (int64_t k = 0; k < sketchDims_; ++k)
-          w[k * outputs + o] =
-              standardNormal(seed_, kWeightStreamBase + in.index, o * sketchDims_ + k);
+          w[k * outputs + o] = static_cast<float>(
+              standardNormal(seed_, kWeightStreamBase + in.index, o * sketchDims_ + k));
     }
   }
 
@@ -96,13 +194,13 @@ public:
       return false;
     }
     // The teacher's source row is drawn once and serves both the sketch and
-    // its own batch row: normals (a log and a cos each) dominate the cost.
-    std::vector<double> source = teacherSourceRow(index);
-    std::vector<double> sketch = teacherSketch(source);
+    // its own batch row.
+    std::vector<float> source = teacherSourceRow(index);
+    std::vector<float> sketch = teacherSketch(source);
     for (const InputInfo &in : inputs_)
       if (static_cast<int>(in.index) == teacherSource_ && in.role == InputRole::Feature &&
           in.isFloating())
-        copyRow(source, batch[in.index], row);
+        storeRow(source.data(), in.sampleElements, batch[in.index], row);
       else
         fillInput(in, index, sketch, batch[in.index], row);
     return true;
@@ -144,8 +242,12 @@ private:
     return randomBits(seed_, kInputStreamBase + in.index, sample * in.sampleElements + element);
   }
 
-  double normalValue(const InputInfo &in, int64_t sample, int64_t element) const {
-    return standardNormal(seed_, kInputStreamBase + in.index, sample * in.sampleElements + element);
+  /// The N(0, 1) values of one sample of a floating input.
+  std::vector<float> normalRow(const InputInfo &in, int64_t sample) const {
+    std::vector<float> x(in.sampleElements);
+    fillStandardNormals(x.data(), in.sampleElements, streamKey(seed_, kInputStreamBase + in.index),
+                        static_cast<uint64_t>(sample * in.sampleElements));
+    return x;
   }
 
   /// Value of a non-target integer input.
@@ -156,21 +258,22 @@ private:
 
   /// The teacher source's values for `sample` (as the model sees them,
   /// before any rounding to the input's dtype); empty without a teacher.
-  std::vector<double> teacherSourceRow(int64_t sample) const {
+  std::vector<float> teacherSourceRow(int64_t sample) const {
     if (teacherSource_ < 0)
       return {};
     const InputInfo &src = inputs_[teacherSource_];
-    std::vector<double> x(src.sampleElements);
+    if (src.isFloating())
+      return normalRow(src, sample);
+    std::vector<float> x(src.sampleElements);
     for (int64_t j = 0; j < src.sampleElements; ++j)
-      x[j] = src.isFloating() ? normalValue(src, sample, j)
-                              : standardNormal(seed_, kTokenStream,
-                                               static_cast<uint64_t>(integerValue(src, sample, j)));
+      x[j] = static_cast<float>(
+          standardNormal(seed_, kTokenStream, static_cast<uint64_t>(integerValue(src, sample, j))));
     return x;
   }
 
   /// z = S x / sqrt(F / K) for the teacher source's row x; empty without a
   /// teacher.
-  std::vector<double> teacherSketch(llvm::ArrayRef<double> x) const {
+  std::vector<float> teacherSketch(llvm::ArrayRef<float> x) const {
     if (teacherSource_ < 0)
       return {};
     std::vector<double> z(sketchDims_, 0.0);
@@ -178,47 +281,34 @@ private:
     const double *sign = sign_.data();
     for (size_t j = 0; j < x.size(); ++j)
       z[bucket[j]] += sign[j] * x[j];
-    for (double &v : z)
-      v *= sketchScale_;
-    return z;
-  }
-
-  static void copyRow(llvm::ArrayRef<double> x, HostTensor &out, int64_t row) {
-    assert(out.rowElements() == static_cast<int64_t>(x.size()) && "batch tensor does not fit");
-    int64_t base = row * static_cast<int64_t>(x.size());
-    for (size_t j = 0; j < x.size(); ++j)
-      out.setFromDouble(base + static_cast<int64_t>(j), x[j]);
+    std::vector<float> out(sketchDims_);
+    for (int64_t k = 0; k < sketchDims_; ++k)
+      out[k] = static_cast<float>(z[k] * sketchScale_);
+    return out;
   }
 
   /// All teacher outputs W z for a target input. Accumulated over k in the
   /// outer loop so the inner loop runs across outputs and vectorises, while
   /// each output still sums its K products in order (the same value as a
   /// dot product per output).
-  std::vector<double> teacher(const InputInfo &in, llvm::ArrayRef<double> z) const {
+  std::vector<float> teacher(const InputInfo &in, llvm::ArrayRef<float> z) const {
     int64_t outputs = teacherOutputs(in);
-    std::vector<double> t(outputs, 0.0);
-    const double *wt = weightsByK_[in.index].data();
-    double *tp = t.data();
-    for (int64_t k = 0; k < sketchDims_; ++k) {
-      const double *row = wt + k * outputs;
-      double zk = z[k];
-#pragma omp simd
-      for (int64_t o = 0; o < outputs; ++o)
-        tp[o] += row[o] * zk;
-    }
+    std::vector<float> t(outputs);
+    teacherOutputsOf(t.data(), weightsByK_[in.index].data(), z.data(), outputs, sketchDims_);
     return t;
   }
 
-  void fillInput(const InputInfo &in, int64_t sample, llvm::ArrayRef<double> z, HostTensor &out,
+  void fillInput(const InputInfo &in, int64_t sample, llvm::ArrayRef<float> z, HostTensor &out,
                  int64_t row) const {
     assert(out.rowElements() == in.sampleElements && "batch tensor does not fit the input");
     int64_t base = row * in.sampleElements;
     bool hasTeacher = !z.empty();
     switch (in.role) {
-    case InputRole::Feature:
-      for (int64_t j = 0; j < in.sampleElements; ++j)
-        out.setFromDouble(base + j, normalValue(in, sample, j));
+    case InputRole::Feature: {
+      std::vector<float> x = normalRow(in, sample);
+      storeRow(x.data(), in.sampleElements, out, row);
       return;
+    }
     case InputRole::EmbeddingIndex:
     case InputRole::OtherInteger:
       for (int64_t j = 0; j < in.sampleElements; ++j)
@@ -228,8 +318,8 @@ private:
       // cross_entropy's target is [B]: one label per sample.
       int64_t label = 0;
       if (hasTeacher) {
-        std::vector<double> t = teacher(in, z);
-        double best = t[0];
+        std::vector<float> t = teacher(in, z);
+        float best = t[0];
         for (int64_t c = 1; c < in.classes; ++c)
           if (t[c] > best) {
             best = t[c];
@@ -243,14 +333,17 @@ private:
       return;
     }
     case InputRole::RegressionTarget: {
-      double scale = 1.0 / std::sqrt(static_cast<double>(sketchDims_));
-      std::vector<double> t = hasTeacher ? teacher(in, z) : std::vector<double>();
-      for (int64_t j = 0; j < in.sampleElements; ++j)
-        out.setFromDouble(base + j, hasTeacher ? t[j] * scale : normalValue(in, sample, j));
+      std::vector<float> t = hasTeacher ? teacher(in, z) : normalRow(in, sample);
+      if (hasTeacher) {
+        float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sketchDims_)));
+        for (float &v : t)
+          v *= scale;
+      }
+      storeRow(t.data(), in.sampleElements, out, row);
       return;
     }
     case InputRole::BinaryTarget:
-      std::vector<double> t = hasTeacher ? teacher(in, z) : std::vector<double>();
+      std::vector<float> t = hasTeacher ? teacher(in, z) : std::vector<float>();
       for (int64_t j = 0; j < in.sampleElements; ++j) {
         bool positive = hasTeacher ? t[j] > 0 : (bits(in, sample, j) & 1);
         out.setFromDouble(base + j, positive ? 1.0 : 0.0);
@@ -269,7 +362,7 @@ private:
   std::vector<double> sign_;
   /// Teacher weights W [outputs, K] per target input, stored transposed as
   /// [K, outputs] (empty for other inputs).
-  std::vector<std::vector<double>> weightsByK_;
+  std::vector<std::vector<float>> weightsByK_;
 };
 
 } // namespace

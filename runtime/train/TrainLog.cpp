@@ -21,10 +21,26 @@ std::string jsonNumber(double v) {
   return buf;
 }
 
+/// M:SS, or H:MM:SS from an hour on.
+std::string clockText(double seconds) {
+  auto total = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  if (total >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(total / 3600),
+                  static_cast<long long>(total / 60 % 60), static_cast<long long>(total % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(total / 60),
+                  static_cast<long long>(total % 60));
+  return buf;
+}
+
 } // namespace
 
 std::string stepRecordJson(const StepRecord &r) {
-  std::string s = "{\"step\": " + std::to_string(r.step) + ", \"loss\": " + jsonNumber(r.loss);
+  std::string s = "{\"step\": " + std::to_string(r.step);
+  if (r.epoch > 0)
+    s += ", \"epoch\": " + std::to_string(r.epoch);
+  s += ", \"loss\": " + jsonNumber(r.loss);
   if (r.lr)
     s += ", \"lr\": " + jsonNumber(*r.lr);
   if (r.lossScale)
@@ -46,8 +62,9 @@ std::string stepRecordJson(const StepRecord &r) {
 }
 
 TrainLog::TrainLog(llvm::raw_ostream &out, ProgressStyle style, int64_t logEvery,
-                   int64_t totalSteps)
-    : out_(out), style_(style), logEvery_(logEvery), totalSteps_(totalSteps) {
+                   int64_t totalSteps, int64_t firstStep, int64_t totalEpochs)
+    : out_(out), style_(style), logEvery_(logEvery), totalSteps_(totalSteps), firstStep_(firstStep),
+      totalEpochs_(totalEpochs) {
   if (style_ == ProgressStyle::Auto)
     style_ = (&out == &llvm::outs() && ::isatty(STDOUT_FILENO)) ? ProgressStyle::Bar
                                                                 : ProgressStyle::Lines;
@@ -100,14 +117,33 @@ bool TrainLog::record(const StepRecord &r, std::string &err) {
   return true;
 }
 
+std::string TrainLog::epochText(const StepRecord &r) const {
+  if (r.epoch <= 0)
+    return "";
+  std::string s = "epoch " + std::to_string(r.epoch);
+  if (totalEpochs_ > 0)
+    s += "/" + std::to_string(totalEpochs_);
+  return s + "  ";
+}
+
+std::string TrainLog::timeText(const StepRecord &r) const {
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::string s = "elapsed " + clockText(elapsed);
+  // The time left at this run's mean pace so far (evaluations included).
+  int64_t done = r.step - firstStep_, left = totalSteps_ - r.step;
+  if (done > 0 && left >= 0)
+    s += ", left " + clockText(elapsed / double(done) * double(left));
+  return s;
+}
+
 void TrainLog::printLine(const StepRecord &r) {
   if (barDrawn_) {
     out_ << "\r\x1b[K";
     barDrawn_ = false;
   }
   int width = static_cast<int>(std::to_string(totalSteps_).size());
-  out_ << "step " << llvm::format_decimal(r.step, width) << "/" << totalSteps_ << "  loss "
-       << llvm::format("%.6f", r.loss);
+  out_ << "step " << llvm::format_decimal(r.step, width) << "/" << totalSteps_ << "  "
+       << epochText(r) << "loss " << llvm::format("%.6f", r.loss);
   if (r.lr)
     out_ << "  lr " << llvm::format("%.3e", *r.lr);
   if (r.lossScale)
@@ -121,7 +157,7 @@ void TrainLog::printLine(const StepRecord &r) {
     if (r.eval->accuracy)
       out_ << " accuracy " << llvm::format("%.2f%%", 100 * *r.eval->accuracy);
   }
-  out_ << "\n";
+  out_ << "  " << timeText(r) << "\n";
   out_.flush();
 }
 
@@ -129,8 +165,9 @@ void TrainLog::drawBar(const StepRecord &r) {
   constexpr int kWidth = 30;
   int filled = totalSteps_ > 0 ? static_cast<int>(kWidth * r.step / totalSteps_) : kWidth;
   out_ << "\r\x1b[K[" << std::string(filled, '=') << std::string(kWidth - filled, ' ') << "] "
-       << r.step << "/" << totalSteps_ << "  loss " << llvm::format("%.6f", r.loss) << "  "
-       << llvm::format("%.2f", r.stepMs) << " ms/step";
+       << r.step << "/" << totalSteps_ << "  " << epochText(r) << "loss "
+       << llvm::format("%.6f", r.loss) << "  " << llvm::format("%.2f", r.stepMs) << " ms/step  "
+       << timeText(r);
   out_.flush();
   barDrawn_ = true;
 }

@@ -2,6 +2,7 @@
 #include "runtime/train/Trainer.h"
 
 #include "kernels/common/Storage.h"
+#include "runtime/data/Prefetch.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/TrainLog.h"
 
@@ -248,13 +249,20 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   result.firstStep = static_cast<int64_t>(info.step);
   result.steps = result.firstStep;
 
-  TrainLog log(out, options_.progress, options_.logEvery, options_.steps);
+  Batcher batcher(data_, batching_);
+  batcher.skipTo(result.firstStep * k);
+  BatchPrefetcher prefetcher(batcher, g, options_.prefetch);
+  llvm::MutableArrayRef<HostTensor> batch;
+  // A step's epoch is that of its last micro-batch.
+  const int64_t batchesPerEpoch = batcher.batchesPerEpoch();
+  auto epochOf = [&](int64_t step) {
+    return batchesPerEpoch > 0 ? (step * k - 1) / batchesPerEpoch + 1 : 0;
+  };
+  TrainLog log(out, options_.progress, options_.logEvery, options_.steps, result.firstStep,
+               epochOf(options_.steps));
   if (!log.openMetrics(options_.metricsPath, !options_.resumePath.empty(), err))
     return false;
 
-  Batcher batcher(data_, batching_);
-  batcher.skipTo(result.firstStep * k);
-  auto batch = makeBatchTensors(g);
   double timedMs = 0, timedDataMs = 0;
   int64_t timedSteps = 0;
   auto writeCheckpoint = [&](int64_t step) {
@@ -269,7 +277,8 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     for (int64_t m = 0; m < k; ++m) {
       int64_t rows = 0;
       auto dataStart = std::chrono::steady_clock::now();
-      if (!batcher.next(batch, rows, err))
+      bool another = step < options_.steps || m + 1 < k;
+      if (!prefetcher.next(batch, rows, another, err))
         return false;
       bindBatch(train_, batch);
       dataMs +=
@@ -282,6 +291,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     StepRecord rec;
     rec.step = step;
+    rec.epoch = epochOf(step);
     rec.loss = lossSum / k;
     if (lrValue)
       rec.lr = readScalar(train_, lrValue);
@@ -308,6 +318,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     if (eval_.program && options_.evalEvery > 0 &&
         (step % options_.evalEvery == 0 || step == options_.steps)) {
       EvalResult ev;
+      prefetcher.waitIdle();
       if (!evaluate(ev, err))
         return false;
       rec.eval = ev;
@@ -381,7 +392,7 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
         << " steps skipped for overflow, final scale " << llvm::format("%g", *result.finalLossScale)
         << "\n";
   out << "mean step time " << llvm::format("%.2f", result.meanStepMs)
-      << " ms (first step excluded), of which loading data "
+      << " ms (first step excluded), of which waiting for data "
       << llvm::format("%.2f", result.meanDataMs) << " ms\n";
   out << "peak memory: planned " << result.plannedBytes << " B, allocated " << result.allocatedBytes
       << " B";

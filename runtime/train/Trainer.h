@@ -53,6 +53,8 @@ struct TrainOptions {
   /// schedule is applied and said in one line (0 / "" = not recorded).
   int64_t batchSize = 0;
   std::string dataDescription, scheduleDescription;
+  /// Make the next batch on a background thread while a step runs.
+  bool prefetch = true;
 };
 
 struct EvalResult {
@@ -73,8 +75,10 @@ struct TrainResult {
   std::optional<double> finalLossScale;
   std::optional<EvalResult> eval; ///< the last evaluation
   double meanStepMs = 0;          ///< over the steps this run did, the first excluded
-  double meanDataMs = 0;          ///< of meanStepMs, loading and binding batches
-  std::vector<double> stepMs;     ///< each step's time in this run, in order
+  /// Of meanStepMs, waiting for batches and binding them (with prefetch,
+  /// only what loading took beyond the step before).
+  double meanDataMs = 0;
+  std::vector<double> stepMs; ///< each step's time in this run, in order
   uint64_t plannedBytes = 0, allocatedBytes = 0;
   /// Held by kernels outside the arenas (frozen weights kept in oneDNN's
   /// layout; MeasuredMemory::kernelHeldBytes), the evaluation program's

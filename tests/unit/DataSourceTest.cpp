@@ -1,6 +1,10 @@
 //===- DataSourceTest.cpp - Data sources, batching, bad files ----------------===//
 #include "runtime/data/DataSource.h"
 
+#include "kernels/common/Random.h"
+#include "runtime/data/DataInternal.h"
+#include "runtime/data/Prefetch.h"
+
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
@@ -13,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -261,6 +266,37 @@ TEST(SyntheticData, FeaturesAreStandardNormal) {
   double n = 256 * 64, mean = sum / n, var = sumSq / n - mean * mean;
   EXPECT_NEAR(mean, 0.0, 0.03);
   EXPECT_NEAR(var, 1.0, 0.05);
+}
+
+// The fast generator against the exact Box-Muller on the same two 24-bit
+// uniforms, its moments and tail, and its AVX-512 copy against the baseline
+// loop bit for bit.
+TEST(SyntheticData, FastNormalsMatchBoxMullerAndBothLoops) {
+  constexpr int64_t n = 1 << 18;
+  uint64_t key = kernels::streamKey(7, 11);
+  std::vector<float> wide(n), base(n);
+  data::fillStandardNormals(wide.data(), n, key, 1000, /*allowWide=*/true);
+  data::fillStandardNormals(base.data(), n, key, 1000, /*allowWide=*/false);
+  double sum = 0, sumSq = 0, sumQuad = 0, maxAbs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(std::memcmp(&wide[i], &base[i], sizeof(float)), 0) << "element " << i;
+    ASSERT_EQ(wide[i], kernels::fastStandardNormal(key, 1000 + i)) << "element " << i;
+    uint64_t bits = kernels::randomBits(7, 11, 1000 + i);
+    double y = double(16777216 - int64_t(bits >> 40)) / 16777216.0;
+    double u2 = double((bits >> 16) & 0xffffff) / 16777216.0;
+    double exact = std::sqrt(-2.0 * std::log(y)) * std::cos(6.283185307179586 * u2);
+    ASSERT_NEAR(wide[i], exact, 2e-6 * (1 + std::fabs(exact))) << "element " << i;
+    sum += wide[i];
+    sumSq += double(wide[i]) * wide[i];
+    sumQuad += double(wide[i]) * wide[i] * wide[i] * wide[i];
+    maxAbs = std::max(maxAbs, std::fabs(double(wide[i])));
+  }
+  double mean = sum / n, var = sumSq / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.01);
+  EXPECT_NEAR(var, 1.0, 0.01);
+  EXPECT_NEAR(sumQuad / n, 3.0, 0.1); // a normal's fourth moment
+  EXPECT_GT(maxAbs, 4.0);             // the tails are there
+  EXPECT_LE(maxAbs, 5.8);             // 24-bit uniforms bound them
 }
 
 // Trains a softmax regression on the synthetic samples; a linear teacher's
@@ -538,6 +574,56 @@ TEST(Batcher, SeedDecidesTheOrderAndSkipToResumes) {
   b.reset();
   ASSERT_TRUE(b.next(batch, rows, err));
   EXPECT_EQ(rowsOf(batch[0], rows), std::vector<int64_t>(full.begin(), full.begin() + 4));
+}
+
+// The prefetcher hands out the batcher's batches in its order, whether the
+// caller announces the next one or not, and passes a failure on.
+TEST(Batcher, PrefetcherKeepsTheOrderAndPassesFailuresOn) {
+  TempDir dir;
+  auto g = classifier(4, 2, 2, 4);
+  writeIndexedNpy(dir, *g, 22, 4);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src);
+  auto ids = [&](bool background) {
+    Batcher b(*src, {4, true, 9, true});
+    std::vector<int64_t> out;
+    std::string err;
+    BatchPrefetcher prefetcher(b, *g, background);
+    for (int i = 0; i < 12; ++i) {
+      llvm::MutableArrayRef<HostTensor> batch;
+      int64_t rows = 0;
+      // Every third call says no batch follows: the next call asks anew.
+      EXPECT_TRUE(prefetcher.next(batch, rows, /*another=*/i % 3 != 2, err)) << err;
+      for (int64_t id : rowsOf(batch[0], rows))
+        out.push_back(id);
+    }
+    return out;
+  };
+  Batcher plain(*src, {4, true, 9, true});
+  auto batch = makeBatchTensors(*g);
+  std::vector<int64_t> expected;
+  std::string err;
+  for (int i = 0; i < 12; ++i) {
+    int64_t rows;
+    ASSERT_TRUE(plain.next(batch, rows, err)) << err;
+    for (int64_t id : rowsOf(batch[0], rows))
+      expected.push_back(id);
+  }
+  EXPECT_EQ(ids(true), expected);
+  EXPECT_EQ(ids(false), expected);
+
+  // Three samples make no batch of four: the worker's error comes back.
+  auto tiny = classifier(4, 2, 2, 4);
+  setSynthetic(*tiny, 0, 3);
+  auto few = createDataSource(*tiny, "", diag);
+  ASSERT_TRUE(few);
+  Batcher b(*few, {4, true, 0, true});
+  BatchPrefetcher prefetcher(b, *tiny, /*background=*/true);
+  llvm::MutableArrayRef<HostTensor> out;
+  int64_t rows = 0;
+  EXPECT_FALSE(prefetcher.next(out, rows, true, err));
+  EXPECT_NE(err.find("fewer than one batch"), std::string::npos) << err;
 }
 
 TEST(Batcher, TooFewSamplesForOneBatch) {

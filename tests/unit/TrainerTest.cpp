@@ -176,6 +176,26 @@ TEST(Trainer, SameSeedSameRunDifferentSeedDifferentRun) {
   EXPECT_NE(a.state(), c.state());
 }
 
+// Batches made on the background thread are the batches made in the step:
+// same order across epochs, micro-batches and evaluations in between.
+TEST(Trainer, PrefetchedBatchesTrainBitForBitAsInlineOnes) {
+  TrainingRun inlineRun, prefetched;
+  ASSERT_TRUE(inlineRun.build(kConvNet, /*evalHoldOut=*/64) &&
+              prefetched.build(kConvNet, /*evalHoldOut=*/64));
+  TrainOptions off = inlineRun.options(60), on = prefetched.options(60);
+  off.prefetch = false;
+  on.prefetch = true;
+  TrainResult a, b;
+  std::string err;
+  // 448 training samples of batch 8 x 2 micro-batches: 28 steps an epoch.
+  ASSERT_TRUE(inlineRun.train(off, a, err, /*evalEvery=*/25)) << err;
+  ASSERT_TRUE(prefetched.train(on, b, err, /*evalEvery=*/25)) << err;
+  EXPECT_EQ(inlineRun.state(), prefetched.state());
+  EXPECT_EQ(a.finalLoss, b.finalLoss);
+  ASSERT_TRUE(a.eval && b.eval);
+  EXPECT_EQ(a.eval->loss, b.eval->loss);
+}
+
 TEST(Trainer, ResumeContinuesBitForBit) {
   TempDir dir;
   std::string ckpt = dir.file("run.ckpt"), err;
@@ -228,12 +248,31 @@ TEST(Trainer, MetricsFileHasOneJsonObjectPerStep) {
   llvm::StringRef(text).split(lines, '\n', -1, /*KeepEmpty=*/false);
   ASSERT_EQ(lines.size(), 5u) << text;
   for (size_t i = 0; i < lines.size(); ++i) {
-    EXPECT_TRUE(lines[i].startswith("{\"step\": " + std::to_string(i + 1) + ", \"loss\": "))
+    EXPECT_TRUE(lines[i].startswith("{\"step\": " + std::to_string(i + 1) + ", \"epoch\": "))
         << lines[i].str();
+    EXPECT_TRUE(lines[i].contains(", \"loss\": ")) << lines[i].str();
     EXPECT_TRUE(lines[i].contains("\"lr\": 0.05")) << lines[i].str();
     EXPECT_TRUE(lines[i].contains("\"step_ms\": ")) << lines[i].str();
     EXPECT_TRUE(lines[i].endswith("}")) << lines[i].str();
   }
+}
+
+TEST(Trainer, ProgressLinesShowEpochElapsedAndTimeLeft) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  {
+    TrainLog log(os, ProgressStyle::Lines, /*logEvery=*/1, /*totalSteps=*/6, /*firstStep=*/2,
+                 /*totalEpochs=*/3);
+    StepRecord r;
+    r.step = 3;
+    r.epoch = 2;
+    r.loss = 0.5;
+    std::string err;
+    ASSERT_TRUE(log.record(r, err)) << err;
+  }
+  // Resumed after step 2: one step done this run, three left.
+  EXPECT_TRUE(llvm::StringRef(os.str()).startswith("step 3/6  epoch 2/3  loss 0.500000")) << text;
+  EXPECT_TRUE(llvm::StringRef(os.str()).contains("  elapsed 0:00, left 0:00\n")) << text;
 }
 
 TEST(Trainer, StepRecordJsonWritesNonFiniteAsNull) {

@@ -39,8 +39,11 @@ struct Options {
   bool verifyEach = false;
   std::string printAfter;
   bool timePasses = false;
-  std::string run;                    ///< "" or "forward"
-  std::string device = "auto";        ///< auto, cpu, cpu-ref, cuda
+  std::string run;             ///< "" or "forward"
+  std::string device = "auto"; ///< auto, cpu, cpu-ref, cuda
+  /// --threads: the cpu device's thread count; unset = OpenMP's default
+  /// (OMP_NUM_THREADS, else one per core this process may use).
+  std::optional<int64_t> threads;
   bool planOnly = false;              ///< `ampc plan`
   bool bench = false;                 ///< `ampc bench`
   std::string levels = "O0,O1,O2,O3"; ///< the levels `ampc bench` compares
@@ -57,6 +60,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> ampOverrides;
   bool explain = false;  ///< print each node's precision and why
   bool castCache = true; ///< --no-cast-cache turns the runtime cache off
+  bool prefetch = true;  ///< --no-prefetch: batches made inside the step
 };
 
 /// Where results go (stdout) and where diagnostics go (stderr); main() sets
@@ -141,7 +145,12 @@ struct InferenceOptions {
   std::string model, checkpoint, data, optLevel;
   int64_t batch = 0;
   std::string device = "cpu";
+  int64_t threads = 0; ///< 0: OpenMP's default
 };
+
+/// Applies --threads N (N > 0) to the cpu device and warns, on stderr, when
+/// N is more than the cores free now.
+void applyThreads(int64_t threads);
 /// Loads the model, rewrites it at the Forward stage (inference mode),
 /// compiles it and loads the checkpoint; kSuccess or the exit code after
 /// printing why not.

@@ -31,6 +31,10 @@ void addInferenceOptions(CLI::App &app, InferenceOptions &o) {
   app.add_option("--batch", o.batch, "samples per batch (default: the model's)");
   app.add_option("--device", o.device, "where to run: auto, cpu, cpu-ref")
       ->check(CLI::IsMember({"auto", "cpu", "cpu-ref"}));
+  app.add_option("--threads", o.threads,
+                 "threads of the cpu device (default: the cores this process may use, or "
+                 "OMP_NUM_THREADS)")
+      ->check(CLI::Range(int64_t(1), int64_t(4096)));
 }
 
 int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model,
@@ -43,6 +47,7 @@ int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model
     err() << "error: --batch must be a positive integer\n";
     return kBadInput;
   }
+  applyThreads(o.threads);
   api::LoadOptions load;
   load.optLevel = o.optLevel;
   if (o.batch > 0)

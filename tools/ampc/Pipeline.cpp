@@ -57,6 +57,16 @@ std::string optLevelOf(const api::Model &m) {
   return m.graph().meta("amp.opt_level").value_or("O0");
 }
 
+void applyThreads(int64_t threads) {
+  if (threads <= 0)
+    return;
+  // Far past any machine's cores; a bigger number is a typo, and OpenMP
+  // would try to start that many threads.
+  api::setThreads(static_cast<int>(std::min<int64_t>(threads, 4096)));
+  if (std::string warning = api::threadsWarning(api::threads()); !warning.empty())
+    err() << "warning: " << warning << "\n";
+}
+
 bool &verboseFlag() {
   static bool verbose = false;
   return verbose;
@@ -83,10 +93,12 @@ void showPolicy(const api::Model &m, const std::string &device) {
 
 void printPrecisionFooter(const api::Model &m, const api::Program *program) {
   out() << m.graph().precisionStats().str << "\n";
-  // Nothing to report when no cast of state ran (O0, O2/O3 without casts of state).
+  // Only when the cache served something: plain training changes the
+  // weights every step, so every cast of them runs and there is nothing to
+  // report (accumulation and evaluation reuse them).
   if (program) {
     api::CastCacheStats cache = program->castCacheStats();
-    if (cache.hits + cache.misses > 0)
+    if (cache.hits > 0)
       out() << cache.str << "\n";
   }
 }

@@ -54,6 +54,7 @@ api::TrainOptions trainOptions(const api::Model &m, const Options &opts) {
   t.checkpointEvery = opts.checkpointEvery;
   t.writeThrough = opts.writeThrough;
   t.progress = progressOf(opts.progress);
+  t.prefetch = opts.prefetch;
   // Handed over at each progress update: on a pipe the lines go out as they
   // come, as the bar does on a terminal.
   t.output = [](std::string_view text) { out() << text << std::flush; };

@@ -61,21 +61,42 @@ CLI::Validator positiveReal() {
       "a positive number");
 }
 
-void addOptions(CLI::App &app, Options &opts) {
+/// Which command a command line is for: each shows only its own options in
+/// --help. The others stay parseable but hidden, so that using one with the
+/// wrong command gets an error that says where it belongs rather than
+/// CLI11's "not expected".
+enum class Command { Main, Plan, Bench };
+
+void addOptions(CLI::App &app, Options &opts, Command command) {
+  const bool isMain = command == Command::Main, isPlan = command == Command::Plan,
+             isBench = command == Command::Bench;
+  // Hides `option` from this command's help unless `shown`.
+  auto only = [](CLI::Option *option, bool shown) {
+    if (!shown)
+      option->group("");
+    return option;
+  };
   app.set_version_flag("--version", std::string("ampc ") + AMPC_VERSION);
-  app.add_option("model", opts.model, "model file (.yaml)")->required();
-  app.add_option("--opt-level,-O", opts.optLevel, "optimization level (Apex semantics)")
-      ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
-  app.add_option("--emit", opts.emit, "print the graph as textual IR or YAML instead of training")
-      ->check(CLI::IsMember({"ir", "yaml"}));
-  app.add_option("-o,--output", opts.output, "write the emitted graph to FILE (atomically)");
-  app.add_flag("--write-through", opts.writeThrough,
-               "let -o and --checkpoint follow a symlink to its target or write into a device "
-               "or FIFO (refused by default)");
-  app.add_option("--graph", opts.graph,
-                 "which graph --emit and plan use: forward, or train (forward + backward + "
-                 "optimizer; the default when the model has an optimizer)")
-      ->check(CLI::IsMember({"forward", "train"}));
+  app.add_option("model", opts.model, "model file (.yaml or .onnx)")->required();
+  only(app.add_option("--opt-level,-O", opts.optLevel, "optimization level (Apex semantics)")
+           ->check(CLI::IsMember({"O0", "O1", "O2", "O3"})),
+       !isBench);
+  only(app.add_option("--emit", opts.emit,
+                      "print the graph as textual IR or YAML instead of training")
+           ->check(CLI::IsMember({"ir", "yaml"})),
+       isMain);
+  only(app.add_option("-o,--output", opts.output, "write the emitted graph to FILE (atomically)"),
+       isMain);
+  only(app.add_flag("--write-through", opts.writeThrough,
+                    "let -o and --checkpoint follow a symlink to its target or write into a "
+                    "device or FIFO (refused by default)"),
+       isMain);
+  only(app.add_option("--graph", opts.graph,
+                      std::string(isPlan ? "which graph to plan" : "which graph --emit uses") +
+                          ": forward, or train (forward + backward + optimizer; the default "
+                          "when the model has an optimizer)")
+           ->check(CLI::IsMember({"forward", "train"})),
+       !isBench);
   app.add_option("--batch", opts.batch, "override the model's batch size")
       ->check(positiveInteger());
   auto *limits = "Limits (what a model file may ask for; docs/cli.md)";
@@ -100,50 +121,81 @@ void addOptions(CLI::App &app, Options &opts) {
       ->group(limits);
   app.add_flag("-v,--verbose", verboseFlag(),
                "print the whole precision policy table (default: a one-line summary)");
-  app.add_flag("--verify-each", opts.verifyEach, "verify the graph after every pass");
-  app.add_option("--print-after", opts.printAfter, "print the IR after these passes (or all)");
-  app.add_flag("--time-passes", opts.timePasses, "print each pass's time");
-  app.add_option("--run", opts.run, "run the model: forward = one batch through forward + loss")
-      ->check(CLI::IsMember({"forward"}));
+  only(app.add_flag("--verify-each", opts.verifyEach, "verify the graph after every pass"),
+       !isBench);
+  only(app.add_option("--print-after", opts.printAfter, "print the IR after these passes (or all)"),
+       !isBench);
+  only(app.add_flag("--time-passes", opts.timePasses, "print each pass's time"), !isBench);
+  only(
+      app.add_option("--run", opts.run, "run the model: forward = one batch through forward + loss")
+          ->check(CLI::IsMember({"forward"})),
+      isMain);
   app.add_option("--device", opts.device, "where to run: auto, cpu, cpu-ref, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cpu-ref", "cuda"}));
+  only(app.add_option("--threads", opts.threads,
+                      "threads of the cpu device (default: the cores this process may use, "
+                      "or OMP_NUM_THREADS)")
+           ->check(integerAtLeast(1, "a positive integer")),
+       !isPlan);
 
-  auto *train = "Training (override the model's train and optimizer sections)";
-  app.add_option("--levels", opts.levels,
-                 "ampc bench: the opt levels to compare, comma-separated (default O0,O1,O2,O3)");
-  app.add_option("--steps", opts.steps, "optimizer steps to train")
-      ->check(positiveInteger())
-      ->group(train);
-  app.add_option("--epochs", opts.epochs, "passes over the training data (instead of --steps)")
-      ->check(positiveInteger())
-      ->group(train);
-  app.add_option("--lr", opts.lr, "learning rate")->check(positiveReal())->group(train);
-  app.add_option("--seed", opts.seed, "seed of parameter init, shuffling and dropout")
-      ->check(integerAtLeast(std::numeric_limits<int64_t>::min(), "an integer"))
-      ->group(train);
-  app.add_option("--eval-every", opts.evalEvery,
-                 "evaluate on the held-out tenth of the data every N steps (0: never)")
-      ->check(nonNegativeInteger())
-      ->group(train);
-  app.add_option("--log-every", opts.logEvery, "print a progress line every N steps")
-      ->check(nonNegativeInteger())
-      ->group(train);
-  app.add_option("--progress", opts.progress,
-                 "progress display: auto (a bar on a terminal), bar, lines, none")
-      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
-      ->group(train);
-  app.add_option("--metrics-out", opts.metricsOut, "write one JSON object per step to FILE")
-      ->group(train);
-  app.add_option("--checkpoint", opts.checkpoint,
-                 "write a checkpoint to FILE at the end (atomically); with --run forward, read the "
-                 "weights from FILE")
-      ->group(train);
-  app.add_option("--checkpoint-every", opts.checkpointEvery,
-                 "also write the checkpoint every N steps")
-      ->check(nonNegativeInteger())
-      ->group(train);
-  app.add_option("--resume", opts.resume, "continue the run saved in checkpoint FILE")
-      ->group(train);
+  auto *train = isMain ? "Training (override the model's train and optimizer sections)"
+                       : "Training (override the model's train and optimizer sections; each "
+                         "level trains afresh)";
+  only(app.add_option("--levels", opts.levels,
+                      "the opt levels to compare, comma-separated (default O0,O1,O2,O3)"),
+       isBench);
+  only(
+      app.add_option("--steps", opts.steps,
+                     isBench ? "optimizer steps to train (default 20)" : "optimizer steps to train")
+          ->check(positiveInteger())
+          ->group(train),
+      !isPlan);
+  only(app.add_option("--epochs", opts.epochs, "passes over the training data (instead of --steps)")
+           ->check(positiveInteger())
+           ->group(train),
+       !isPlan);
+  only(app.add_option("--lr", opts.lr, "learning rate")->check(positiveReal())->group(train),
+       !isPlan);
+  only(app.add_option("--seed", opts.seed, "seed of parameter init, shuffling and dropout")
+           ->check(integerAtLeast(std::numeric_limits<int64_t>::min(), "an integer"))
+           ->group(train),
+       !isPlan);
+  only(app.add_option("--eval-every", opts.evalEvery,
+                      "evaluate on the held-out data (train.eval_data, else the last tenth) "
+                      "every N steps (0: never)")
+           ->check(nonNegativeInteger())
+           ->group(train),
+       isMain);
+  only(app.add_option("--log-every", opts.logEvery, "print a progress line every N steps")
+           ->check(nonNegativeInteger())
+           ->group(train),
+       isMain);
+  only(app.add_option("--progress", opts.progress,
+                      "progress display: auto (a bar on a terminal), bar, lines, none")
+           ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+           ->group(train),
+       isMain);
+  only(app.add_option("--metrics-out", opts.metricsOut, "write one JSON object per step to FILE")
+           ->group(train),
+       isMain);
+  only(app.add_option("--checkpoint", opts.checkpoint,
+                      "write a checkpoint to FILE at the end (atomically); with --run forward, "
+                      "read the weights from FILE")
+           ->group(train),
+       isMain);
+  only(app.add_option("--checkpoint-every", opts.checkpointEvery,
+                      "also write the checkpoint every N steps")
+           ->check(nonNegativeInteger())
+           ->group(train),
+       isMain);
+  only(app.add_option("--resume", opts.resume, "continue the run saved in checkpoint FILE")
+           ->group(train),
+       isMain);
+  only(app.add_flag("!--no-prefetch", opts.prefetch,
+                    "make each batch inside its step instead of on a background thread during "
+                    "the step before (to measure what prefetching saves)")
+           ->group(train),
+       !isPlan);
 
   auto *amp = "Mixed precision (override the opt level's properties; docs/opt-levels.md)";
   auto property = [&](const char *flag, const char *name, const char *help) {
@@ -166,9 +218,10 @@ void addOptions(CLI::App &app, Options &opts) {
          "--allow-banned", [&opts] { opts.ampOverrides.emplace_back("allow_banned", "true"); },
          "run banned ops (binary cross-entropy) in fp32 instead of failing")
       ->group(amp);
-  app.add_flag("--explain", opts.explain,
-               "print each node's precision and the rule that chose it, then stop")
-      ->group(amp);
+  only(app.add_flag("--explain", opts.explain,
+                    "print each node's precision and the rule that chose it, then stop")
+           ->group(amp),
+       isMain);
   app.add_flag("!--no-cast-cache", opts.castCache,
                "recast state tensors at every use (the runtime's cast cache off)")
       ->group(amp);
@@ -275,30 +328,36 @@ int runCommandLine(int argc, char **argv) {
              "  ampc predict MODEL --checkpoint C --data SPEC -o OUT.npy|OUT.csv [--argmax]\n"
              "                              write the model's predictions\n"
              "Limits, exit codes and output files: docs/cli.md");
-  addOptions(app, opts);
 
-  // `ampc export` has options of its own (--checkpoint reads there).
+  // `ampc export`, `eval` and `predict` have options of their own
+  // (--checkpoint reads there).
   if (argc > 1 && std::string(argv[1]) == "export")
     return runExport(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "eval")
     return runEval(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "predict")
     return runPredict(argc - 1, argv + 1);
-  // `ampc plan MODEL` and `ampc bench MODEL` are commands of their own;
-  // everything else is the main one.
+  // `ampc plan MODEL` and `ampc bench MODEL` share the main command's
+  // options, each showing its own; everything else is the main command.
   std::vector<char *> args(argv, argv + argc);
+  Command command = Command::Main;
   if (argc > 1 && std::string(argv[1]) == "plan") {
+    command = Command::Plan;
     opts.planOnly = true;
     args.erase(args.begin() + 1);
     app.name("ampc plan");
     app.description("print the memory plan of a model: peak bytes by what they hold");
+    app.footer("\nThe other commands: ampc --help");
   } else if (argc > 1 && std::string(argv[1]) == "bench") {
+    command = Command::Bench;
     opts.bench = true;
     args.erase(args.begin() + 1);
     app.name("ampc bench");
     app.description("train a few steps at each opt level and compare step time, peak memory "
                     "and final loss");
+    app.footer("\nThe other commands: ampc --help");
   }
+  addOptions(app, opts, command);
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError &e) {
@@ -307,6 +366,13 @@ int runCommandLine(int argc, char **argv) {
   }
   if (!checkFileOptionsGiven(app, opts))
     return kBadInput;
+  if (opts.threads) {
+    if (opts.planOnly) {
+      err() << "error: --threads sets how training runs; ampc plan runs nothing\n";
+      return kBadInput;
+    }
+    applyThreads(*opts.threads);
+  }
   if (opts.planOnly && (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty())) {
     err() << "error: ampc plan prints the memory plan; --emit, -o and --run belong to the "
              "main command\n";

@@ -476,6 +476,7 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   t.checkpointEvery = opts.checkpointEvery;
   t.specialOutputs = opts.writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;
   t.resumePath = p.resumePath;
+  t.prefetch = opts.prefetch;
   t.optLevel = optLevelOf(g);
   if (t.steps <= 0)
     return Status::error("train steps must be positive");

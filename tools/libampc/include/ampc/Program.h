@@ -57,7 +57,8 @@ enum class Progress {
 struct CastCacheStats {
   uint64_t hits = 0, misses = 0;
   uint64_t bytesSaved = 0;
-  /// "cast cache: H hits, M misses, B bytes saved".
+  /// "cast cache: H casts of weights reused (B bytes not recast), M made
+  /// after a weight change".
   std::string str;
 };
 
@@ -151,6 +152,9 @@ struct TrainOptions {
   /// Let the checkpoint go through a symlink (to its target) or into a
   /// device or FIFO; refused by default (see writeFileAtomically).
   bool writeThrough = false;
+  /// Make each next batch on a background thread while the current step
+  /// runs (off: in the step, on every core, as a measurement baseline).
+  bool prefetch = true;
 };
 
 struct TrainReport {
@@ -160,7 +164,8 @@ struct TrainReport {
   int64_t skippedSteps = 0;             ///< steps the loss scaler skipped
   std::optional<double> finalLossScale; ///< with loss scaling
   double meanStepMs = 0;
-  /// Of meanStepMs, loading and binding batches.
+  /// Of meanStepMs, waiting for batches and binding them (with prefetch,
+  /// what loading took beyond the step before; without, all of it).
   double meanDataMs = 0;
   /// Each step's time in this run, in order (the first pays for first
   /// touches of memory and JIT compilation).

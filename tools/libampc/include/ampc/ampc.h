@@ -24,6 +24,7 @@
 #include "ampc/Policy.h"
 #include "ampc/Program.h"
 #include "ampc/Status.h"
+#include "ampc/Threads.h"
 #include "ampc/Types.h"
 #include "ampc/Version.h"
 

@@ -1,0 +1,91 @@
+//===- Prefetch.cpp ---------------------------------------------------------===//
+#include "runtime/data/Prefetch.h"
+
+namespace ampc {
+
+BatchPrefetcher::BatchPrefetcher(Batcher &batcher, const Graph &g, bool background)
+    : batcher_(batcher), background_(background) {
+  for (Slot &slot : slots_)
+    slot.tensors = makeBatchTensors(g);
+  if (!background_)
+    return;
+  batcher_.setParallelLoads(false);
+  worker_ = std::thread([this] { work(); });
+  // The first batch starts at once, while the caller sets up the rest.
+  std::lock_guard<std::mutex> lock(mutex_);
+  requested_ = outstanding_ = true;
+  wake_.notify_one();
+}
+
+BatchPrefetcher::~BatchPrefetcher() {
+  if (!worker_.joinable())
+    return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  worker_.join();
+  batcher_.setParallelLoads(true);
+}
+
+void BatchPrefetcher::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return requested_ || stop_; });
+    if (stop_)
+      return;
+    requested_ = false;
+    Slot &slot = slots_[1 - current_];
+    lock.unlock();
+    // The batcher and this slot are the worker's alone until ready_ is set.
+    slot.err.clear();
+    slot.ok = batcher_.next(slot.tensors, slot.rows, slot.err);
+    lock.lock();
+    ready_ = true;
+    done_.notify_one();
+  }
+}
+
+void BatchPrefetcher::waitIdle() {
+  if (!background_)
+    return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [this] { return !outstanding_ || ready_; });
+}
+
+bool BatchPrefetcher::next(llvm::MutableArrayRef<HostTensor> &batch, int64_t &rows, bool another,
+                           std::string &err) {
+  if (!background_) {
+    Slot &slot = slots_[0];
+    if (!batcher_.next(slot.tensors, slot.rows, err))
+      return false;
+    batch = slot.tensors;
+    rows = slot.rows;
+    return true;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!outstanding_) { // the last call said no batch would follow; one does
+    requested_ = outstanding_ = true;
+    wake_.notify_one();
+  }
+  done_.wait(lock, [this] { return ready_; });
+  ready_ = outstanding_ = false;
+  current_ = 1 - current_;
+  Slot &slot = slots_[current_];
+  if (!slot.ok) {
+    err = slot.err;
+    return false;
+  }
+  // The slot the caller held until now is free: fill it with the batch
+  // after this one.
+  if (another) {
+    requested_ = outstanding_ = true;
+    wake_.notify_one();
+  }
+  batch = slot.tensors;
+  rows = slot.rows;
+  return true;
+}
+
+} // namespace ampc

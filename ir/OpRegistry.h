@@ -84,6 +84,11 @@ using GradientFn = std::function<void(GradientBuilder &gb, const Node &forward,
 /// A std::function for the same reason as GradientFn.
 using InferFn = std::function<bool(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results)>;
 
+/// Floating-point operations one run of a node does (multiply and add
+/// counted apart), for profiles' GFLOP/s; ops without one (the memory-bound
+/// rest) are measured in bytes moved instead.
+using FlopsFn = double (*)(const Node &node);
+
 struct OpInfo {
   OpKind kind = OpKind::Custom;
   std::string name;
@@ -108,6 +113,9 @@ struct OpInfo {
   /// The gradient rule; nullptr for ops that are not differentiated (backward
   /// and optimizer ops themselves).
   GradientFn gradient = nullptr;
+  /// The op's arithmetic, for the dense ops (GEMMs, convolutions,
+  /// attention); nullptr for the rest.
+  FlopsFn flops = nullptr;
 
   const AttrSpec *findAttr(llvm::StringRef n) const;
   /// Smallest and largest operand count the signature allows (max = ~0u if variadic).
@@ -203,6 +211,10 @@ public:
   }
   OpRow &gradient(GradientFn fn) {
     info_.gradient = fn;
+    return *this;
+  }
+  OpRow &flops(FlopsFn fn) {
+    info_.flops = fn;
     return *this;
   }
   OpRow &sideEffects() {

@@ -11,10 +11,6 @@
 
 namespace ampc {
 
-namespace {
-
-/// The dtype a node computes in: its first floating result, else its first
-/// floating operand.
 std::optional<DType> computeDType(const Node &n) {
   for (unsigned r = 0; r < n.numResults(); ++r)
     if (isFloating(n.result(r)->dtype()))
@@ -24,6 +20,8 @@ std::optional<DType> computeDType(const Node &n) {
       return v->dtype();
   return std::nullopt;
 }
+
+namespace {
 
 uint64_t bytesOf(const TensorType &t) {
   return static_cast<uint64_t>(t.numElements()) * dtypeSize(t.dtype());

@@ -34,6 +34,10 @@ struct NodePrecision {
 /// Every node of g, in execution order.
 std::vector<NodePrecision> explainPrecision(const Graph &g);
 
+/// The dtype a node computes in: its first floating result, else its first
+/// floating operand (what the summary, the profile and the views report).
+std::optional<DType> computeDType(const Node &n);
+
 /// What `ampc` prints after compiling:
 ///   "N of M ops in half, K casts (X bytes per step)"
 /// M counts the nodes of every role that compute on floating-point data,

@@ -342,7 +342,25 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
   return true;
 }
 
+void Program::setProfiling(bool on, size_t traceSteps) {
+  profiling_ = on;
+  traceSteps_ = traceSteps;
+  profileMicros_.assign(schedule_.size(), 0.0);
+  profileCalls_.assign(schedule_.size(), 0);
+  profiledRuns_ = 0;
+  profiledRunMicros_ = 0;
+  trace_.clear();
+  traceZero_.reset();
+}
+
+unsigned Program::chainStart(unsigned position) const {
+  while (position > 0 && fusedAway_[position - 1])
+    --position;
+  return position;
+}
+
 void Program::run(uint64_t step) {
+  auto runStartTime = std::chrono::steady_clock::now();
   if (!backend_.hostAccessible())
     flushHostWrites(/*release=*/false);
   positions_.clear();
@@ -358,12 +376,29 @@ void Program::run(uint64_t step) {
     kernels::KernelArgs args;
     args.step = step;
     args.runSeed = runSeed_;
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point runStart = Clock::now();
+    if (profiling_ && !traceZero_)
+      traceZero_ = runStart;
+    bool tracing = profiling_ && profiledRuns_ < traceSteps_;
     for (unsigned i : positions_) {
       args.node = schedule_[i];
       args.inputs = inputArgs_[i];
       args.outputs = outputArgs_[i];
       args.stateUnchanged = &stateUnchanged_[i];
+      if (!profiling_) {
+        kernels_[i]->run(args);
+        continue;
+      }
+      Clock::time_point start = Clock::now();
       kernels_[i]->run(args);
+      Clock::time_point end = Clock::now();
+      double us = std::chrono::duration<double, std::micro>(end - start).count();
+      profileMicros_[i] += us;
+      ++profileCalls_[i];
+      if (tracing)
+        trace_.push_back(
+            {i, step, std::chrono::duration<double, std::micro>(start - *traceZero_).count(), us});
     }
     for (size_t u = 0; u < updates.size(); ++u) {
       void *state = storage(updates[u].state), *next = storage(updates[u].newValue);
@@ -376,6 +411,12 @@ void Program::run(uint64_t step) {
     if (!skipped(u))
       castCache_.bump(updates[u].state);
   backend_.synchronize();
+  if (profiling_) {
+    ++profiledRuns_;
+    profiledRunMicros_ +=
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - runStartTime)
+            .count();
+  }
 }
 
 MeasuredMemory Program::measure() const {

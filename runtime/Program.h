@@ -16,7 +16,9 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace ampc {
@@ -119,6 +121,29 @@ public:
   unsigned fusedChains() const { return fusedChains_; }
   unsigned fusedNodes() const { return fusedNodes_; }
 
+  /// Profiling: with it on, run() times every kernel it calls (host wall
+  /// time around the call; on a device backend that is the launch unless
+  /// the backend synchronises) and keeps, for the first `traceSteps` runs,
+  /// one event per kernel call (a timeline).
+  void setProfiling(bool on, size_t traceSteps = 0);
+  struct KernelEvent {
+    unsigned position;          ///< in schedule()
+    uint64_t step;              ///< run()'s argument
+    double startUs, durationUs; ///< from the first profiled run's start
+  };
+  /// Per schedule position: the kernel's total time over the profiled runs
+  /// (0 for a position that ran nothing: fused away, served from the cast
+  /// cache) and how many times it ran.
+  const std::vector<double> &profileMicros() const { return profileMicros_; }
+  const std::vector<uint64_t> &profileCalls() const { return profileCalls_; }
+  /// Profiled runs, and their wall time in total (state updates included).
+  uint64_t profiledRuns() const { return profiledRuns_; }
+  double profiledRunMicros() const { return profiledRunMicros_; }
+  const std::vector<KernelEvent> &trace() const { return trace_; }
+  /// For position i, the first position of the fused chain whose kernel
+  /// runs at i (i itself when not fused).
+  unsigned chainStart(unsigned position) const;
+
 private:
   Program(const Graph &g, Backend &backend) : graph_(g), backend_(backend) {}
   bool initializeState(const CompileOptions &opts, DiagnosticEngine &diag);
@@ -166,6 +191,15 @@ private:
   /// version that counts (CompileOptions::markStableInputs).
   llvm::DenseMap<const Value *, const uint64_t *> stableVersion_;
   unsigned fusedChains_ = 0, fusedNodes_ = 0;
+  bool profiling_ = false;
+  size_t traceSteps_ = 0;
+  std::vector<double> profileMicros_;
+  std::vector<uint64_t> profileCalls_;
+  uint64_t profiledRuns_ = 0;
+  double profiledRunMicros_ = 0;
+  std::vector<KernelEvent> trace_;
+  /// The clock's zero for trace events: the first profiled run's start.
+  std::optional<std::chrono::steady_clock::time_point> traceZero_;
   /// Device backends: host copies of values handed out by data().
   struct HostCopy {
     std::unique_ptr<char[]> bytes;

@@ -333,48 +333,96 @@ static void gradAttention(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<V
       dxs[i] = grads[i];
 }
 
+//===----------------------------------------------------------------------===//
+// Arithmetic (profiles' GFLOP/s): 2 flops per multiply-add.
+//===----------------------------------------------------------------------===//
+
+static double elements(const Value *v) { return static_cast<double>(v->type().numElements()); }
+
+// Every result element is a dot product over the contracted dimension.
+static double flopsLinear(const Node &n) {
+  return 2 * elements(n.result(0)) * double(n.operand(1)->type().dims().back());
+}
+template <class Attrs> static double flopsMatMul(const Node &n) {
+  const TensorType &a = n.operand(0)->type();
+  int64_t k = Attrs(n).transpose_a() ? a.dim(a.rank() - 2) : a.dim(a.rank() - 1);
+  return 2 * elements(n.result(0)) * double(k);
+}
+// Convolution and both its backward passes: every output element (of the
+// forward) meets C/groups x kh x kw weights, i.e. weight elements / O.
+static double convFlops(const Value *output, const Value *weight) {
+  double outChannels = double(weight->type().dim(0));
+  return 2 * elements(output) * elements(weight) / outChannels;
+}
+static double flopsConv2d(const Node &n) { return convFlops(n.result(0), n.operand(1)); }
+static double flopsConv2dGradInput(const Node &n) { return convFlops(n.operand(0), n.operand(1)); }
+static double flopsConv2dGradWeight(const Node &n) { return convFlops(n.operand(0), n.result(0)); }
+// Q K^T and P V, each 2 S T D per head: 4 x (query elements) x T. The
+// backward's four GEMMs of the same sizes (dQ, dK, dV, dP): twice that, the
+// usual convention (a recomputed Q K^T is not counted).
+static double attentionFlops(const Value *query, const Value *key) {
+  const TensorType &k = key->type();
+  return 4 * elements(query) * double(k.dim(k.rank() - 2));
+}
+static double flopsAttention(const Node &n) { return attentionFlops(n.operand(0), n.operand(1)); }
+static double flopsAttentionGrad(const Node &n) {
+  return 2 * attentionFlops(n.operand(1), n.operand(2));
+}
+
 void registerLinearAlgebraOps(OpRegistry &r) {
   OpRow(r.define(OpKind::Linear))
       .operand("input")
       .operand("weight")
       .optionalOperand("bias")
       .infer(inferLinear)
-      .gradient(gradLinear);
-  OpRow(r.define(OpKind::MatMul)).operand("a").operand("b").infer(inferMatMul).gradient(gradMatMul);
+      .gradient(gradLinear)
+      .flops(flopsLinear);
+  OpRow(r.define(OpKind::MatMul))
+      .operand("a")
+      .operand("b")
+      .infer(inferMatMul)
+      .gradient(gradMatMul)
+      .flops(flopsMatMul<attrs::MatMul>);
   OpRow(r.define(OpKind::BatchMatMul))
       .operand("a")
       .operand("b")
       .infer(inferBatchMatMul)
-      .gradient(gradBatchMatMul);
+      .gradient(gradBatchMatMul)
+      .flops(flopsMatMul<attrs::BatchMatMul>);
   OpRow(r.define(OpKind::Conv2d))
       .operand("input")
       .operand("weight")
       .optionalOperand("bias")
       .infer(inferConv2d)
-      .gradient(gradConv2d);
+      .gradient(gradConv2d)
+      .flops(flopsConv2d);
   // scale <= 0 means the default 1/sqrt(head size), as PyTorch's scale=None.
   OpRow(r.define(OpKind::ScaledDotProductAttention))
       .operand("query")
       .operand("key")
       .operand("value")
       .infer(inferAttention)
-      .gradient(gradAttention);
+      .gradient(gradAttention)
+      .flops(flopsAttention);
 
   // Backward ops (not differentiated again).
   OpRow(r.define(OpKind::Conv2dGradInput))
       .operand("grad_output")
       .operand("weight")
-      .infer(inferConv2dGradInput);
+      .infer(inferConv2dGradInput)
+      .flops(flopsConv2dGradInput);
   OpRow(r.define(OpKind::Conv2dGradWeight))
       .operand("grad_output")
       .operand("input")
-      .infer(inferConv2dGradWeight);
+      .infer(inferConv2dGradWeight)
+      .flops(flopsConv2dGradWeight);
   OpRow(r.define(OpKind::ScaledDotProductAttentionGrad))
       .operand("grad_output")
       .operand("query")
       .operand("key")
       .operand("value")
-      .infer(inferAttentionGrad);
+      .infer(inferAttentionGrad)
+      .flops(flopsAttentionGrad);
 }
 
 } // namespace ampc

@@ -271,7 +271,13 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     return saveCheckpoint(options_.checkpointPath, train_, info, err, options_.specialOutputs);
   };
 
+  // Profiles leave out the first step (JIT, first touches of the arenas)
+  // unless it is the only one.
+  if (options_.profile && options_.steps == result.firstStep + 1)
+    train_.setProfiling(true, options_.traceSteps);
   for (int64_t step = result.firstStep + 1; step <= options_.steps; ++step) {
+    if (options_.profile && step == result.firstStep + 2)
+      train_.setProfiling(true, options_.traceSteps);
     auto start = std::chrono::steady_clock::now();
     double lossSum = 0, dataMs = 0;
     for (int64_t m = 0; m < k; ++m) {

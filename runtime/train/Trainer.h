@@ -55,6 +55,10 @@ struct TrainOptions {
   std::string dataDescription, scheduleDescription;
   /// Make the next batch on a background thread while a step runs.
   bool prefetch = true;
+  /// Time the program's kernels from the second step on (the first, when
+  /// it is the only one): Program::setProfiling with traceSteps.
+  bool profile = false;
+  size_t traceSteps = 0;
 };
 
 struct EvalResult {

@@ -57,39 +57,6 @@ std::string formatBytes(uint64_t bytes) {
   return format("%.1f ", v) + units[unit];
 }
 
-/// `s` without the blanks at either end.
-std::string trim(const std::string &s) {
-  const char *blanks = " \t\n\v\f\r";
-  size_t first = s.find_first_not_of(blanks);
-  if (first == std::string::npos)
-    return "";
-  return s.substr(first, s.find_last_not_of(blanks) - first + 1);
-}
-
-/// Splits --levels; false after printing what is wrong with it.
-bool parseLevels(const std::string &list, std::vector<std::string> &levels) {
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(',', pos);
-    std::string part =
-        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
-    if (part.empty()) // empty parts are skipped, blank ones are not
-      continue;
-    std::string p = trim(part);
-    if (p != "O0" && p != "O1" && p != "O2" && p != "O3") {
-      err() << "error: --levels: unknown opt level '" << p << "' (known: O0, O1, O2, O3)\n";
-      return false;
-    }
-    levels.push_back(p);
-  }
-  if (levels.empty()) {
-    err() << "error: --levels names no opt level\n";
-    return false;
-  }
-  return true;
-}
-
 } // namespace
 
 int runBench(const Options &cmdline) {
@@ -109,6 +76,8 @@ int runBench(const Options &cmdline) {
 
   bool headerShown = false, anyFailed = false;
   double baselineMs = 0;
+  // --profile: each level's tables, after the comparison.
+  std::vector<std::pair<std::string, std::string>> profiles;
   for (const std::string &level : levels) {
     opts.optLevel = level;
     std::optional<api::Model> model = loadModel(opts);
@@ -162,11 +131,15 @@ int runBench(const Options &cmdline) {
     if (result->allocatedBytes != result->plannedBytes)
       out() << "  (allocated " << formatBytes(result->allocatedBytes) << ")";
     out() << "\n";
+    if (result->profile)
+      profiles.emplace_back(level, result->profile->str());
   }
   if (headerShown)
     out() << "ms/step: median, first step excluded; speedup: over " << levels.front()
           << "; peak memory: planned (= allocated unless shown); skipped: steps the loss "
              "scaler skipped for overflow (- without loss scaling)\n";
+  for (const auto &[level, table] : profiles)
+    out() << "\n" << level << " " << table;
   return anyFailed ? kRuntimeFailure : kSuccess;
 }
 

@@ -46,6 +46,7 @@ struct Options {
   std::optional<int64_t> threads;
   bool planOnly = false;              ///< `ampc plan`
   bool bench = false;                 ///< `ampc bench`
+  bool diff = false;                  ///< `ampc diff`
   std::string levels = "O0,O1,O2,O3"; ///< the levels `ampc bench` compares
   // Training overrides of the model's `train`/`optimizer` sections.
   std::optional<int64_t> steps, epochs, evalEvery, logEvery, seed;
@@ -61,6 +62,8 @@ struct Options {
   bool explain = false;  ///< print each node's precision and why
   bool castCache = true; ///< --no-cast-cache turns the runtime cache off
   bool prefetch = true;  ///< --no-prefetch: batches made inside the step
+  bool profile = false;  ///< --profile: per-kernel times of the step
+  std::string trace;     ///< --trace FILE: a timeline of the first steps
 };
 
 /// Where results go (stdout) and where diagnostics go (stderr); main() sets
@@ -135,6 +138,13 @@ api::TrainOptions trainOptions(const api::Model &m, const Options &opts);
 /// opts.levels in turn, importing it afresh for each, and prints a table of
 /// step time, speedup over the first level, peak memory and final loss.
 int runBench(const Options &opts);
+
+/// Splits a --levels list ("O0,O2"); false after printing what is wrong.
+bool parseLevels(const std::string &list, std::vector<std::string> &levels);
+
+/// `ampc diff MODEL --levels A,B`: the two levels' rewritten graphs side by
+/// side (precision changes, nodes and casts only one has, memory by class).
+int runDiff(Options opts);
 
 /// `ampc export MODEL --format F -o OUT [--checkpoint C]`: parses its own
 /// command line (argv[0] is "export") and writes the model's weights.

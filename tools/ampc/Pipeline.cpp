@@ -57,6 +57,42 @@ std::string optLevelOf(const api::Model &m) {
   return m.graph().meta("amp.opt_level").value_or("O0");
 }
 
+namespace {
+
+/// `s` without the blanks at either end.
+std::string trim(const std::string &s) {
+  const char *blanks = " \t\n\v\f\r";
+  size_t first = s.find_first_not_of(blanks);
+  if (first == std::string::npos)
+    return "";
+  return s.substr(first, s.find_last_not_of(blanks) - first + 1);
+}
+
+} // namespace
+
+bool parseLevels(const std::string &list, std::vector<std::string> &levels) {
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string part =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (part.empty()) // empty parts are skipped, blank ones are not
+      continue;
+    std::string p = trim(part);
+    if (p != "O0" && p != "O1" && p != "O2" && p != "O3") {
+      err() << "error: --levels: unknown opt level '" << p << "' (known: O0, O1, O2, O3)\n";
+      return false;
+    }
+    levels.push_back(p);
+  }
+  if (levels.empty()) {
+    err() << "error: --levels names no opt level\n";
+    return false;
+  }
+  return true;
+}
+
 void applyThreads(int64_t threads) {
   if (threads <= 0)
     return;

@@ -55,6 +55,9 @@ api::TrainOptions trainOptions(const api::Model &m, const Options &opts) {
   t.writeThrough = opts.writeThrough;
   t.progress = progressOf(opts.progress);
   t.prefetch = opts.prefetch;
+  t.profile = opts.profile || !opts.trace.empty();
+  // A few steps make a readable timeline and a small file.
+  t.traceSteps = opts.trace.empty() ? 0 : 5;
   // Handed over at each progress update: on a pipe the lines go out as they
   // come, as the bar does on a terminal.
   t.output = [](std::string_view text) { out() << text << std::flush; };
@@ -91,6 +94,17 @@ int runTraining(api::Model &m, const Options &opts) {
   }
   out() << report->summary;
   printPrecisionFooter(m, &*run.program);
+  if (report->profile)
+    out() << report->profile->str();
+  else if (opts.profile || !opts.trace.empty())
+    out() << "profile: nothing profiled (the run had no step after the first)\n";
+  if (!opts.trace.empty()) {
+    if (api::Status s = run.program->writeTrace(opts.trace, opts.writeThrough); !s) {
+      printDiagnostics(s);
+      return kRuntimeFailure;
+    }
+    out() << "trace: " << opts.trace << " (open in Perfetto or chrome://tracing)\n";
+  }
   if (!opts.checkpoint.empty())
     out() << "checkpoint: " << opts.checkpoint << " (step " << report->steps << ")\n";
   if (!opts.metricsOut.empty())

@@ -65,11 +65,13 @@ CLI::Validator positiveReal() {
 /// --help. The others stay parseable but hidden, so that using one with the
 /// wrong command gets an error that says where it belongs rather than
 /// CLI11's "not expected".
-enum class Command { Main, Plan, Bench };
+enum class Command { Main, Plan, Bench, Diff };
 
 void addOptions(CLI::App &app, Options &opts, Command command) {
   const bool isMain = command == Command::Main, isPlan = command == Command::Plan,
-             isBench = command == Command::Bench;
+             isBench = command == Command::Bench, isDiff = command == Command::Diff;
+  // Options that train, and those that run the passes for inspection.
+  const bool trains = isMain || isBench, debugsPasses = isMain || isPlan;
   // Hides `option` from this command's help unless `shown`.
   auto only = [](CLI::Option *option, bool shown) {
     if (!shown)
@@ -80,7 +82,7 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
   app.add_option("model", opts.model, "model file (.yaml or .onnx)")->required();
   only(app.add_option("--opt-level,-O", opts.optLevel, "optimization level (Apex semantics)")
            ->check(CLI::IsMember({"O0", "O1", "O2", "O3"})),
-       !isBench);
+       !isBench && !isDiff);
   only(app.add_option("--emit", opts.emit,
                       "print the graph as textual IR or YAML instead of training")
            ->check(CLI::IsMember({"ir", "yaml"})),
@@ -92,7 +94,9 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
                     "device or FIFO (refused by default)"),
        isMain);
   only(app.add_option("--graph", opts.graph,
-                      std::string(isPlan ? "which graph to plan" : "which graph --emit uses") +
+                      std::string(isPlan   ? "which graph to plan"
+                                  : isDiff ? "which graph to compare"
+                                           : "which graph --emit uses") +
                           ": forward, or train (forward + backward + optimizer; the default "
                           "when the model has an optimizer)")
            ->check(CLI::IsMember({"forward", "train"})),
@@ -122,10 +126,10 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
   app.add_flag("-v,--verbose", verboseFlag(),
                "print the whole precision policy table (default: a one-line summary)");
   only(app.add_flag("--verify-each", opts.verifyEach, "verify the graph after every pass"),
-       !isBench);
+       debugsPasses);
   only(app.add_option("--print-after", opts.printAfter, "print the IR after these passes (or all)"),
-       !isBench);
-  only(app.add_flag("--time-passes", opts.timePasses, "print each pass's time"), !isBench);
+       debugsPasses);
+  only(app.add_flag("--time-passes", opts.timePasses, "print each pass's time"), debugsPasses);
   only(
       app.add_option("--run", opts.run, "run the model: forward = one batch through forward + loss")
           ->check(CLI::IsMember({"forward"})),
@@ -136,30 +140,31 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
                       "threads of the cpu device (default: the cores this process may use, "
                       "or OMP_NUM_THREADS)")
            ->check(integerAtLeast(1, "a positive integer")),
-       !isPlan);
+       trains);
 
   auto *train = isMain ? "Training (override the model's train and optimizer sections)"
                        : "Training (override the model's train and optimizer sections; each "
                          "level trains afresh)";
   only(app.add_option("--levels", opts.levels,
-                      "the opt levels to compare, comma-separated (default O0,O1,O2,O3)"),
-       isBench);
+                      isDiff ? "the two opt levels to compare, e.g. O1,O2"
+                             : "the opt levels to compare, comma-separated (default O0,O1,O2,O3)"),
+       isBench || isDiff);
   only(
       app.add_option("--steps", opts.steps,
                      isBench ? "optimizer steps to train (default 20)" : "optimizer steps to train")
           ->check(positiveInteger())
           ->group(train),
-      !isPlan);
+      trains);
   only(app.add_option("--epochs", opts.epochs, "passes over the training data (instead of --steps)")
            ->check(positiveInteger())
            ->group(train),
-       !isPlan);
+       trains);
   only(app.add_option("--lr", opts.lr, "learning rate")->check(positiveReal())->group(train),
-       !isPlan);
+       trains);
   only(app.add_option("--seed", opts.seed, "seed of parameter init, shuffling and dropout")
            ->check(integerAtLeast(std::numeric_limits<int64_t>::min(), "an integer"))
            ->group(train),
-       !isPlan);
+       trains);
   only(app.add_option("--eval-every", opts.evalEvery,
                       "evaluate on the held-out data (train.eval_data, else the last tenth) "
                       "every N steps (0: never)")
@@ -191,11 +196,21 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
   only(app.add_option("--resume", opts.resume, "continue the run saved in checkpoint FILE")
            ->group(train),
        isMain);
+  only(app.add_flag("--profile", opts.profile,
+                    "time every kernel of the training step (the first step left out) and print "
+                    "where the time goes, by op kind and by node (docs/inspect.md)")
+           ->group(train),
+       trains);
+  only(app.add_option("--trace", opts.trace,
+                      "write a timeline of the first steps' kernels to FILE (Chrome trace-event "
+                      "JSON: Perfetto, chrome://tracing); implies --profile")
+           ->group(train),
+       isMain);
   only(app.add_flag("!--no-prefetch", opts.prefetch,
                     "make each batch inside its step instead of on a background thread during "
                     "the step before (to measure what prefetching saves)")
            ->group(train),
-       !isPlan);
+       trains);
 
   auto *amp = "Mixed precision (override the opt level's properties; docs/opt-levels.md)";
   auto property = [&](const char *flag, const char *name, const char *help) {
@@ -249,6 +264,7 @@ bool checkFileOptionsGiven(const CLI::App &app, const Options &opts) {
       {"--checkpoint", &opts.checkpoint},
       {"--metrics-out", &opts.metricsOut},
       {"--resume", &opts.resume},
+      {"--trace", &opts.trace},
   };
   for (const auto &[flag, value] : fileOptions)
     if (app.count(flag) && value->empty()) {
@@ -274,6 +290,8 @@ bool checkOutputsWritable(const Options &opts) {
     outputs.emplace_back(opts.output, true);
   if (!opts.checkpoint.empty())
     outputs.emplace_back(opts.checkpoint, true);
+  if (!opts.trace.empty())
+    outputs.emplace_back(opts.trace, true);
   // The metrics file is a log written in place as the run goes, never
   // replaced, so it may be a FIFO or /dev/stderr.
   if (!opts.metricsOut.empty())
@@ -320,6 +338,8 @@ int runCommandLine(int argc, char **argv) {
              "  ampc [options] MODEL        train MODEL (or --emit, --run, --explain)\n"
              "  ampc plan [options] MODEL   print the memory plan of the training step\n"
              "  ampc bench [options] MODEL  train a few steps at each opt level and compare\n"
+             "  ampc diff MODEL --levels A,B\n"
+             "                              what changes between two opt levels' graphs\n"
              "  ampc export MODEL --format npy -o DIR [--checkpoint C]\n"
              "                              write the weights (every parameter and buffer, "
              "fp32)\n"
@@ -348,6 +368,15 @@ int runCommandLine(int argc, char **argv) {
     app.name("ampc plan");
     app.description("print the memory plan of a model: peak bytes by what they hold");
     app.footer("\nThe other commands: ampc --help");
+  } else if (argc > 1 && std::string(argv[1]) == "diff") {
+    command = Command::Diff;
+    opts.diff = true;
+    opts.levels.clear(); // required: no default pair
+    args.erase(args.begin() + 1);
+    app.name("ampc diff");
+    app.description("what changes between two opt levels of a model: nodes that compute in "
+                    "another dtype and why, nodes and casts only one level has, memory by class");
+    app.footer("\nThe other commands: ampc --help; docs/inspect.md");
   } else if (argc > 1 && std::string(argv[1]) == "bench") {
     command = Command::Bench;
     opts.bench = true;
@@ -389,8 +418,23 @@ int runCommandLine(int argc, char **argv) {
   }
   if (opts.bench)
     return runBench(opts);
+  if (opts.diff) {
+    if (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty() || !opts.optLevel.empty() ||
+        opts.explain || !opts.resume.empty() || !opts.checkpoint.empty() ||
+        !opts.metricsOut.empty() || opts.threads) {
+      err() << "error: ampc diff compares the two --levels; --opt-level, --emit, -o, --run, "
+               "--explain, --resume, --checkpoint, --metrics-out and --threads belong to the "
+               "main command\n";
+      return kBadInput;
+    }
+    if (opts.levels.empty()) {
+      err() << "error: ampc diff needs --levels A,B (e.g. --levels O1,O2)\n";
+      return kBadInput;
+    }
+    return runDiff(opts);
+  }
   if (opts.levels != Options().levels) {
-    err() << "error: --levels belongs to ampc bench\n";
+    err() << "error: --levels belongs to ampc bench and ampc diff\n";
     return kBadInput;
   }
   if (!opts.output.empty() && opts.emit.empty()) {
@@ -418,10 +462,11 @@ int runCommandLine(int argc, char **argv) {
     opts.checkpoint.clear();
   }
   // Training's outputs: another action would silently not write them.
-  if ((!opts.checkpoint.empty() || !opts.metricsOut.empty()) &&
+  if ((!opts.checkpoint.empty() || !opts.metricsOut.empty() || !opts.trace.empty() ||
+       opts.profile) &&
       (!opts.emit.empty() || !opts.run.empty() || opts.planOnly || opts.explain)) {
-    err() << "error: --checkpoint and --metrics-out are written by training; they cannot be "
-             "combined with --emit, --run, --explain or plan\n";
+    err() << "error: --checkpoint, --metrics-out, --profile and --trace come from training; "
+             "they cannot be combined with --emit, --run, --explain or plan\n";
     return kBadInput;
   }
 

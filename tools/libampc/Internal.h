@@ -19,6 +19,10 @@
 #include <memory>
 #include <string>
 
+namespace ampc {
+class Program;
+} // namespace ampc
+
 namespace ampc::api {
 
 inline ampc::DType toInternal(DType t) { return static_cast<ampc::DType>(t); }
@@ -36,6 +40,11 @@ AttrValue toPublic(const ampc::Attribute &a);
 /// Every diagnostic of `diag` as a Status (a failure when any is an error).
 Status toStatus(const DiagnosticEngine &diag);
 Diagnostic toPublic(const ampc::Diagnostic &d);
+
+/// The profile a program kept (ampc::Program::setProfiling), by kernel.
+StepProfile collectProfile(const ampc::Program &program);
+/// Its timeline as Chrome trace-event JSON.
+std::string traceJson(const ampc::Program &program);
 
 /// The frontend's load options (limits, batch) from the public ones.
 ampc::LoadOptions toInternal(const LoadOptions &o);

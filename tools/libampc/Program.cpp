@@ -477,6 +477,8 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   t.specialOutputs = opts.writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;
   t.resumePath = p.resumePath;
   t.prefetch = opts.prefetch;
+  t.profile = opts.profile || opts.traceSteps > 0;
+  t.traceSteps = opts.traceSteps;
   t.optLevel = optLevelOf(g);
   if (t.steps <= 0)
     return Status::error("train steps must be positive");
@@ -519,10 +521,19 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
     report.eval = EvalReport{r.eval->loss, r.eval->accuracy, r.eval->top5, r.eval->samples, {}};
   report.plannedBytes = r.plannedBytes;
   report.allocatedBytes = r.allocatedBytes;
+  if (t.profile && p.program->profiledRuns() > 0)
+    report.profile = collectProfile(*p.program);
   llvm::raw_string_ostream os(report.summary);
   printTrainSummary(r, os);
   os.flush();
   return report;
+}
+
+Status Program::writeTrace(const std::string &path, bool writeThrough) const {
+  const ampc::Program &p = *impl_->program;
+  if (p.trace().empty())
+    return Status::error("no timeline to write: train with TrainOptions::traceSteps > 0 first");
+  return writeFileAtomically(path, traceJson(p), writeThrough);
 }
 
 namespace {

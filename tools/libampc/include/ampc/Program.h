@@ -4,6 +4,7 @@
 
 #include "ampc/Export.h"
 #include "ampc/Model.h"
+#include "ampc/Profile.h"
 #include "ampc/Status.h"
 #include "ampc/Types.h"
 
@@ -155,6 +156,11 @@ struct TrainOptions {
   /// Make each next batch on a background thread while the current step
   /// runs (off: in the step, on every core, as a measurement baseline).
   bool prefetch = true;
+  /// Time every kernel of the step from the second step on (TrainReport::
+  /// profile); with traceSteps > 0, also keep a timeline of that many steps
+  /// for Program::writeTrace.
+  bool profile = false;
+  size_t traceSteps = 0;
 };
 
 struct TrainReport {
@@ -175,6 +181,8 @@ struct TrainReport {
   uint64_t plannedBytes = 0, allocatedBytes = 0;
   /// The end-of-run summary `ampc` prints.
   std::string summary;
+  /// With TrainOptions::profile (and more than one step).
+  std::optional<StepProfile> profile;
 };
 
 class Program;
@@ -208,6 +216,11 @@ public:
   std::string memoryPlan() const;
   /// The cast cache's counts so far (all zero when nothing cacheable ran).
   CastCacheStats castCacheStats() const;
+
+  /// The timeline train() kept (TrainOptions::traceSteps) as a Chrome
+  /// trace-event JSON file, written atomically: one event per kernel call,
+  /// named by node and op, on one track per step role.
+  Status writeTrace(const std::string &path, bool writeThrough = false) const;
 
   /// Runs one batch of the model's data (its first) through the graph:
   /// `ampc --run forward`. Opens the data if Model::openData() did not.

@@ -22,6 +22,7 @@
 #include "ampc/ModelExport.h"
 #include "ampc/Pipeline.h"
 #include "ampc/Policy.h"
+#include "ampc/Profile.h"
 #include "ampc/Program.h"
 #include "ampc/Status.h"
 #include "ampc/Threads.h"

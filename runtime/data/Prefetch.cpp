@@ -1,6 +1,9 @@
 //===- Prefetch.cpp ---------------------------------------------------------===//
 #include "runtime/data/Prefetch.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 namespace ampc {
 
 BatchPrefetcher::BatchPrefetcher(Batcher &batcher, const Graph &g, bool background)
@@ -9,8 +12,16 @@ BatchPrefetcher::BatchPrefetcher(Batcher &batcher, const Graph &g, bool backgrou
     slot.tensors = makeBatchTensors(g);
   if (!background_)
     return;
-  batcher_.setParallelLoads(false);
-  worker_ = std::thread([this] { work(); });
+  worker_ = std::thread([this] {
+#ifdef SCHED_IDLE
+    // Only cores nothing else wants: the kernels' threads are never
+    // preempted for a batch (on a machine whose cores they fill, a batch
+    // made at normal priority cost more compute time than it saved).
+    sched_param param{};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+#endif
+    work();
+  });
   // The first batch starts at once, while the caller sets up the rest.
   std::lock_guard<std::mutex> lock(mutex_);
   requested_ = outstanding_ = true;
@@ -29,6 +40,13 @@ BatchPrefetcher::~BatchPrefetcher() {
   batcher_.setParallelLoads(true);
 }
 
+bool BatchPrefetcher::fill(Slot &slot, bool parallel) {
+  batcher_.setParallelLoads(parallel);
+  slot.err.clear();
+  slot.ok = batcher_.next(slot.tensors, slot.rows, slot.err);
+  return slot.ok;
+}
+
 void BatchPrefetcher::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -36,12 +54,13 @@ void BatchPrefetcher::work() {
     if (stop_)
       return;
     requested_ = false;
+    busy_ = true;
     Slot &slot = slots_[1 - current_];
     lock.unlock();
     // The batcher and this slot are the worker's alone until ready_ is set.
-    slot.err.clear();
-    slot.ok = batcher_.next(slot.tensors, slot.rows, slot.err);
+    fill(slot, /*parallel=*/false);
     lock.lock();
+    busy_ = false;
     ready_ = true;
     done_.notify_one();
   }
@@ -58,8 +77,10 @@ bool BatchPrefetcher::next(llvm::MutableArrayRef<HostTensor> &batch, int64_t &ro
                            std::string &err) {
   if (!background_) {
     Slot &slot = slots_[0];
-    if (!batcher_.next(slot.tensors, slot.rows, err))
+    if (!fill(slot, /*parallel=*/true)) {
+      err = slot.err;
       return false;
+    }
     batch = slot.tensors;
     rows = slot.rows;
     return true;
@@ -69,8 +90,18 @@ bool BatchPrefetcher::next(llvm::MutableArrayRef<HostTensor> &batch, int64_t &ro
     requested_ = outstanding_ = true;
     wake_.notify_one();
   }
-  done_.wait(lock, [this] { return ready_; });
-  ready_ = outstanding_ = false;
+  if (requested_) {
+    // Not started (the worker had no idle core yet): the caller makes the
+    // batch itself, on every core, as without prefetching.
+    requested_ = outstanding_ = false;
+    ++stolen_;
+    lock.unlock();
+    fill(slots_[1 - current_], /*parallel=*/true);
+    lock.lock();
+  } else {
+    done_.wait(lock, [this] { return ready_; });
+    ready_ = outstanding_ = false;
+  }
   current_ = 1 - current_;
   Slot &slot = slots_[current_];
   if (!slot.ok) {

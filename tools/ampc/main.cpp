@@ -66,8 +66,9 @@ void addOptions(CLI::App &app, Options &opts) {
   app.add_option("model", opts.model, "model file (.yaml)")->required();
   app.add_option("--opt-level,-O", opts.optLevel, "optimization level (Apex semantics)")
       ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
-  app.add_option("--emit", opts.emit, "print the graph as textual IR or YAML instead of training")
-      ->check(CLI::IsMember({"ir", "yaml"}));
+  app.add_option("--emit", opts.emit,
+                 "print the graph as textual IR, YAML or Graphviz DOT instead of training")
+      ->check(CLI::IsMember({"ir", "yaml", "dot"}));
   app.add_option("-o,--output", opts.output, "write the emitted graph to FILE (atomically)");
   app.add_flag("--write-through", opts.writeThrough,
                "let -o and --checkpoint follow a symlink to its target or write into a device "
@@ -176,7 +177,7 @@ void addOptions(CLI::App &app, Options &opts) {
 
 int emitGraph(const api::Model &m, const Options &opts) {
   api::GraphView g = m.graph();
-  std::string text = opts.emit == "ir" ? g.printIR() : g.toYaml();
+  std::string text = opts.emit == "ir" ? g.printIR() : opts.emit == "dot" ? g.toDot() : g.toYaml();
   if (opts.output.empty() || opts.output == "-") {
     out() << text;
     return kSuccess;
@@ -274,6 +275,7 @@ int runCommandLine(int argc, char **argv) {
              "                              loss and metrics over every sample of the data\n"
              "  ampc predict MODEL --checkpoint C --data SPEC -o OUT.npy|OUT.csv [--argmax]\n"
              "                              write the model's predictions\n"
+
              "Limits, exit codes and output files: docs/cli.md");
   addOptions(app, opts);
 
@@ -328,7 +330,7 @@ int runCommandLine(int argc, char **argv) {
     return kBadInput;
   }
   if (!opts.output.empty() && opts.emit.empty()) {
-    err() << "error: -o needs --emit ir or --emit yaml\n";
+    err() << "error: -o needs --emit ir, --emit yaml or --emit dot\n";
     return kBadInput;
   }
   if (opts.explain && (!opts.emit.empty() || !opts.run.empty() || opts.planOnly)) {

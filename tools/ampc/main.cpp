@@ -4,6 +4,7 @@
 // ampc plan [options] model.yaml the memory plan of the training step
 // ampc bench [options] model.yaml train a few steps at each opt level, compare
 // ampc export model.yaml --format npy -o DIR [--checkpoint C]  the weights out
+// ampc view model.yaml -o OUT.html  the rewritten graph as a page
 //
 // Imports a model file, verifies it, runs the pipeline for the opt level and
 // then trains, or prints the graph (--emit), its summary, or one forward
@@ -275,7 +276,8 @@ int runCommandLine(int argc, char **argv) {
              "                              loss and metrics over every sample of the data\n"
              "  ampc predict MODEL --checkpoint C --data SPEC -o OUT.npy|OUT.csv [--argmax]\n"
              "                              write the model's predictions\n"
-
+             "  ampc view MODEL -o OUT.html [-O Ox] [--graph forward|train]\n"
+             "                              the rewritten graph as a page (docs/inspect.md)\n"
              "Limits, exit codes and output files: docs/cli.md");
   addOptions(app, opts);
 
@@ -286,6 +288,8 @@ int runCommandLine(int argc, char **argv) {
     return runEval(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "predict")
     return runPredict(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "view")
+    return runView(argc - 1, argv + 1);
   // `ampc plan MODEL` and `ampc bench MODEL` are commands of their own;
   // everything else is the main one.
   std::vector<char *> args(argv, argv + argc);

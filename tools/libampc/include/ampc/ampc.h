@@ -26,5 +26,6 @@
 #include "ampc/Status.h"
 #include "ampc/Types.h"
 #include "ampc/Version.h"
+#include "ampc/View.h"
 
 #endif

@@ -11,6 +11,20 @@
 // keep their forward node's location but mostly have numbered names, so
 // they are drawn in their role's cluster without layers.
 //
+// The layout is Graphviz's `dot`, whose cost is the length of the edges it
+// must route through the ranks. Three rules keep training graphs compact
+// (and their layout seconds rather than minutes):
+//  - a state tensor (and so an op fed by state alone, a weight's cast) is
+//    ranked below the other inputs of its first reader: a source would sit
+//    as high as its reader allows, in ranks of the previous layer, and push
+//    each layer's box to the right of the last;
+//  - backward edges are laid out against their direction (drawn with the
+//    arrow as computed), so the backward pass climbs back up beside the
+//    forward pass and each gradient sits next to the activations it reads;
+//  - a scalar read by many nodes (the learning rate, the loss scale's
+//    inverse, the skip flag) gets no edges: they would cross the whole
+//    drawing (its readers' tooltips name it, and the view lists it).
+//
 //===----------------------------------------------------------------------===//
 #include "passes/GraphDot.h"
 
@@ -207,6 +221,9 @@ private:
   void printCluster(const Cluster &c, unsigned depth);
   void printItem(unsigned i, unsigned depth);
   void printEdges();
+  void findFeeders();
+  void printFeederEdges();
+  bool isBroadcast(const Value *v) const;
 
   const Graph &g_;
   llvm::raw_ostream &os_;
@@ -215,6 +232,10 @@ private:
   llvm::DenseMap<const Value *, unsigned> itemOfValue_;
   std::vector<std::unique_ptr<Cluster>> roles_;
   unsigned clusterCount_ = 0;
+  /// Per item: whether it is fed by state alone, and the first reader that
+  /// is not, which it is laid out with (see the file comment), or -1.
+  std::vector<bool> feeder_;
+  std::vector<int> anchor_;
 };
 
 void DotWriter::collectItems() {
@@ -388,6 +409,14 @@ void DotWriter::printItem(unsigned i, unsigned depth) {
                           n.opName().str() + "\n" + p.precision + ": " + p.reason;
     if (n.loc().known())
       tooltip += "\n" + n.loc().str();
+    llvm::SmallVector<const Value *, 4> scalars;
+    for (const Value *v : n.operands())
+      if (v && isBroadcast(v) && !llvm::is_contained(scalars, v))
+        scalars.push_back(v);
+    for (size_t k = 0; k < scalars.size(); ++k)
+      tooltip += (k ? ", %" : "\nalso reads %") + scalars[k]->name().str();
+    if (!scalars.empty())
+      tooltip += " (edges not drawn)";
     os_ << "id=\"" << dotOpId(index) << "\", class=" << quote(cls) << ", label=\"" << label
         << "\", tooltip=" << quote(tooltip) << ", fillcolor=\"" << fillOf(dt) << "\"";
     if (cast)
@@ -415,6 +444,90 @@ void DotWriter::printItem(unsigned i, unsigned depth) {
   os_ << "];\n";
 }
 
+void DotWriter::findFeeders() {
+  // The first op reading each value, in execution order.
+  llvm::DenseMap<const Value *, unsigned> firstReader;
+  for (unsigned i = 0; i < items_.size(); ++i)
+    if (const Node *n = items_[i].node)
+      for (const Value *v : n->operands())
+        if (v)
+          firstReader.try_emplace(v, i);
+  // Fed by state alone: state tensors, and ops (in execution order, so
+  // their operands are decided first) all of whose operands are.
+  std::vector<bool> &feeder = feeder_;
+  feeder.assign(items_.size(), false);
+  for (unsigned i = 0; i < items_.size(); ++i)
+    if (items_[i].value)
+      feeder[i] = items_[i].value->isState();
+  for (unsigned i = 0; i < items_.size(); ++i) {
+    const Item &it = items_[i];
+    if (!it.node)
+      continue;
+    bool all = it.node->numOperands() > 0;
+    for (const Value *v : it.node->operands()) {
+      auto from = v ? itemOfValue_.find(v) : itemOfValue_.end();
+      all = all && from != itemOfValue_.end() && feeder[from->second];
+    }
+    feeder[i] = all;
+  }
+  // Follow first readers to the first one that is not fed by state alone.
+  anchor_.assign(items_.size(), -1);
+  auto firstReaderOf = [&](unsigned i) -> int {
+    const Item &it = items_[i];
+    int best = -1;
+    auto consider = [&](const Value *v) {
+      auto r = firstReader.find(v);
+      if (r != firstReader.end() && (best < 0 || static_cast<int>(r->second) < best))
+        best = static_cast<int>(r->second);
+    };
+    if (it.value)
+      consider(it.value);
+    else
+      for (unsigned r = 0; r < it.node->numResults(); ++r)
+        consider(it.node->result(r));
+    return best;
+  };
+  for (unsigned i = 0; i < items_.size(); ++i) {
+    if (!feeder[i])
+      continue;
+    int at = firstReaderOf(i);
+    while (at >= 0 && feeder[at])
+      at = firstReaderOf(static_cast<unsigned>(at));
+    anchor_[i] = at;
+  }
+}
+
+bool DotWriter::isBroadcast(const Value *v) const {
+  return v->type().rank() == 0 && v->uses().size() >= 3;
+}
+
+void DotWriter::printFeederEdges() {
+  // A state tensor goes below what its anchor computes on: an invisible
+  // edge from each of the anchor's other inputs (not from broadcast
+  // scalars, nor along a backward edge, which is laid out reversed).
+  for (unsigned i = 0; i < items_.size(); ++i) {
+    if (anchor_[i] < 0 || !items_[i].value)
+      continue;
+    const Node &a = *items_[anchor_[i]].node;
+    llvm::SmallVector<unsigned, 4> done;
+    for (const Value *v : a.operands()) {
+      auto from = v ? itemOfValue_.find(v) : itemOfValue_.end();
+      if (from == itemOfValue_.end() || feeder_[from->second] || isBroadcast(v))
+        continue;
+      const Item &p = items_[from->second];
+      if (p.node && p.node->role() == NodeRole::Backward && a.role() == NodeRole::Backward)
+        continue;
+      // A reader of the tensor itself would make a cycle.
+      if (p.node && llvm::is_contained(p.node->operands(), items_[i].value))
+        continue;
+      if (llvm::is_contained(done, from->second))
+        continue;
+      done.push_back(from->second);
+      os_ << "  " << p.dotName << " -> " << items_[i].dotName << " [style=invis, weight=0];\n";
+    }
+  }
+}
+
 void DotWriter::printEdges() {
   for (unsigned i = 0; i < items_.size(); ++i) {
     const Node *n = items_[i].node;
@@ -432,8 +545,17 @@ void DotWriter::printEdges() {
       std::string cls = roleClass(src.role);
       if (src.role != n->role())
         cls += " " + roleClass(n->role());
-      os_ << "  " << src.dotName << " -> " << items_[i].dotName << " [class=\"" << cls
-          << "\", color=\"" << strokeOf(dotDTypeClass(dtypeName(v->dtype()))) << "\"];\n";
+      bool backward =
+          src.node && src.node->role() == NodeRole::Backward && n->role() == NodeRole::Backward;
+      if (isBroadcast(v))
+        continue;
+      const std::string &tail = backward ? items_[i].dotName : src.dotName;
+      const std::string &head = backward ? src.dotName : items_[i].dotName;
+      os_ << "  " << tail << " -> " << head << " [class=\"" << cls << "\", color=\""
+          << strokeOf(dotDTypeClass(dtypeName(v->dtype()))) << "\"";
+      if (backward)
+        os_ << ", dir=back";
+      os_ << "];\n";
     }
   }
 }
@@ -441,6 +563,7 @@ void DotWriter::printEdges() {
 void DotWriter::print() {
   collectItems();
   buildClusters();
+  findFeeders();
   std::string title = g_.name();
   auto level = g_.meta().find("amp.opt_level");
   if (level != g_.meta().end() && level->second.is(AttrType::String))
@@ -455,6 +578,7 @@ void DotWriter::print() {
   for (const std::unique_ptr<Cluster> &c : roles_)
     printCluster(*c, 1);
   printEdges();
+  printFeederEdges();
   os_ << "}\n";
 }
 

@@ -74,6 +74,10 @@ const char kViewScript[] = R"js(
     return b >= 1048576 ? s + ' (' + (b / 1048576).toFixed(2) + ' MiB)' :
            b >= 1024 ? s + ' (' + (b / 1024).toFixed(1) + ' KiB)' : s;
   }
+  function shortBytes(b) {
+    return b >= 1048576 ? (b / 1048576).toFixed(2) + ' MiB' :
+           b >= 1024 ? (b / 1024).toFixed(1) + ' KiB' : b + ' B';
+  }
   function row(table, key, value) {
     var tr = el('tr');
     tr.appendChild(el('td', key));
@@ -100,7 +104,7 @@ const char kViewScript[] = R"js(
       td.appendChild(valueLink(v.name));
       tr.appendChild(td);
       tr.appendChild(el('td', v.type));
-      tr.appendChild(el('td', bytes(v.bytes), 'num'));
+      tr.appendChild(el('td', shortBytes(v.bytes), 'num'));
       t.appendChild(tr);
     });
     details.appendChild(t);

@@ -3,10 +3,10 @@
 // Layers and blocks are not in the IR; they are read back from what the
 // frontend leaves on every node and value: the location of the model-file
 // entry it came from, and a name that a block instance prefixes with its
-// own ("layer0.q", "c1.conv2d_0"). A dotted prefix whose values come from
-// two or more locations is a block instance: a layer's own values
-// ("fc1.weight", "fc1.f32") share the layer's location, so a plain layer is
-// never mistaken for a block. The items with one (innermost block,
+// own ("layer0.q", "c1.conv2d_0"). A dotted prefix whose ops come from two
+// or more locations is a block instance: a plain layer's other nodes
+// ("fc1.weight", "fc1.weight.bf16") are state and casts, so it is never
+// mistaken for a block. The items with one (innermost block,
 // location) pair are one layer. Backward, optimizer and loss-scaling nodes
 // keep their forward node's location but mostly have numbered names, so
 // they are drawn in their role's cluster without layers.
@@ -277,12 +277,16 @@ void DotWriter::collectItems() {
 
 void DotWriter::placeLayered(NodeRole role, Cluster &roleCluster,
                              llvm::ArrayRef<unsigned> members) {
-  // Prefixes and the locations their items come from.
+  // Prefixes and the locations of their ops. Casts and state do not count:
+  // an ONNX file gives each initializer a location of its own, which would
+  // make "conv" (conv.weight, conv.bias and their casts) a block.
   llvm::StringMap<llvm::StringSet<>> locationsOf;
-  for (unsigned i : members)
-    if (items_[i].loc.known())
-      for (llvm::StringRef p : prefixesOf(items_[i].name))
-        locationsOf[p].insert(items_[i].loc.str());
+  for (unsigned i : members) {
+    const Item &it = items_[i];
+    if (it.node && it.node->kind() != OpKind::Cast && it.loc.known())
+      for (llvm::StringRef p : prefixesOf(it.name))
+        locationsOf[p].insert(it.loc.str());
+  }
   auto isBlock = [&](llvm::StringRef p) {
     auto it = locationsOf.find(p);
     return it != locationsOf.end() && it->second.size() >= 2;

@@ -41,10 +41,10 @@ TEST(GraphDot, QuotesNamesGraphvizWouldMisread) {
   // A quote, a backslash (a label would read "\n" as a line break), "::",
   // a leading '%' (Graphviz's own anonymous names), a line break and a
   // byte that is not UTF-8.
-  Value *x = g.addInput("in\"put\\n::x", TensorType(DType::F32, {2, 3}),
-                        Location::inFile("m.yaml", 1, 1));
-  Node *r = buildNode(g, op("relu"), {x}, {}, Location::inFile("m.yaml", 2, 3), diag,
-                      {"%odd\nname\xff"});
+  Value *x =
+      g.addInput("in\"put\\n::x", TensorType(DType::F32, {2, 3}), Location::inFile("m.yaml", 1, 1));
+  Node *r =
+      buildNode(g, op("relu"), {x}, {}, Location::inFile("m.yaml", 2, 3), diag, {"%odd\nname\xff"});
   ASSERT_NE(r, nullptr);
   g.setOutputs({r->result()});
   std::string dot = dotOf(g);
@@ -61,10 +61,10 @@ TEST(GraphDot, QuotesNamesGraphvizWouldMisread) {
   api::Result<std::string> svg = api::layoutSvg(dot);
   ASSERT_TRUE(svg.ok()) << svg.status().message();
   // Both nodes and the edge survive, under the ids the page relies on.
-  EXPECT_NE(svg->find("<g id=\"op_0\" class=\"node op r-forward dt-f32 output\">"),
+  EXPECT_NE(svg->find("<g id=\"op_0\" class=\"node op r&#45;forward dt&#45;f32 output\">"),
             std::string::npos)
       << *svg;
-  EXPECT_NE(svg->find("<g id=\"in_0\" class=\"node value input r-forward dt-f32\">"),
+  EXPECT_NE(svg->find("<g id=\"in_0\" class=\"node value input r&#45;forward dt&#45;f32\">"),
             std::string::npos);
   EXPECT_EQ(count(*svg, "class=\"edge"), 1u);
 }
@@ -79,8 +79,8 @@ TEST(GraphDot, BlocksAndLayersFromLocationsAndNamePrefixes) {
   Value *cur = x;
   for (const char *block : {"b0", "b1"}) {
     std::string b = block;
-    Node *a = buildNode(g, op("relu"), {cur}, {}, Location::inFile("m.yaml", 5, 7), diag,
-                        {b + ".act"});
+    Node *a =
+        buildNode(g, op("relu"), {cur}, {}, Location::inFile("m.yaml", 5, 7), diag, {b + ".act"});
     Node *t = buildNode(g, op("tanh"), {a->result()}, {}, Location::inFile("m.yaml", 6, 7), diag,
                         {b + ".squash"});
     ASSERT_NE(t, nullptr);
@@ -88,8 +88,8 @@ TEST(GraphDot, BlocksAndLayersFromLocationsAndNamePrefixes) {
   }
   Value *w = g.addState("fc.weight", TensorType(DType::F32, {3, 4}), StateKind::Parameter,
                         {InitSpec::Kind::Zeros, 0, 0, {}}, Location::inFile("m.yaml", 9, 5));
-  Node *fc = buildNode(g, op("linear"), {cur, w}, {}, Location::inFile("m.yaml", 9, 5), diag,
-                       {"fc"});
+  Node *fc =
+      buildNode(g, op("linear"), {cur, w}, {}, Location::inFile("m.yaml", 9, 5), diag, {"fc"});
   ASSERT_NE(fc, nullptr);
   g.setOutputs({fc->result()});
   std::string dot = dotOf(g);
@@ -104,6 +104,31 @@ TEST(GraphDot, BlocksAndLayersFromLocationsAndNamePrefixes) {
   EXPECT_NE(dot.find("\"op:b1.squash\" -> \"state:fc.weight\" [style=invis, weight=0];"),
             std::string::npos)
       << dot;
+}
+
+TEST(GraphDot, CastsAndStateAloneMakeNoBlock) {
+  // As an ONNX file locates them: each initializer at a place of its own.
+  // "conv" has nodes from two locations, but only state and casts.
+  Graph g("onnx-like");
+  DiagnosticEngine diag;
+  Value *x = g.addInput("x", TensorType(DType::F32, {2, 4}), Location::inFile("m.onnx", 1, 0));
+  Value *w = g.addState("conv.weight", TensorType(DType::F32, {3, 4}), StateKind::Parameter,
+                        {InitSpec::Kind::Zeros, 0, 0, {}}, Location::inFile("m.onnx", 2, 0));
+  Value *b = g.addState("conv.bias", TensorType(DType::F32, {3}), StateKind::Parameter,
+                        {InitSpec::Kind::Zeros, 0, 0, {}}, Location::inFile("m.onnx", 3, 0));
+  AttrMap toBf16{{"to", Attribute(DType::BF16)}};
+  Node *cw = buildNode(g, op("cast"), {w}, toBf16, Location::inFile("m.onnx", 2, 0), diag,
+                       {"conv.weight.bf16"});
+  Node *cb = buildNode(g, op("cast"), {b}, toBf16, Location::inFile("m.onnx", 3, 0), diag,
+                       {"conv.bias.bf16"});
+  Node *cx =
+      buildNode(g, op("cast"), {x}, toBf16, Location::inFile("m.onnx", 1, 0), diag, {"x.bf16"});
+  ASSERT_TRUE(cw && cb && cx) << (diag.diagnostics().empty() ? "" : diag.diagnostics()[0].str());
+  Node *fc = buildNode(g, op("linear"), {cx->result(), cw->result(), cb->result()}, {},
+                       Location::inFile("m.onnx", 4, 0), diag, {"c"});
+  ASSERT_NE(fc, nullptr);
+  std::string dot = dotOf(g);
+  EXPECT_EQ(dot.find("class=\"block"), std::string::npos) << dot;
 }
 
 } // namespace

@@ -75,13 +75,13 @@ int runView(int argc, char **argv) {
     return kBadInput;
   }
 
+  std::optional<api::Model> model = loadModel(opts);
+  if (!model)
+    return kBadInput;
   std::optional<api::DeviceChoice> device = selectDevice(opts);
   if (!device)
     return kRuntimeFailure;
   opts.device = device->name; // the precision passes ask it what runs in half
-  std::optional<api::Model> model = loadModel(opts);
-  if (!model)
-    return kBadInput;
   bool trainable = model->trainable();
   if (opts.graph == "train" && !trainable) {
     err() << "error: --graph train needs a model with a loss and an 'optimizer' section\n";

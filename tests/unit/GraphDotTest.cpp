@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/GraphDot.h"
 
-#include "ampc/View.h"
+#include "ampc/ampc.h"
 #include "ir/Builder.h"
 
 #include <gtest/gtest.h>
@@ -129,6 +129,35 @@ TEST(GraphDot, CastsAndStateAloneMakeNoBlock) {
   ASSERT_NE(fc, nullptr);
   std::string dot = dotOf(g);
   EXPECT_EQ(dot.find("class=\"block"), std::string::npos) << dot;
+}
+
+TEST(GraphPage, DrawsTheRewrittenModelAndRefusesOneTooBigToLayOut) {
+  if (!api::canLayOutGraphs())
+    GTEST_SKIP() << "built without Graphviz";
+  api::LoadOptions load;
+  load.optLevel = "O2";
+  api::Result<api::Model> m =
+      api::Model::loadFile(std::string(AMPC_SOURCE_DIR) + "/examples/mlp.yaml", load);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  api::PipelineOptions p;
+  p.stage = api::Stage::Forward;
+  p.resolveEpochs = false;
+  ASSERT_TRUE(m->rewrite(p).ok());
+  // Without a program: the page says why there is no memory plan.
+  api::ViewOptions opts;
+  opts.memoryNote = "no plan here";
+  api::Result<std::string> page = api::graphPage(*m, nullptr, opts);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  EXPECT_NE(page->find("data-node=\"%fc1\""), std::string::npos);
+  EXPECT_NE(page->find("<p class=\"note\">no plan here</p>"), std::string::npos);
+  EXPECT_EQ(page->find("<?xml"), std::string::npos) << "the SVG's prologue belongs to no page";
+
+  // 8 nodes, 2 inputs and 6 parameters: one more than allowed is refused.
+  opts.maxDrawnNodes = m->graph().numNodes() + 2 + 6 - 1;
+  api::Result<std::string> big = api::graphPage(*m, nullptr, opts);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("a page draws at most"), std::string::npos)
+      << big.status().message();
 }
 
 } // namespace

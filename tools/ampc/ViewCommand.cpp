@@ -91,6 +91,13 @@ int runView(int argc, char **argv) {
       opts.graph == "forward" || !trainable ? api::Stage::Forward : api::Stage::Train;
   if (!runPipeline(*model, opts, stage))
     return kBadInput;
+  api::GraphView g = model->graph();
+  api::ViewOptions vopts;
+  // Too big to lay out: a limit of the input, like --max-nodes.
+  if (g.numNodes() + g.inputs().size() + g.state().size() > vopts.maxDrawnNodes) {
+    printDiagnostics(api::graphPage(*model, nullptr, vopts).status());
+    return kBadInput;
+  }
 
   // The memory plan is the compiled program's. A model that cannot be
   // compiled here (too big for this machine, say) is still drawn.
@@ -98,7 +105,6 @@ int runView(int argc, char **argv) {
   copts.device = device->name;
   copts.maxMemoryBytes = static_cast<uint64_t>(opts.maxMemory);
   api::Result<api::Program> program = api::Program::compile(*model, copts);
-  api::ViewOptions vopts;
   if (!program) {
     std::string why = program.status().diagnostics().empty()
                           ? std::string("it does not compile")
@@ -115,7 +121,6 @@ int runView(int argc, char **argv) {
     printDiagnostics(s);
     return kRuntimeFailure;
   }
-  api::GraphView g = model->graph();
   out() << "wrote " << opts.output << ": " << g.name() << " at " << optLevelOf(*model) << ", "
         << (stage == api::Stage::Train ? "training" : "forward") << " graph, " << g.numNodes()
         << " nodes, " << g.precisionStats().casts << " casts\n";

@@ -290,6 +290,12 @@ std::string legend(const ampc::Graph &g) {
 
 Result<std::string> graphPage(const Model &model, const Program *program, const ViewOptions &opts) {
   const ampc::Graph &g = *Access::impl(model).graph;
+  size_t drawn = g.numNodes() + g.inputs().size() + g.state().size();
+  if (drawn > opts.maxDrawnNodes)
+    return Status::error("the graph has " + std::to_string(drawn) +
+                         " nodes, inputs and state tensors; a page draws at most " +
+                         std::to_string(opts.maxDrawnNodes) +
+                         " (try --graph forward, or --emit dot and a layout tool of your choice)");
   std::string dot;
   llvm::raw_string_ostream dotOs(dot);
   printDot(g, dotOs);

@@ -10,6 +10,7 @@
 #include "ampc/Export.h"
 #include "ampc/Status.h"
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,10 @@ struct ViewOptions {
   /// Shown in the memory panel when no program is given: why there is no
   /// plan ("the plan needs more memory than this machine has").
   std::string memoryNote;
+  /// The most nodes, inputs and state tensors a page draws: Graphviz's
+  /// layout grows faster than linearly, so a larger graph is refused
+  /// rather than left to run for hours.
+  size_t maxDrawnNodes = 20000;
 };
 
 /// One self-contained HTML page (no network, no external scripts): the

@@ -5,6 +5,7 @@
 #   %ampc-opt   build/bin/ampc-opt  (parse .ir or a model file, run passes, print)
 #   %ampc       build/bin/ampc      (the user-facing CLI)
 #   FileCheck, not, count           LLVM 14's test tools
+#   %dot                            Graphviz's dot (checks that --emit dot lays out)
 # Files under an Inputs/ folder are data for the tests, never tests themselves.
 
 import os
@@ -30,6 +31,16 @@ config.environment["PATH"] = path
 if getattr(config, "ampc_with_onnx", "OFF").upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("onnx")
 
+# `REQUIRES: graphviz`: this build lays graphs out (AMPC_WITH_GRAPHVIZ) and
+# Graphviz's dot is installed. Under CI=true a build with Graphviz has the
+# feature whether or not dot is found, so a missing dot fails the tests
+# rather than skipping them.
+import shutil
+_dot = shutil.which("dot")
+if getattr(config, "ampc_with_graphviz", "OFF").upper() in ("ON", "1", "TRUE", "YES") and (
+        _dot or os.environ.get("CI") == "true"):
+    config.available_features.add("graphviz")
+
 def tool_pattern(name):
     # A whole word only: not part of a path, an option or another name.
     return r"(?<![-./\w%])" + re.escape(name) + r"(?![-.\w])"
@@ -40,11 +51,12 @@ config.substitutions.append(("%ampc", os.path.join(config.ampc_tools_dir, "ampc"
 config.substitutions.append((tool_pattern("FileCheck"), config.filecheck_path))
 config.substitutions.append((tool_pattern("not"), os.path.join(config.llvm_tools_dir, "not")))
 config.substitutions.append((tool_pattern("count"), os.path.join(config.llvm_tools_dir, "count")))
+# %dot, not a bare `dot`: `--emit dot` must stay as written.
+config.substitutions.append(("%dot", _dot or "dot"))
 
 # "cuda-device" where a GPU answers (nvidia-smi lists one): the tests that
 # expect --device auto to fall back to the CPU are then unsupported, and
 # those that need a GPU run (docs/cuda.md).
-import shutil
 import subprocess
 _smi = shutil.which("nvidia-smi")
 if _smi:

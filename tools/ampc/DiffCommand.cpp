@@ -221,35 +221,35 @@ void printCastChanges(const LevelGraph &a, const LevelGraph &b) {
       out() << "  - " << cast.text << "  (" << cast.bytes << " bytes; only at " << a.level << ")\n";
 }
 
-#if MERGE_PENDING_MEMORY_SUMMARY
 void printMemory(const LevelGraph &a, const LevelGraph &b) {
   api::MemoryPlanSummary ma = a.program->memoryPlanSummary(), mb = b.program->memoryPlanSummary();
-  out() << "memory plan (bytes):\n";
+  // Classes by name: both plans list the same classes in the same order.
+  std::map<std::pair<bool, std::string>, uint64_t> bytesA;
+  for (const auto &c : ma.classes)
+    bytesA[{c.persistent, c.name}] = c.bytes;
   size_t width = 24;
   for (const auto &c : mb.classes)
-    width = std::max(width, c.name.size());
+    width = std::max(width, c.name.size() + 2);
   int w = static_cast<int>(width);
-  out() << format("  %-*s  %14s  %14s  %14s\n", w, "", a.level.c_str(), b.level.c_str(),
-                  (b.level + " - " + a.level).c_str());
   auto row = [&](const std::string &name, uint64_t x, uint64_t y) {
     out() << format("  %-*s  %14llu  %14llu  %14s\n", w, name.c_str(),
                     static_cast<unsigned long long>(x), static_cast<unsigned long long>(y),
                     signedBytes(static_cast<int64_t>(y) - static_cast<int64_t>(x)).c_str());
   };
-  // Classes by name: both plans list the same classes in the same order.
-  std::map<std::string, uint64_t> bytesA;
-  for (const auto &c : ma.classes)
-    bytesA[(c.persistent ? "p:" : "s:") + c.name] = c.bytes;
-  for (const auto &c : mb.classes) {
-    auto it = bytesA.find((c.persistent ? "p:" : "s:") + c.name);
-    row(c.name + (c.persistent ? "" : " (at the step's peak)"), it == bytesA.end() ? 0 : it->second,
-        c.bytes);
+  out() << format("memory plan (bytes)%*s  %14s  %14s  %14s\n", w - 17, "", a.level.c_str(),
+                  b.level.c_str(), (b.level + " - " + a.level).c_str());
+  for (bool persistent : {true, false}) {
+    out() << (persistent ? "  persistent arena\n" : "  step arena (live at its peak)\n");
+    for (const auto &c : mb.classes)
+      if (c.persistent == persistent) {
+        auto it = bytesA.find({c.persistent, c.name});
+        row("  " + c.name, it == bytesA.end() ? 0 : it->second, c.bytes);
+      }
   }
-  row("persistent", ma.persistentBytes, mb.persistentBytes);
-  row("step arena", ma.stepBytes, mb.stepBytes);
+  row("persistent total", ma.persistentBytes, mb.persistentBytes);
+  row("step arena size", ma.stepBytes, mb.stepBytes);
   row("peak", ma.peakBytes, mb.peakBytes);
 }
-#endif
 
 } // namespace
 
@@ -288,9 +288,7 @@ int runDiff(Options cmdline) {
       out() << "  " << p->summary() << "\n";
   printPrecisionChanges(a, b);
   printCastChanges(a, b);
-#if MERGE_PENDING_MEMORY_SUMMARY
   printMemory(a, b);
-#endif
   return kSuccess;
 }
 

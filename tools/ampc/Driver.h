@@ -170,6 +170,10 @@ int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model
 int runEval(int argc, char **argv);
 int runPredict(int argc, char **argv);
 
+/// `ampc view MODEL -o OUT.html` (argv[0] is "view"): the rewritten graph
+/// as one self-contained HTML page.
+int runView(int argc, char **argv);
+
 } // namespace ampc::cli
 
 #endif

@@ -4,6 +4,7 @@
 // ampc plan [options] model.yaml the memory plan of the training step
 // ampc bench [options] model.yaml train a few steps at each opt level, compare
 // ampc export model.yaml --format npy -o DIR [--checkpoint C]  the weights out
+// ampc view model.yaml -o OUT.html  the rewritten graph as a page
 //
 // Imports a model file, verifies it, runs the pipeline for the opt level and
 // then trains, or prints the graph (--emit), its summary, or one forward
@@ -84,8 +85,8 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
            ->check(CLI::IsMember({"O0", "O1", "O2", "O3"})),
        !isBench && !isDiff);
   only(app.add_option("--emit", opts.emit,
-                      "print the graph as textual IR or YAML instead of training")
-           ->check(CLI::IsMember({"ir", "yaml"})),
+                      "print the graph as textual IR, YAML or Graphviz DOT instead of training")
+           ->check(CLI::IsMember({"ir", "yaml", "dot"})),
        isMain);
   only(app.add_option("-o,--output", opts.output, "write the emitted graph to FILE (atomically)"),
        isMain);
@@ -244,7 +245,7 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
 
 int emitGraph(const api::Model &m, const Options &opts) {
   api::GraphView g = m.graph();
-  std::string text = opts.emit == "ir" ? g.printIR() : g.toYaml();
+  std::string text = opts.emit == "ir" ? g.printIR() : opts.emit == "dot" ? g.toDot() : g.toYaml();
   if (opts.output.empty() || opts.output == "-") {
     out() << text;
     return kSuccess;
@@ -347,6 +348,8 @@ int runCommandLine(int argc, char **argv) {
              "                              loss and metrics over every sample of the data\n"
              "  ampc predict MODEL --checkpoint C --data SPEC -o OUT.npy|OUT.csv [--argmax]\n"
              "                              write the model's predictions\n"
+             "  ampc view MODEL -o OUT.html [-O Ox] [--graph forward|train]\n"
+             "                              the rewritten graph as a page (docs/inspect.md)\n"
              "Limits, exit codes and output files: docs/cli.md");
 
   // `ampc export`, `eval` and `predict` have options of their own
@@ -357,6 +360,8 @@ int runCommandLine(int argc, char **argv) {
     return runEval(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "predict")
     return runPredict(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "view")
+    return runView(argc - 1, argv + 1);
   // `ampc plan MODEL` and `ampc bench MODEL` share the main command's
   // options, each showing its own; everything else is the main command.
   std::vector<char *> args(argv, argv + argc);
@@ -438,7 +443,7 @@ int runCommandLine(int argc, char **argv) {
     return kBadInput;
   }
   if (!opts.output.empty() && opts.emit.empty()) {
-    err() << "error: -o needs --emit ir or --emit yaml\n";
+    err() << "error: -o needs --emit ir, --emit yaml or --emit dot\n";
     return kBadInput;
   }
   if (opts.explain && (!opts.emit.empty() || !opts.run.empty() || opts.planOnly)) {

@@ -8,6 +8,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/AssignPrecision.h"
+#include "passes/GraphDot.h"
 #include "passes/PrecisionReport.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -158,6 +159,13 @@ std::vector<NodeView> GraphView::casts() const {
 
 std::string GraphView::printIR() const { return printGraphToString(*g_); }
 std::string GraphView::toYaml() const { return emitGraphYaml(*g_); }
+
+std::string GraphView::toDot() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printDot(*g_, os);
+  return os.str();
+}
 
 std::string GraphView::explain() const {
   std::string s;

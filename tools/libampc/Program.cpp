@@ -315,6 +315,21 @@ std::string Program::memoryPlan() const {
   return os.str();
 }
 
+MemoryPlanSummary Program::memoryPlanSummary() const {
+  const MemoryPlan &plan = impl_->program->plan();
+  MemoryPlanSummary out;
+  for (unsigned c = 0; c < kNumBufferClasses; ++c) {
+    auto cls = static_cast<BufferClass>(c);
+    out.classes.push_back(
+        {bufferClassName(cls).str(), plan.bytesAtPeak[c], isPersistentClass(cls)});
+  }
+  out.persistentBytes = plan.persistentBytes;
+  out.stepBytes = plan.stepBytes;
+  out.stepBytesWithoutReuse = plan.stepBytesWithoutReuse;
+  out.peakBytes = plan.peakBytes();
+  return out;
+}
+
 CastCacheStats Program::castCacheStats() const {
   const ampc::CastCacheStats &c = impl_->program->castCacheStats();
   CastCacheStats out{c.hits, c.misses, c.bytesSaved, {}};

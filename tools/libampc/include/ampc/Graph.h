@@ -141,6 +141,10 @@ public:
   std::string printIR() const;
   /// The graph as a model file (`ampc --emit yaml`).
   std::string toYaml() const;
+  /// The graph as Graphviz DOT (`ampc --emit dot`; docs/inspect.md): nodes
+  /// filled by compute dtype, casts drawn apart, a cluster per role and per
+  /// model-file layer and block.
+  std::string toDot() const;
   /// One line per node: its precision and the rule that chose it (`ampc --explain`).
   std::string explain() const;
   PrecisionStats precisionStats() const;

@@ -185,6 +185,23 @@ struct TrainReport {
   std::optional<StepProfile> profile;
 };
 
+/// The memory plan's rows (`ampc plan`), for a program that lays them out
+/// itself (`ampc view`'s side panel).
+struct MemoryPlanSummary {
+  struct Class {
+    std::string name; ///< "parameters", "activations kept for backward", ...
+    /// Persistent classes: their total. Step classes: their bytes live at
+    /// the step arena's peak.
+    uint64_t bytes = 0;
+    bool persistent = false;
+  };
+  std::vector<Class> classes; ///< in the order `ampc plan` prints them
+  uint64_t persistentBytes = 0;
+  uint64_t stepBytes = 0;             ///< the step arena's size (its peak)
+  uint64_t stepBytesWithoutReuse = 0; ///< what no buffer reuse would cost
+  uint64_t peakBytes = 0;             ///< persistent + step
+};
+
 class Program;
 struct ExportOptions;
 struct ExportReport;
@@ -214,6 +231,8 @@ public:
   /// The memory plan as `ampc plan` prints it: peak bytes by what they hold
   /// (parameters, optimizer state, activations, ...), one row a line.
   std::string memoryPlan() const;
+  /// The same plan as numbers.
+  MemoryPlanSummary memoryPlanSummary() const;
   /// The cast cache's counts so far (all zero when nothing cacheable ran).
   CastCacheStats castCacheStats() const;
 

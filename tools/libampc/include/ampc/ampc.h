@@ -28,5 +28,6 @@
 #include "ampc/Threads.h"
 #include "ampc/Types.h"
 #include "ampc/Version.h"
+#include "ampc/View.h"
 
 #endif

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""ampc view's page in a real browser.
+
+Writes the page for examples/mlp.yaml at O2 and examples/transformer.yaml at
+O1, loads each in headless Chromium and reads the DOM the page's script
+leaves (--dump-dom):
+  - the drawn op nodes are as many as the graph's nodes, and the header's
+    node count says so too (both against `ampc --explain`, one line a node);
+  - the header's cast count, and the nodes drawn as casts, equal the casts
+    `--explain` lists;
+  - opening the page as page.html#select=%25NAME fills the details panel
+    with that node's op, precision rule, source location and memory.
+A screenshot of each page is kept beside it (build/tests/view/*.png) as the
+test's artifact.
+
+Run by CTest as `view-browser`; exits 77 (skip) without Chromium, except
+under CI=true, where a missing browser fails the test.
+"""
+import argparse
+import html.parser
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+MISSING = 1 if os.environ.get("CI") == "true" else SKIP
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+class Dom(html.parser.HTMLParser):
+    """What the checks read from the dumped DOM."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ops = []        # (data-node, classes) of each op node
+        self.text_of = {}    # element id -> its text, for the ids below
+        self._open = []      # ids being collected, with their depth
+        self._depth = 0
+
+    WANTED = ("node-count", "cast-count", "details")
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self._depth += 1
+        classes = (a.get("class") or "").split()
+        if tag == "g" and "node" in classes and "op" in classes:
+            self.ops.append((a.get("data-node"), classes))
+        if a.get("id") in self.WANTED:
+            self._open.append((a["id"], self._depth))
+            self.text_of[a["id"]] = ""
+
+    def handle_endtag(self, tag):
+        if self._open and self._open[-1][1] == self._depth:
+            self._open.pop()
+        self._depth -= 1
+
+    def handle_data(self, data):
+        for element_id, _ in self._open:
+            self.text_of[element_id] += data + " "
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def explain_counts(ampc, model, level):
+    """Nodes and casts of the training graph, as --explain lists them."""
+    r = run([ampc, model, "-O", level, "--graph", "train", "--explain"], timeout=300)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: ampc --explain: {r.stderr}")
+    rows = [line.split() for line in r.stdout.splitlines() if line.startswith("%")]
+    return len(rows), sum(1 for row in rows if row[1] == "cast")
+
+
+def browse(browser, url, profile, extra):
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--no-default-browser-check", "--disable-dev-shm-usage",
+           f"--user-data-dir={profile}"] + extra + [url]
+    return run(cmd, timeout=120)
+
+
+def check_page(args, browser, model, level, select, expect_in_details):
+    name = os.path.splitext(os.path.basename(model))[0]
+    page = os.path.join(args.out, f"{name}-{level}.html")
+    r = run([args.ampc, "view", model, "-O", level, "-o", page], timeout=300)
+    if r.returncode != 0:
+        return [f"ampc view {name} -O {level} failed ({r.returncode}): {r.stderr}"]
+    nodes, casts = explain_counts(args.ampc, model, level)
+    url = "file://" + os.path.abspath(page) + "#select=" + select.replace("%", "%25")
+    failures = []
+    with tempfile.TemporaryDirectory() as profile:
+        dumped = browse(browser, url, profile, ["--dump-dom"])
+        if dumped.returncode != 0 or "<html" not in dumped.stdout:
+            return [f"{name}: chromium --dump-dom failed ({dumped.returncode}): "
+                    f"{dumped.stderr[-2000:]}"]
+    dom = Dom()
+    dom.feed(dumped.stdout)
+
+    def expect(what, got, want):
+        if got != want:
+            failures.append(f"{name} {level}: {what}: got {got!r}, expected {want!r}")
+
+    expect("op nodes in the SVG", len(dom.ops), nodes)
+    expect("op nodes with a data-node name", sum(1 for n, _ in dom.ops if n), nodes)
+    expect("node count in the header", dom.text_of.get("node-count", "").strip(), str(nodes))
+    expect("nodes drawn as casts", sum(1 for _, c in dom.ops if "cast" in c), casts)
+    expect("cast count in the header", dom.text_of.get("cast-count", "").strip(), str(casts))
+    details = " ".join(dom.text_of.get("details", "").split())
+    for want in [select] + expect_in_details:
+        if want not in details:
+            failures.append(f"{name} {level}: the details panel for {select} lacks {want!r}: "
+                            f"{details[:600]!r}")
+
+    shot = os.path.join(args.out, f"{name}-{level}.png")
+    if os.path.exists(shot):
+        os.remove(shot)
+    with tempfile.TemporaryDirectory() as profile:
+        browse(browser, url, profile, [f"--screenshot={shot}", "--window-size=1400,900",
+                                       "--hide-scrollbars"])
+    if not os.path.exists(shot) or os.path.getsize(shot) < 1000:
+        failures.append(f"{name}: no screenshot at {shot}")
+    else:
+        with open(shot, "rb") as f:
+            if f.read(8) != b"\x89PNG\r\n\x1a\n":
+                failures.append(f"{name}: {shot} is not a PNG")
+    print(f"{name} {level}: {len(dom.ops)} nodes, {casts} casts; screenshot {shot}")
+    return failures
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ampc", required=True)
+    p.add_argument("--examples", required=True, help="the repository's examples/ folder")
+    p.add_argument("--out", required=True, help="where the pages and screenshots go")
+    args = p.parse_args()
+    browser = next((b for b in map(shutil.which, BROWSERS) if b), None)
+    if not browser:
+        print(f"{'FAIL' if MISSING == 1 else 'SKIP'}: no Chromium ({', '.join(BROWSERS)}); "
+              "scripts/install-deps.sh installs it")
+        return MISSING
+    os.makedirs(args.out, exist_ok=True)
+    pages = [
+        ("mlp.yaml", "O2", "%fc1",
+         ["linear", "bf16", "policy: cast_model_type half", "mlp.yaml:24:5", "524,288 B",
+          "%x.bf16", "bf16[1024,1024]"]),
+        ("transformer.yaml", "O1", "%layer0.q.weight.bf16",
+         ["cast", "f32 \u2192 bf16", "of state: served from the cast cache",
+          "transformer.yaml:24:9", "32,768 B"]),
+    ]
+    failed = 0
+    for model, level, select, details in pages:
+        failures = check_page(args, browser, os.path.join(args.examples, model), level, select,
+                              details)
+        for f in failures:
+            print("FAIL:", f)
+        failed += bool(failures)
+    print(f"{len(pages) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

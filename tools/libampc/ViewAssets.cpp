@@ -1,0 +1,209 @@
+//===- ViewAssets.cpp - The style sheet and script of `ampc view`'s page --===//
+//
+// The script (plain ES5, no library): a click on a node, a link of the cast
+// list or the address `page.html#select=NAME` (NAME a value name such as
+// %fc1, URL-encoded as %25fc1, or an element id such as op_3) fills the
+// details panel from the page's JSON; the checkboxes hide the backward,
+// optimizer and loss-scaling parts (every SVG element carries its role's
+// class, r-backward, ...); the buttons zoom.
+//
+//===----------------------------------------------------------------------===//
+#include "ViewAssets.h"
+
+namespace ampc::api {
+
+const char kViewStyle[] = R"css(
+html, body { height: 100%; }
+body { margin: 0; font: 13px/1.4 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
+  color: #222; display: flex; flex-direction: column; }
+header { padding: 8px 14px; border-bottom: 1px solid #ddd; background: #fafafa; }
+h1 { font-size: 18px; margin: 0 0 2px; }
+h1 .sub { font-weight: normal; color: #666; font-size: 14px; }
+h2 { font-size: 14px; margin: 12px 0 6px; }
+.stats { margin-bottom: 4px; }
+.stats span { font-weight: 600; }
+.legend, .toggles { display: inline-block; margin-right: 18px; }
+.swatch { display: inline-block; padding: 0 8px; margin-right: 6px; border: 1px solid #555;
+  border-radius: 4px; }
+.swatch.dt-f32 { background: #cfe2ff; } .swatch.dt-bf16 { background: #c9ecc9; }
+.swatch.dt-f16 { background: #ffd8a8; } .swatch.dt-other { background: #e9ecef; }
+.swatch.cast { border: 2px solid #c0392b; } .swatch.cacheable { border: 2px dashed #c0392b; }
+.toggles label { margin-right: 10px; }
+.zoom button { min-width: 28px; margin-left: 2px; }
+#main { flex: 1; display: flex; min-height: 0; }
+#graph { flex: 1; overflow: auto; background: #fff; }
+#side { width: 400px; flex: none; overflow: auto; border-left: 1px solid #ddd; padding: 0 12px 12px;
+  background: #fcfcfc; }
+g.node { cursor: pointer; }
+g.node.selected path, g.node.selected polygon, g.node.selected ellipse { stroke: #e0007a;
+  stroke-width: 4px; }
+body.hide-backward .r-backward, body.hide-optimizer .r-optimizer,
+body.hide-loss_scale .r-loss_scale { display: none; }
+table { border-collapse: collapse; }
+td, th { padding: 1px 6px 1px 0; text-align: left; vertical-align: top; }
+th { font-weight: 600; }
+.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.props td:first-child { color: #666; white-space: nowrap; }
+table.plan tr.group th { padding-top: 6px; color: #444; }
+table.plan tr.total td, table.plan tr.peak td { font-weight: 600; }
+table.plan tr.aside td { color: #777; }
+.note, .hint { color: #666; }
+.tag, .role { font-size: 11px; color: #666; }
+ul.castlist { padding-left: 18px; margin: 4px 0; }
+code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
+)css";
+
+const char kViewScript[] = R"js(
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('ampc-nodes').textContent);
+  var idOfName = {};
+  Object.keys(data).forEach(function (id) { idOfName[data[id].name] = id; });
+  var details = document.getElementById('details');
+  var svg = document.querySelector('#graph svg');
+  var selected = null;
+
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function bytes(b) {
+    var s = String(b).replace(/\B(?=(\d{3})+(?!\d))/g, ',') + ' B';
+    return b >= 1048576 ? s + ' (' + (b / 1048576).toFixed(2) + ' MiB)' :
+           b >= 1024 ? s + ' (' + (b / 1024).toFixed(1) + ' KiB)' : s;
+  }
+  function shortBytes(b) {
+    return b >= 1048576 ? (b / 1048576).toFixed(2) + ' MiB' :
+           b >= 1024 ? (b / 1024).toFixed(1) + ' KiB' : b + ' B';
+  }
+  function row(table, key, value) {
+    var tr = el('tr');
+    tr.appendChild(el('td', key));
+    var td = el('td');
+    if (value instanceof Node) td.appendChild(value); else td.textContent = value;
+    tr.appendChild(td);
+    table.appendChild(tr);
+  }
+  // A value's name, a link to the node that makes it when it is drawn.
+  function valueLink(name) {
+    var id = idOfName[name];
+    if (!id) return el('code', name);
+    var a = el('a', name);
+    a.href = '#select=' + encodeURIComponent(name);
+    return a;
+  }
+  function values(title, list) {
+    if (!list.length) return;
+    details.appendChild(el('h2', title));
+    var t = el('table', null, 'values');
+    list.forEach(function (v) {
+      var tr = el('tr');
+      var td = el('td');
+      td.appendChild(valueLink(v.name));
+      tr.appendChild(td);
+      tr.appendChild(el('td', v.type));
+      tr.appendChild(el('td', shortBytes(v.bytes), 'num'));
+      t.appendChild(tr);
+    });
+    details.appendChild(t);
+  }
+
+  function show(id) {
+    var d = data[id];
+    if (selected) selected.classList.remove('selected');
+    selected = null;
+    details.textContent = '';
+    if (!d) {
+      details.appendChild(el('h2', 'Node'));
+      details.appendChild(el('p', 'no node ' + id + ' in this graph', 'note'));
+      return;
+    }
+    selected = document.getElementById(id);
+    if (selected) selected.classList.add('selected');
+    details.setAttribute('data-selected', d.name);
+    details.appendChild(el('h2', d.name));
+    var t = el('table', null, 'props');
+    if (d.kind === 'op') {
+      row(t, 'op', d.op);
+      row(t, 'role', d.role);
+      row(t, 'precision', d.precision);
+      row(t, 'rule', d.reason);
+      if (d.castFrom)
+        row(t, 'cast', d.castFrom + ' \u2192 ' + d.castTo +
+            (d.cacheable ? ' (of state: served from the cast cache)' : ''));
+      row(t, 'source', d.location || 'unknown');
+      row(t, 'memory', bytes(d.bytes) + ' in ' + d.results.length +
+          (d.results.length === 1 ? ' result' : ' results'));
+      details.appendChild(t);
+      values('Results', d.results);
+      values('Operands', d.operands);
+      if (d.attrs.length) {
+        details.appendChild(el('h2', 'Attributes'));
+        var a = el('table', null, 'props');
+        d.attrs.forEach(function (kv) { row(a, kv[0], kv[1]); });
+        details.appendChild(a);
+      }
+    } else {
+      row(t, 'kind', d.kind);
+      row(t, 'type', d.type);
+      row(t, 'memory', bytes(d.bytes));
+      row(t, 'source', d.location || 'unknown');
+      row(t, 'read by', d.users + (d.users === 1 ? ' node' : ' nodes'));
+      details.appendChild(t);
+    }
+    if (selected && selected.scrollIntoView)
+      selected.scrollIntoView({block: 'center', inline: 'center'});
+  }
+
+  // #select=NAME: a value name (%fc1, or fc1) or an element id (op_3).
+  function fromHash() {
+    var m = /^#select=(.*)$/.exec(location.hash);
+    if (!m) return;
+    var key;
+    try { key = decodeURIComponent(m[1]); } catch (e) { key = m[1]; }
+    var id = data[key] ? key : idOfName[key] || idOfName['%' + key];
+    show(id || key);
+  }
+
+  if (svg) {
+    svg.addEventListener('click', function (e) {
+      var g = e.target.closest ? e.target.closest('g.node') : null;
+      if (!g || !data[g.id]) return;
+      var target = '#select=' + encodeURIComponent(data[g.id].name);
+      if (location.hash === target) show(g.id); else location.hash = target;
+    });
+  }
+  window.addEventListener('hashchange', fromHash);
+
+  Array.prototype.forEach.call(document.querySelectorAll('input[data-role]'), function (box) {
+    box.addEventListener('change', function () {
+      document.body.classList.toggle('hide-' + box.getAttribute('data-role'), !box.checked);
+    });
+  });
+
+  // Zoom by resizing the SVG (its viewBox keeps the drawing).
+  var scale = 1;
+  var w0 = svg ? parseFloat(svg.getAttribute('width')) : 0;
+  var h0 = svg ? parseFloat(svg.getAttribute('height')) : 0;
+  function zoom(s) {
+    if (!svg || !w0 || !h0) return;
+    scale = Math.max(0.05, Math.min(s, 8));
+    svg.setAttribute('width', (w0 * scale) + 'pt');
+    svg.setAttribute('height', (h0 * scale) + 'pt');
+  }
+  Array.prototype.forEach.call(document.querySelectorAll('button[data-zoom]'), function (b) {
+    b.addEventListener('click', function () {
+      var how = b.getAttribute('data-zoom');
+      if (how === 'in') zoom(scale * 1.25);
+      else if (how === 'out') zoom(scale / 1.25);
+      else zoom(document.getElementById('graph').clientWidth / (w0 * 4 / 3));
+    });
+  });
+
+  fromHash();
+})();
+)js";
+
+} // namespace ampc::api

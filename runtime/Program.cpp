@@ -359,8 +359,37 @@ unsigned Program::chainStart(unsigned position) const {
   return position;
 }
 
+// Apart from run()'s loop, so that the loop stays as it is without
+// profiling (measured: timing code inside it slowed the transformer's step
+// by 7 % even when off).
+__attribute__((noinline)) void Program::runKernelsProfiled(kernels::KernelArgs &args) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point runStart = Clock::now();
+  if (!traceZero_)
+    traceZero_ = runStart;
+  bool tracing = profiledRuns_ < traceSteps_;
+  for (unsigned i : positions_) {
+    args.node = schedule_[i];
+    args.inputs = inputArgs_[i];
+    args.outputs = outputArgs_[i];
+    args.stateUnchanged = &stateUnchanged_[i];
+    Clock::time_point start = Clock::now();
+    kernels_[i]->run(args);
+    Clock::time_point end = Clock::now();
+    double us = std::chrono::duration<double, std::micro>(end - start).count();
+    profileMicros_[i] += us;
+    ++profileCalls_[i];
+    if (tracing)
+      trace_.push_back({i, args.step,
+                        std::chrono::duration<double, std::micro>(start - *traceZero_).count(),
+                        us});
+  }
+}
+
 void Program::run(uint64_t step) {
-  auto runStartTime = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> runStartTime;
+  if (profiling_)
+    runStartTime = std::chrono::steady_clock::now();
   if (!backend_.hostAccessible())
     flushHostWrites(/*release=*/false);
   positions_.clear();
@@ -376,29 +405,16 @@ void Program::run(uint64_t step) {
     kernels::KernelArgs args;
     args.step = step;
     args.runSeed = runSeed_;
-    using Clock = std::chrono::steady_clock;
-    Clock::time_point runStart = Clock::now();
-    if (profiling_ && !traceZero_)
-      traceZero_ = runStart;
-    bool tracing = profiling_ && profiledRuns_ < traceSteps_;
-    for (unsigned i : positions_) {
-      args.node = schedule_[i];
-      args.inputs = inputArgs_[i];
-      args.outputs = outputArgs_[i];
-      args.stateUnchanged = &stateUnchanged_[i];
-      if (!profiling_) {
+    if (profiling_) {
+      runKernelsProfiled(args);
+    } else {
+      for (unsigned i : positions_) {
+        args.node = schedule_[i];
+        args.inputs = inputArgs_[i];
+        args.outputs = outputArgs_[i];
+        args.stateUnchanged = &stateUnchanged_[i];
         kernels_[i]->run(args);
-        continue;
       }
-      Clock::time_point start = Clock::now();
-      kernels_[i]->run(args);
-      Clock::time_point end = Clock::now();
-      double us = std::chrono::duration<double, std::micro>(end - start).count();
-      profileMicros_[i] += us;
-      ++profileCalls_[i];
-      if (tracing)
-        trace_.push_back(
-            {i, step, std::chrono::duration<double, std::micro>(start - *traceZero_).count(), us});
     }
     for (size_t u = 0; u < updates.size(); ++u) {
       void *state = storage(updates[u].state), *next = storage(updates[u].newValue);
@@ -414,7 +430,7 @@ void Program::run(uint64_t step) {
   if (profiling_) {
     ++profiledRuns_;
     profiledRunMicros_ +=
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - runStartTime)
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - *runStartTime)
             .count();
   }
 }

@@ -161,6 +161,8 @@ private:
   /// Device backends: sends host copies handed out writable to the device;
   /// with `release`, frees every host copy afterwards.
   void flushHostWrites(bool release);
+  /// run()'s kernel loop with every call timed (setProfiling).
+  void runKernelsProfiled(kernels::KernelArgs &args);
 
   const Graph &graph_;
   Backend &backend_;

@@ -2,10 +2,13 @@
 //
 // A training step waits for its batch only if making it took longer than
 // the step before it: a worker thread fills one set of batch tensors while
-// the caller uses the other. The worker loads its rows one after another
-// (Batcher::setParallelLoads(false)): a second OpenMP team next to the
-// kernels' would oversubscribe the cores, which costs the kernels far more
-// than one thread's worth of loading.
+// the caller uses the other. The worker runs at SCHED_IDLE priority and
+// loads its rows one after another: it takes only cores the kernels leave
+// idle, never preempting one of their threads (a preempted thread stalls
+// the whole OpenMP team; measured on 2 cores, a normal-priority worker cost
+// the step more than the batch it made). When the caller asks for a batch
+// the worker has not started -- no core was idle -- the caller makes it
+// itself, on every core, as without prefetching.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_DATA_PREFETCH_H

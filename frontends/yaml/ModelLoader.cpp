@@ -87,8 +87,18 @@ private:
                       "a model file must be a map of keys (model, batch, inputs, "
                       "layers, ...), got " +
                           Reader::describe(root.node));
-    if (!r_.readMap(root, "the model file", top_) ||
-        !r_.checkKnownKeys(top_, kTopLevelKeys, "key", ""))
+    if (!r_.readMap(root, "the model file", top_))
+      return false;
+    // What `ampc --emit yaml` writes is a rewritten graph for other tools to
+    // read, not a model: say so rather than "unknown key 'graph'".
+    for (const MapEntry &e : top_)
+      if (e.key == "graph")
+        return r_.error(e.keyNode,
+                        "this is a graph written by 'ampc --emit yaml' (a rewritten graph, for "
+                        "other tools to read), not a model file; ampc imports model files and "
+                        "rewrites them itself. To run passes on a rewritten graph, write it with "
+                        "--emit ir and use ampc-opt (docs/textual-ir.md)");
+    if (!r_.checkKnownKeys(top_, kTopLevelKeys, "key", ""))
       return false;
 
     const MapEntry *model = require("model");

@@ -54,6 +54,14 @@ std::unique_ptr<ampc::Graph> loadAnyModelFile(const std::string &path, ampc::Dia
     return nullptr;
 #endif
   }
+  // Textual IR is a graph after (some of) the passes, with fixed shapes:
+  // ampc-opt reads it; ampc starts from a model and rewrites it itself.
+  if (llvm::StringRef(path).endswith_insensitive(".ir")) {
+    diag.error(Location::inFile(path, 1, 1),
+               "textual IR is read by ampc-opt, which runs passes on it; ampc imports model "
+               "files (.yaml, .onnx) and rewrites them itself (docs/textual-ir.md)");
+    return nullptr;
+  }
   return loadModelFile(path, diag, load);
 }
 

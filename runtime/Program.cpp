@@ -365,9 +365,9 @@ unsigned Program::chainStart(unsigned position) const {
 __attribute__((noinline)) void Program::runKernelsProfiled(kernels::KernelArgs &args) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point runStart = Clock::now();
-  if (!traceZero_)
+  if (profiling_ && !traceZero_)
     traceZero_ = runStart;
-  bool tracing = profiledRuns_ < traceSteps_;
+  bool tracing = profiling_ && profiledRuns_ < traceSteps_;
   for (unsigned i : positions_) {
     args.node = schedule_[i];
     args.inputs = inputArgs_[i];
@@ -376,6 +376,10 @@ __attribute__((noinline)) void Program::runKernelsProfiled(kernels::KernelArgs &
     Clock::time_point start = Clock::now();
     kernels_[i]->run(args);
     Clock::time_point end = Clock::now();
+    if (observer_)
+      observer_(i);
+    if (!profiling_)
+      continue;
     double us = std::chrono::duration<double, std::micro>(end - start).count();
     profileMicros_[i] += us;
     ++profileCalls_[i];
@@ -405,7 +409,7 @@ void Program::run(uint64_t step) {
     kernels::KernelArgs args;
     args.step = step;
     args.runSeed = runSeed_;
-    if (profiling_) {
+    if (profiling_ || observer_) {
       runKernelsProfiled(args);
     } else {
       for (unsigned i : positions_) {

@@ -17,6 +17,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -126,6 +127,12 @@ public:
   /// the backend synchronises) and keeps, for the first `traceSteps` runs,
   /// one event per kernel call (a timeline).
   void setProfiling(bool on, size_t traceSteps = 0);
+  /// Called with each schedule position right after its kernel ran (its
+  /// results are current then); empty to stop. Compile with
+  /// fuseElementwise off to see every node's result.
+  void setKernelObserver(std::function<void(unsigned position)> observer) {
+    observer_ = std::move(observer);
+  }
   struct KernelEvent {
     unsigned position;          ///< in schedule()
     uint64_t step;              ///< run()'s argument
@@ -161,7 +168,7 @@ private:
   /// Device backends: sends host copies handed out writable to the device;
   /// with `release`, frees every host copy afterwards.
   void flushHostWrites(bool release);
-  /// run()'s kernel loop with every call timed (setProfiling).
+  /// run()'s kernel loop with every call timed (setProfiling) and observed.
   void runKernelsProfiled(kernels::KernelArgs &args);
 
   const Graph &graph_;
@@ -194,6 +201,7 @@ private:
   llvm::DenseMap<const Value *, const uint64_t *> stableVersion_;
   unsigned fusedChains_ = 0, fusedNodes_ = 0;
   bool profiling_ = false;
+  std::function<void(unsigned)> observer_;
   size_t traceSteps_ = 0;
   std::vector<double> profileMicros_;
   std::vector<uint64_t> profileCalls_;

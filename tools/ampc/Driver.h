@@ -146,6 +146,10 @@ bool parseLevels(const std::string &list, std::vector<std::string> &levels);
 /// side (precision changes, nodes and casts only one has, memory by class).
 int runDiff(Options opts);
 
+/// `ampc calibrate MODEL [--half-type f16|bf16]` (argv[0] is "calibrate"):
+/// the nodes whose f32 values would not fit the half type.
+int runCalibrate(int argc, char **argv);
+
 /// `ampc export MODEL --format F -o OUT [--checkpoint C]`: parses its own
 /// command line (argv[0] is "export") and writes the model's weights.
 int runExport(int argc, char **argv);

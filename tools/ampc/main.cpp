@@ -341,6 +341,8 @@ int runCommandLine(int argc, char **argv) {
              "  ampc bench [options] MODEL  train a few steps at each opt level and compare\n"
              "  ampc diff MODEL --levels A,B\n"
              "                              what changes between two opt levels' graphs\n"
+             "  ampc calibrate MODEL [--half-type f16|bf16] [--checkpoint C]\n"
+             "                              nodes whose values would overflow or flush in half\n"
              "  ampc export MODEL --format npy -o DIR [--checkpoint C]\n"
              "                              write the weights (every parameter and buffer, "
              "fp32)\n"
@@ -362,6 +364,8 @@ int runCommandLine(int argc, char **argv) {
     return runPredict(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "view")
     return runView(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "calibrate")
+    return runCalibrate(argc - 1, argv + 1);
   // `ampc plan MODEL` and `ampc bench MODEL` share the main command's
   // options, each showing its own; everything else is the main command.
   std::vector<char *> args(argv, argv + argc);

@@ -46,6 +46,26 @@ StepProfile collectProfile(const ampc::Program &program);
 /// Its timeline as Chrome trace-event JSON.
 std::string traceJson(const ampc::Program &program);
 
+/// Each node's value range as a program runs (Program::calibrate).
+class Calibrator {
+public:
+  Calibrator(const ampc::Program &program, DType halfType);
+  /// Reads the results of the node at `position`, just computed.
+  void observe(unsigned position);
+  CalibrationReport report() const;
+
+private:
+  struct Stats {
+    double maxAbs = 0;
+    uint64_t nonzero = 0, subnormal = 0, flushed = 0;
+    bool seen = false;
+  };
+  const ampc::Program &program_;
+  DType halfType_;
+  double maxFinite_, minNormal_, flushBelow_;
+  std::vector<Stats> stats_;
+};
+
 /// The frontend's load options (limits, batch) from the public ones.
 ampc::LoadOptions toInternal(const LoadOptions &o);
 /// A model file by its extension: .onnx through the ONNX frontend (when

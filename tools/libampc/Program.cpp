@@ -280,6 +280,7 @@ Result<Program> Program::compile(const Model &model, const CompileOptions &opts)
   c.runSeed = static_cast<uint64_t>(metaInt(g, "train.seed", 0));
   c.baseDir = opts.baseDir.empty() ? impl->model->source.baseDir : opts.baseDir;
   c.castCache = opts.castCache;
+  c.fuseElementwise = opts.fuseElementwise;
   c.maxPlannedBytes = opts.maxMemoryBytes;
   if (!c.maxPlannedBytes && impl->backend->hostAccessible())
     c.maxPlannedBytes = physicalMemoryBytes();
@@ -541,6 +542,27 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   llvm::raw_string_ostream os(report.summary);
   printTrainSummary(r, os);
   os.flush();
+  return report;
+}
+
+Result<CalibrationReport> Program::calibrate(const CalibrateOptions &opts) {
+  if (opts.halfType != DType::F16 && opts.halfType != DType::BF16)
+    return Status::error("calibrate checks against a half type: f16 or bf16");
+  if (opts.batches <= 0)
+    return Status::error("calibrate needs at least one batch");
+  Calibrator calibrator(*impl_->program, opts.halfType);
+  impl_->program->setKernelObserver([&](unsigned position) { calibrator.observe(position); });
+  TrainOptions t;
+  // Steps count from the start of the run: after a checkpoint, on from it.
+  t.steps = impl_->stepsDone + opts.batches;
+  t.progress = Progress::None;
+  t.output = [](std::string_view) {};
+  Result<TrainReport> trained = train(t);
+  impl_->program->setKernelObserver({});
+  if (!trained)
+    return trained.status();
+  CalibrationReport report = calibrator.report();
+  report.batches = opts.batches;
   return report;
 }
 

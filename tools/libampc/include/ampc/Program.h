@@ -31,6 +31,34 @@ struct CompileOptions {
   /// machine's physical memory on a host device, no limit on a GPU (whose
   /// allocator refuses by itself).
   uint64_t maxMemoryBytes = 0;
+  /// Run chains of elementwise nodes as one kernel; off keeps every node's
+  /// result written (Program::calibrate reads them all).
+  bool fuseElementwise = true;
+};
+
+/// `ampc calibrate` (Program::calibrate): each node's value range over a
+/// few training steps in f32, against a half type's range.
+struct CalibrateOptions {
+  DType halfType = DType::F16;
+  int64_t batches = 4;
+};
+struct CalibrationRow {
+  std::string node, op;
+  NodeRole role = NodeRole::Forward;
+  double maxAbs = 0;
+  /// Of the nonzero values: the fraction below the half type's smallest
+  /// normal (they lose precision) and below half its smallest subnormal
+  /// (they flush to zero).
+  double subnormalFraction = 0, flushFraction = 0;
+  bool overflows = false;
+};
+struct CalibrationReport {
+  DType halfType = DType::F16;
+  int64_t batches = 0;
+  std::vector<CalibrationRow> rows; ///< every observed node, schedule order
+  /// The nodes that would overflow or flush more than 1 % of their values
+  /// to zero in the half type, with what would keep them safe.
+  AMPC_API std::string str() const;
 };
 
 /// The device a name selects: "auto" picks CUDA when a GPU is present,
@@ -240,6 +268,11 @@ public:
   /// trace-event JSON file, written atomically: one event per kernel call,
   /// named by node and op, on one track per step role.
   Status writeTrace(const std::string &path, bool writeThrough = false) const;
+
+  /// Trains `batches` steps on the model's data, recording every node's
+  /// results; the program should be an f32 (O0) training step compiled
+  /// with fuseElementwise off. The weights change as in training.
+  Result<CalibrationReport> calibrate(const CalibrateOptions &opts);
 
   /// Runs one batch of the model's data (its first) through the graph:
   /// `ampc --run forward`. Opens the data if Model::openData() did not.

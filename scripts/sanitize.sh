@@ -35,6 +35,8 @@ cmake --build "$build" -j"$jobs"
 # as it does without ASan, so the tests that expect "out of memory" as an
 # error see one (ASan would otherwise abort on a huge request).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}
+# Graphviz's and fontconfig's process-lifetime caches (scripts/lsan-suppressions.txt).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan-suppressions.txt:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The unit, lit and fuzz-regression tests: install-embed builds a program
 # without ASan against the instrumented library, and pytorch-forward tests

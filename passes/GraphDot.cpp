@@ -102,20 +102,9 @@ const char *strokeOf(llvm::StringRef dtypeClass) {
 /// CSS class names: "loss_scale" as the textual IR spells the role.
 std::string roleClass(NodeRole r) { return ("r-" + roleName(r)).str(); }
 
+/// The role's name in words: as roleName() spells it, but "loss scaling".
 llvm::StringRef roleLabel(NodeRole r) {
-  switch (r) {
-  case NodeRole::Forward:
-    return "forward";
-  case NodeRole::Loss:
-    return "loss";
-  case NodeRole::Backward:
-    return "backward";
-  case NodeRole::Optimizer:
-    return "optimizer";
-  case NodeRole::LossScale:
-    return "loss scaling";
-  }
-  return "";
+  return r == NodeRole::LossScale ? "loss scaling" : roleName(r);
 }
 
 /// Cluster backgrounds: the forward pass plain, the parts a reader may

@@ -9,6 +9,7 @@
 #define AMPC_KERNELS_CPU_LOOPKERNELS_H
 
 #include "kernels/KernelArgs.h"
+#include "kernels/common/CpuFeatures.h"
 
 namespace ampc::kernels::cpu {
 
@@ -16,8 +17,8 @@ namespace ampc::kernels::cpu {
 bool isLoopKernel(const NodeKernel &k);
 
 /// Whether the CPU running this has the AVX-512 subset the loops' wide copies
-/// use.
-bool cpuHasAvx512();
+/// use (kernels/common/CpuFeatures.h).
+using kernels::cpuHasAvx512;
 
 /// For tests: false makes every loop run its baseline (non-AVX-512) copy, so
 /// both copies can be checked against the reference on one machine. Default

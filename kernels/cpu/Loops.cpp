@@ -88,16 +88,6 @@ std::unique_ptr<NodeKernel> prepareLoopKernel(const Node &n) {
 
 bool isLoopKernel(const NodeKernel &k) { return dynamic_cast<const LoopKernel *>(&k) != nullptr; }
 
-bool cpuHasAvx512() {
-#if AMPC_LOOP_HAVE_WIDE
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  return has;
-#else
-  return false;
-#endif
-}
-
 void setLoopWideVectorsAllowed(bool allowed) { wideVectorsAllowed = allowed; }
 
 bool loopsUseWideVectors() {

@@ -54,13 +54,11 @@ void BatchPrefetcher::work() {
     if (stop_)
       return;
     requested_ = false;
-    busy_ = true;
     Slot &slot = slots_[1 - current_];
     lock.unlock();
     // The batcher and this slot are the worker's alone until ready_ is set.
     fill(slot, /*parallel=*/false);
     lock.lock();
-    busy_ = false;
     ready_ = true;
     done_.notify_one();
   }
@@ -94,7 +92,6 @@ bool BatchPrefetcher::next(llvm::MutableArrayRef<HostTensor> &batch, int64_t &ro
     // Not started (the worker had no idle core yet): the caller makes the
     // batch itself, on every core, as without prefetching.
     requested_ = outstanding_ = false;
-    ++stolen_;
     lock.unlock();
     fill(slots_[1 - current_], /*parallel=*/true);
     lock.lock();

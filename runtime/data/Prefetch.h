@@ -40,9 +40,6 @@ public:
   bool next(llvm::MutableArrayRef<HostTensor> &batch, int64_t &rows, bool another,
             std::string &err);
 
-  /// Batches next() made itself because the worker had not started them.
-  uint64_t madeByCaller() const { return stolen_; }
-
   /// Waits until the worker is not loading: the source is the caller's
   /// again (evaluation on a subset of the same data reads it).
   void waitIdle();
@@ -67,8 +64,6 @@ private:
   std::condition_variable wake_, done_;
   bool requested_ = false, ready_ = false, stop_ = false;
   bool outstanding_ = false; ///< a batch is asked for and not yet handed out
-  bool busy_ = false;        ///< the worker is making a batch
-  uint64_t stolen_ = 0;      ///< batches the caller made itself
   std::thread worker_;
 };
 

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/data/DataInternal.h"
 
+#include "kernels/common/CpuFeatures.h"
 #include "kernels/common/Random.h"
 
 #include "llvm/ADT/Twine.h"
@@ -64,15 +65,7 @@ int64_t uniformBelow(uint64_t bits, int64_t n) {
 #define AMPC_SYNTHETIC_WIDE 0
 #endif
 
-bool useWideLoops() {
-#if AMPC_SYNTHETIC_WIDE
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  return has;
-#else
-  return false;
-#endif
-}
+bool useWideLoops() { return AMPC_SYNTHETIC_WIDE && kernels::cpuHasAvx512(); }
 
 /// out[i] = fastStandardNormal(key, first + i): 64-bit multiplies, which
 /// only AVX-512DQ vectorises, hence the two copies.

@@ -36,13 +36,6 @@ double medianStepMs(std::vector<double> ms) {
   return ms.size() % 2 ? ms[mid] : (ms[mid - 1] + ms[mid]) / 2;
 }
 
-/// printf-style formatting into a string (the table's columns).
-template <class... Args> std::string format(const char *fmt, Args... args) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
-
 /// Bytes in the largest binary unit that keeps the figure at least 1.
 std::string formatBytes(uint64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -70,13 +70,8 @@ int runCalibrate(int argc, char **argv) {
     printDiagnostics(program.status());
     return program.status().outOfMemory() ? kRuntimeFailure : kBadInput;
   }
-  if (!checkpoint.empty()) {
-    if (api::Status s = program->loadCheckpoint(checkpoint); !s) {
-      printDiagnostics(s);
-      return kRuntimeFailure;
-    }
-    out() << "weights from " << checkpoint << " (step " << program->stepsDone() << ")\n";
-  }
+  if (!checkpoint.empty() && !loadWeights(*program, checkpoint, WeightsReport::LineNotes))
+    return kRuntimeFailure;
   api::CalibrateOptions opts;
   opts.halfType = halfType == "bf16" ? api::DType::BF16 : api::DType::F16;
   opts.batches = batches;

@@ -86,12 +86,6 @@ std::string castText(const api::NodeView &n) {
   return text + " -> " + std::string(api::dtypeName(n.output(0).dtype()));
 }
 
-template <class... Args> std::string format(const char *fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
-
 std::string signedBytes(int64_t delta) {
   if (delta == 0)
     return "0";

@@ -12,6 +12,7 @@
 #include "ampc/ampc.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -19,6 +20,14 @@
 #include <vector>
 
 namespace ampc::cli {
+
+/// printf-style formatting into a string (report tables' columns; one
+/// row at most 512 characters).
+template <class... Args> std::string format(const char *fmt, Args... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
 
 /// Exit codes (docs/cli.md).
 enum ExitCode { kSuccess = 0, kRuntimeFailure = 1, kBadInput = 2 };
@@ -161,6 +170,16 @@ struct InferenceOptions {
   std::string device = "cpu";
   int64_t threads = 0; ///< 0: OpenMP's default
 };
+
+/// How loadWeights reports a checkpoint it loaded.
+enum class WeightsReport {
+  Quiet,     ///< nothing (ampc eval --json)
+  Line,      ///< "weights from C (step N)"
+  LineNotes, ///< that, and what a checkpoint of another level had rebuilt
+};
+/// Loads `checkpoint` into `program`; false after printing why not (a
+/// runtime failure, exit 1).
+bool loadWeights(api::Program &program, const std::string &checkpoint, WeightsReport report);
 
 /// Applies --threads N (N > 0) to the cpu device and warns, on stderr, when
 /// N is more than the cores free now.

@@ -79,16 +79,8 @@ int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model
     return prog.status().outOfMemory() ? kRuntimeFailure : kBadInput;
   }
   program.emplace(std::move(*prog));
-  api::Status s = program->loadCheckpoint(o.checkpoint);
-  if (!s) {
-    printDiagnostics(s);
+  if (!loadWeights(*program, o.checkpoint, quiet ? WeightsReport::Quiet : WeightsReport::LineNotes))
     return kRuntimeFailure;
-  }
-  if (!quiet) {
-    out() << "weights from " << o.checkpoint << " (step " << program->stepsDone() << ")\n";
-    for (const api::Diagnostic &d : s.diagnostics())
-      out() << d.str() << "\n";
-  }
   return kSuccess;
 }
 

@@ -117,11 +117,8 @@ int runExport(int argc, char **argv) {
     return program.status().outOfMemory() ? kRuntimeFailure : kBadInput;
   }
   if (!checkpoint.empty()) {
-    if (api::Status s = program->loadCheckpoint(checkpoint); !s) {
-      printDiagnostics(s);
+    if (!loadWeights(*program, checkpoint, WeightsReport::Line))
       return kRuntimeFailure;
-    }
-    out() << "weights from " << checkpoint << " (step " << program->stepsDone() << ")\n";
   } else {
     out() << "initial weights of " << m->name() << " (init.seed "
           << m->graph().metaInt("init.seed").value_or(0) << ")\n";

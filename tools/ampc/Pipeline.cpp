@@ -93,6 +93,21 @@ bool parseLevels(const std::string &list, std::vector<std::string> &levels) {
   return true;
 }
 
+bool loadWeights(api::Program &program, const std::string &checkpoint, WeightsReport report) {
+  api::Status s = program.loadCheckpoint(checkpoint);
+  if (!s) {
+    printDiagnostics(s);
+    return false;
+  }
+  if (report == WeightsReport::Quiet)
+    return true;
+  out() << "weights from " << checkpoint << " (step " << program.stepsDone() << ")\n";
+  if (report == WeightsReport::LineNotes)
+    for (const api::Diagnostic &d : s.diagnostics())
+      out() << d.str() << "\n";
+  return true;
+}
+
 void applyThreads(int64_t threads) {
   if (threads <= 0)
     return;

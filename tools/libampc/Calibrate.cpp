@@ -21,16 +21,6 @@
 
 namespace ampc::api {
 
-namespace {
-
-template <class... Args> std::string format(const char *fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
-
-} // namespace
-
 Calibrator::Calibrator(const ampc::Program &program, DType halfType)
     : program_(program), halfType_(halfType), stats_(program.schedule().size()) {
   if (halfType == DType::F16) {

@@ -16,6 +16,7 @@
 #include "kernels/KernelArgs.h"
 #include "runtime/data/DataSource.h"
 
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,14 @@ AttrValue toPublic(const ampc::Attribute &a);
 /// Every diagnostic of `diag` as a Status (a failure when any is an error).
 Status toStatus(const DiagnosticEngine &diag);
 Diagnostic toPublic(const ampc::Diagnostic &d);
+
+/// printf-style formatting into a string (report tables' columns; one
+/// row at most 512 characters).
+template <class... Args> std::string format(const char *fmt, Args... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
 
 /// The profile a program kept (ampc::Program::setProfiling), by kernel.
 StepProfile collectProfile(const ampc::Program &program);

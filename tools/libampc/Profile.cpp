@@ -17,12 +17,6 @@ double bytesOf(const ampc::Value *v) {
   return static_cast<double>(v->type().numElements()) * ampc::dtypeSize(v->dtype());
 }
 
-template <class... Args> std::string format(const char *fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
-
 /// "12.3 GFLOP/s" for dense rows, "4.5 GB/s" for the rest, "" when the row
 /// took no measurable time.
 std::string rateText(double flops, double bytes, double ms) {

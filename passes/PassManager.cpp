@@ -10,6 +10,7 @@
 #include "passes/LossScale.h"
 #include "passes/MasterWeights.h"
 #include "passes/Optimizer.h"
+#include "passes/WidenToF64.h"
 
 #include "ir/Printer.h"
 #include "ir/Verifier.h"

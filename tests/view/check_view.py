@@ -9,7 +9,10 @@ leaves (--dump-dom):
   - the header's cast count, and the nodes drawn as casts, equal the casts
     `--explain` lists;
   - opening the page as page.html#select=%25NAME fills the details panel
-    with that node's op, precision rule, source location and memory.
+    with that node's op, precision rule, source location and memory;
+  - `ampc view --diff O0` (mlp at O2) marks as many nodes changed as
+    `ampc diff --levels O0,O2` lists, and a node's details say what it was
+    at O0.
 A screenshot of each page is kept beside it (build/tests/view/*.png) as the
 test's artifact.
 
@@ -35,11 +38,12 @@ class Dom(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.ops = []        # (data-node, classes) of each op node
+        self.diff = []       # data-diff of each op node that has one
         self.text_of = {}    # element id -> its text, for the ids below
         self._open = []      # ids being collected, with their depth
         self._depth = 0
 
-    WANTED = ("node-count", "cast-count", "details")
+    WANTED = ("node-count", "cast-count", "details", "diff-count", "diff-summary")
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -47,6 +51,8 @@ class Dom(html.parser.HTMLParser):
         classes = (a.get("class") or "").split()
         if tag == "g" and "node" in classes and "op" in classes:
             self.ops.append((a.get("data-node"), classes))
+            if a.get("data-diff"):
+                self.diff.append(a["data-diff"])
         if a.get("id") in self.WANTED:
             self._open.append((a["id"], self._depth))
             self.text_of[a["id"]] = ""
@@ -129,6 +135,43 @@ def check_page(args, browser, model, level, select, expect_in_details):
     return failures
 
 
+def check_diff_page(args, browser, model, level, against, select):
+    """`ampc view --diff`: the marks agree with `ampc diff`'s text."""
+    name = os.path.splitext(os.path.basename(model))[0]
+    page = os.path.join(args.out, f"{name}-{level}-diff-{against}.html")
+    r = run([args.ampc, "view", model, "-O", level, "--diff", against, "-o", page], timeout=300)
+    if r.returncode != 0:
+        return [f"ampc view --diff {against} failed ({r.returncode}): {r.stderr}"]
+    text = run([args.ampc, "diff", model, "--levels", f"{against},{level}"], timeout=300).stdout
+    changed = next((int(line.split(";")[1].split()[0]) for line in text.splitlines()
+                    if line.startswith("nodes:")), None)
+    url = "file://" + os.path.abspath(page) + "#select=" + select.replace("%", "%25")
+    with tempfile.TemporaryDirectory() as profile:
+        dumped = browse(browser, url, profile, ["--dump-dom"])
+    dom = Dom()
+    dom.feed(dumped.stdout)
+    failures = []
+    got = sum(1 for d in dom.diff if d == "changed")
+    if got != changed:
+        failures.append(f"{name} --diff {against}: {got} nodes marked changed, ampc diff lists "
+                        f"{changed}")
+    if dom.text_of.get("diff-count", "").strip() != str(changed):
+        failures.append(f"{name} --diff {against}: header says "
+                        f"{dom.text_of.get('diff-count')!r}, expected {changed}")
+    details = " ".join(dom.text_of.get("details", "").split())
+    if f"before f32 at {against}" not in details:
+        failures.append(f"{name} --diff {against}: the details of {select} lack 'before f32 at "
+                        f"{against}': {details[:400]!r}")
+    if "only at" not in dom.text_of.get("diff-summary", ""):
+        failures.append(f"{name} --diff {against}: no diff summary")
+    shot = os.path.join(args.out, f"{name}-{level}-diff-{against}.png")
+    with tempfile.TemporaryDirectory() as profile:
+        browse(browser, url, profile, [f"--screenshot={shot}", "--window-size=1400,900",
+                                       "--hide-scrollbars"])
+    print(f"{name} {level} --diff {against}: {got} nodes marked changed; screenshot {shot}")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ampc", required=True)
@@ -156,7 +199,12 @@ def main():
         for f in failures:
             print("FAIL:", f)
         failed += bool(failures)
-    print(f"{len(pages) - failed} passed, {failed} failed")
+    failures = check_diff_page(args, browser, os.path.join(args.examples, "mlp.yaml"), "O2",
+                               "O0", "%fc1")
+    for f in failures:
+        print("FAIL:", f)
+    failed += bool(failures)
+    print(f"{len(pages) + 1 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

@@ -12,7 +12,7 @@
 namespace ampc::cli {
 
 int runCalibrate(int argc, char **argv) {
-  std::string model, checkpoint, halfType = "f16", device = "cpu";
+  std::string model, checkpoint, data, halfType = "f16", device = "cpu";
   int64_t batches = 4, batch = 0, threads = 0;
   CLI::App app{"train a few steps in f32 and list the nodes whose values would overflow or "
                "flush to zero in a half type"};
@@ -26,6 +26,9 @@ int runCalibrate(int argc, char **argv) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   app.add_option("--checkpoint", checkpoint,
                  "start from these trained weights (a checkpoint of this model, any level)");
+  app.add_option("--data", data,
+                 "the batches: the first of this data (a .csv file or a data source as in "
+                 "train.data, e.g. '{npy: {x: x.npy, y: y.npy}}'; default: the model's)");
   app.add_option("--batch", batch, "samples per batch (default: the model's)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   app.add_option("--device", device, "where to run: cpu, cpu-ref")
@@ -75,10 +78,11 @@ int runCalibrate(int argc, char **argv) {
   api::CalibrateOptions opts;
   opts.halfType = halfType == "bf16" ? api::DType::BF16 : api::DType::F16;
   opts.batches = batches;
+  opts.data.spec = data; // relative paths against the current directory
   api::Result<api::CalibrationReport> report = program->calibrate(opts);
   if (!report) {
     printDiagnostics(report.status());
-    return kRuntimeFailure;
+    return data.empty() ? kRuntimeFailure : kBadInput;
   }
   out() << report->str();
   return kSuccess;

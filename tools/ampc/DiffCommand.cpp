@@ -7,11 +7,12 @@
 // users answered before with `--explain` twice and diff: "what did O2 do
 // that O1 did not?"
 //
-// Nodes are matched by what they compute: their op and, recursively, their
-// operands, looking through casts, down to the graph's inputs and state by
-// name. So O1's `matmul(cast(%x), cast(%w))` is O2's `matmul(%x, %w)`,
-// whatever fresh names the passes gave the backward nodes at each level.
-// Casts are matched by what they cast to what dtype.
+// Nodes are matched by what they compute (GraphView::structuralKeys):
+// their op and, recursively, their operands, looking through casts and the
+// loss scaler's additions, down to the graph's inputs and state by name. So
+// O1's `matmul(cast(%x), cast(%w))` is O2's `matmul(%x, %w)`, whatever
+// fresh names the passes gave the backward nodes at each level. Casts are
+// matched by what they cast to what dtype.
 //
 //===----------------------------------------------------------------------===//
 #include "Driver.h"
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 namespace ampc::cli {
 
@@ -48,32 +50,16 @@ std::string nodeName(const api::NodeView &n) {
   return n.outputs().empty() ? "" : "%" + n.output(0).name();
 }
 
-/// Structural keys of one graph's nodes, memoised by result name.
+/// One graph's structural keys (GraphView::structuralKeys): equal keys at
+/// two levels mean the same quantity.
 class StructuralKeys {
 public:
-  /// The key of the node producing `v` (through casts), or of the input or
-  /// state `v` itself.
-  uint64_t ofValue(const api::ValueView &v) {
-    if (v.isInput() || v.isState())
-      return std::hash<std::string>()("value " + v.name());
-    api::NodeView producer = v.producer();
-    if (producer.isCast())
-      return ofValue(producer.inputs().at(0));
-    return ofNode(producer);
-  }
-  uint64_t ofNode(const api::NodeView &n) {
-    std::string name = nodeName(n);
-    if (auto it = memo_.find(name); it != memo_.end())
-      return it->second;
-    uint64_t key = std::hash<std::string>()(n.op());
-    for (const api::ValueView &in : n.inputs())
-      key = (key ^ ofValue(in)) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
-    memo_[name] = key;
-    return key;
-  }
+  explicit StructuralKeys(const api::GraphView &g) : keys_(g.structuralKeys()) {}
+  uint64_t ofValue(const api::ValueView &v) const { return keys_.at(v.name()); }
+  uint64_t ofNode(const api::NodeView &n) const { return keys_.at(n.output(0).name()); }
 
 private:
-  std::map<std::string, uint64_t> memo_;
+  std::unordered_map<std::string, uint64_t> keys_;
 };
 
 /// "%x -> bf16", "%4 (matmul) -> f32": what a cast reads (and, for a value
@@ -117,7 +103,7 @@ bool buildLevel(const Options &cmdline, api::Stage stage, const std::string &dev
 }
 
 void printPrecisionChanges(const LevelGraph &a, const LevelGraph &b) {
-  StructuralKeys keysA, keysB;
+  StructuralKeys keysA(a.model->graph()), keysB(b.model->graph());
   std::map<uint64_t, api::NodeView> nodesA, nodesB;
   for (const api::NodeView &n : a.model->graph().nodes())
     if (!n.isCast() && !nodeName(n).empty())
@@ -185,17 +171,22 @@ void printCastChanges(const LevelGraph &a, const LevelGraph &b) {
   struct Cast {
     std::string text;
     int64_t bytes = 0;
+    size_t order = 0; ///< the first such cast's position: rows in graph order
   };
   // Keyed by what is cast (structurally, as nodes are) and to what dtype.
   auto casts = [](const LevelGraph &l) {
-    StructuralKeys keys;
+    StructuralKeys keys(l.model->graph());
     std::map<std::pair<uint64_t, std::string>, Cast> out;
     for (const api::NodeView &c : l.model->graph().casts()) {
       const api::ValueView &r = c.output(0);
       int64_t elements = 1;
       for (int64_t d : r.shape())
         elements *= d;
-      Cast &entry = out[{keys.ofValue(c.inputs().at(0)), std::string(api::dtypeName(r.dtype()))}];
+      auto [it, added] =
+          out.try_emplace({keys.ofValue(c.inputs().at(0)), std::string(api::dtypeName(r.dtype()))});
+      Cast &entry = it->second;
+      if (added)
+        entry.order = out.size();
       entry.text = castText(c);
       entry.bytes += elements * api::dtypeSize(r.dtype());
     }
@@ -207,12 +198,19 @@ void printCastChanges(const LevelGraph &a, const LevelGraph &b) {
   out() << "casts: " << sa.casts << " at " << a.level << " (" << sa.castBytes
         << " bytes per step), " << sb.casts << " at " << b.level << " (" << sb.castBytes
         << " bytes per step)\n";
-  for (const auto &[key, cast] : castsB)
-    if (!castsA.count(key))
-      out() << "  + " << cast.text << "  (" << cast.bytes << " bytes; only at " << b.level << ")\n";
-  for (const auto &[key, cast] : castsA)
-    if (!castsB.count(key))
-      out() << "  - " << cast.text << "  (" << cast.bytes << " bytes; only at " << a.level << ")\n";
+  auto only = [](const auto &in, const auto &notIn, const char *sign, const std::string &level) {
+    std::vector<const Cast *> rows;
+    for (const auto &[key, cast] : in)
+      if (!notIn.count(key))
+        rows.push_back(&cast);
+    std::sort(rows.begin(), rows.end(),
+              [](const Cast *x, const Cast *y) { return x->order < y->order; });
+    for (const Cast *cast : rows)
+      out() << "  " << sign << " " << cast->text << "  (" << cast->bytes << " bytes; only at "
+            << level << ")\n";
+  };
+  only(castsB, castsA, "+", b.level);
+  only(castsA, castsB, "-", a.level);
 }
 
 void printMemory(const LevelGraph &a, const LevelGraph &b) {

@@ -56,6 +56,7 @@ struct Options {
   bool planOnly = false;              ///< `ampc plan`
   bool bench = false;                 ///< `ampc bench`
   bool diff = false;                  ///< `ampc diff`
+  bool compare = false;               ///< `ampc compare`
   std::string levels = "O0,O1,O2,O3"; ///< the levels `ampc bench` compares
   // Training overrides of the model's `train`/`optimizer` sections.
   std::optional<int64_t> steps, epochs, evalEvery, logEvery, seed;
@@ -73,6 +74,11 @@ struct Options {
   bool prefetch = true;  ///< --no-prefetch: batches made inside the step
   bool profile = false;  ///< --profile: per-kernel times of the step
   std::string trace;     ///< --trace FILE: a timeline of the first steps
+  // `ampc compare`: the step's data, the f64 reference, what diverges.
+  std::string data;
+  std::string reference; ///< "" or "f64"
+  double tolerance = api::CompareOptions().tolerance;
+  int64_t worst = 10;
 };
 
 /// Where results go (stdout) and where diagnostics go (stderr); main() sets
@@ -154,6 +160,10 @@ bool parseLevels(const std::string &list, std::vector<std::string> &levels);
 /// `ampc diff MODEL --levels A,B`: the two levels' rewritten graphs side by
 /// side (precision changes, nodes and casts only one has, memory by class).
 int runDiff(Options opts);
+
+/// `ampc compare MODEL --levels A,B`: one training step at both levels
+/// from the same weights and batch, every node's results compared.
+int runCompare(Options opts);
 
 /// `ampc calibrate MODEL [--half-type f16|bf16]` (argv[0] is "calibrate"):
 /// the nodes whose f32 values would not fit the half type.

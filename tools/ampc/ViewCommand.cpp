@@ -17,7 +17,7 @@ namespace ampc::cli {
 
 int runView(int argc, char **argv) {
   Options opts;
-  std::string halfType;
+  std::string halfType, diffLevel;
   CLI::App app{"write the rewritten graph as one self-contained HTML page: nodes coloured by "
                "the dtype they compute in, casts counted, a click shows why a node got its "
                "precision"};
@@ -28,6 +28,10 @@ int runView(int argc, char **argv) {
   app.add_option("-o,--output", opts.output, "the page to write (atomically)")->required();
   app.add_option("-O,--opt-level", opts.optLevel,
                  "optimization level (default: the model file's, else O0)")
+      ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
+  app.add_option("--diff", diffLevel,
+                 "mark what changed from this level (ampc diff as a page): nodes in another "
+                 "dtype, nodes that level lacks, and a panel of both levels' differences")
       ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
   app.add_option("--graph", opts.graph,
                  "forward, or train (forward + backward + optimizer; the default when the "
@@ -112,6 +116,21 @@ int runView(int argc, char **argv) {
     vopts.memoryNote = "no memory plan: " + why;
     err() << "warning: the page shows no memory plan: " << why << "\n";
   }
+  // --diff: the other level, rewritten for the same stage and compiled for
+  // its plan's peak.
+  std::optional<api::Model> against;
+  std::optional<api::Program> againstProgram;
+  if (!diffLevel.empty()) {
+    Options other = opts;
+    other.optLevel = diffLevel;
+    against = loadModel(other);
+    if (!against || !runPipeline(*against, other, stage))
+      return kBadInput;
+    vopts.against = &*against;
+    if (api::Result<api::Program> p = api::Program::compile(*against, copts))
+      againstProgram = std::move(*p);
+    vopts.againstProgram = againstProgram ? &*againstProgram : nullptr;
+  }
   api::Result<std::string> page = api::graphPage(*model, program ? &*program : nullptr, vopts);
   if (!page) {
     printDiagnostics(page.status());
@@ -123,7 +142,10 @@ int runView(int argc, char **argv) {
   }
   out() << "wrote " << opts.output << ": " << g.name() << " at " << optLevelOf(*model) << ", "
         << (stage == api::Stage::Train ? "training" : "forward") << " graph, " << g.numNodes()
-        << " nodes, " << g.precisionStats().casts << " casts\n";
+        << " nodes, " << g.precisionStats().casts << " casts";
+  if (against)
+    out() << ", marked against " << diffLevel;
+  out() << "\n";
   return kSuccess;
 }
 

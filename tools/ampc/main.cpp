@@ -66,11 +66,12 @@ CLI::Validator positiveReal() {
 /// --help. The others stay parseable but hidden, so that using one with the
 /// wrong command gets an error that says where it belongs rather than
 /// CLI11's "not expected".
-enum class Command { Main, Plan, Bench, Diff };
+enum class Command { Main, Plan, Bench, Diff, Compare };
 
 void addOptions(CLI::App &app, Options &opts, Command command) {
   const bool isMain = command == Command::Main, isPlan = command == Command::Plan,
-             isBench = command == Command::Bench, isDiff = command == Command::Diff;
+             isBench = command == Command::Bench, isDiff = command == Command::Diff,
+             isCompare = command == Command::Compare;
   // Options that train, and those that run the passes for inspection.
   const bool trains = isMain || isBench, debugsPasses = isMain || isPlan;
   // Hides `option` from this command's help unless `shown`.
@@ -83,7 +84,7 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
   app.add_option("model", opts.model, "model file (.yaml or .onnx)")->required();
   only(app.add_option("--opt-level,-O", opts.optLevel, "optimization level (Apex semantics)")
            ->check(CLI::IsMember({"O0", "O1", "O2", "O3"})),
-       !isBench && !isDiff);
+       !isBench && !isDiff && !isCompare);
   only(app.add_option("--emit", opts.emit,
                       "print the graph as textual IR, YAML or Graphviz DOT instead of training")
            ->check(CLI::IsMember({"ir", "yaml", "dot"})),
@@ -101,7 +102,7 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
                           ": forward, or train (forward + backward + optimizer; the default "
                           "when the model has an optimizer)")
            ->check(CLI::IsMember({"forward", "train"})),
-       !isBench);
+       !isBench && !isCompare);
   app.add_option("--batch", opts.batch, "override the model's batch size")
       ->check(positiveInteger());
   auto *limits = "Limits (what a model file may ask for; docs/cli.md)";
@@ -141,15 +142,33 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
                       "threads of the cpu device (default: the cores this process may use, "
                       "or OMP_NUM_THREADS)")
            ->check(integerAtLeast(1, "a positive integer")),
-       trains);
+       trains || isCompare);
 
   auto *train = isMain ? "Training (override the model's train and optimizer sections)"
                        : "Training (override the model's train and optimizer sections; each "
                          "level trains afresh)";
   only(app.add_option("--levels", opts.levels,
-                      isDiff ? "the two opt levels to compare, e.g. O1,O2"
-                             : "the opt levels to compare, comma-separated (default O0,O1,O2,O3)"),
-       isBench || isDiff);
+                      isDiff      ? "the two opt levels to compare, e.g. O1,O2"
+                      : isCompare ? "the reference level and the level measured against it "
+                                    "(default O0,O2)"
+                                  : "the opt levels to compare, comma-separated (default "
+                                    "O0,O1,O2,O3)"),
+       isBench || isDiff || isCompare);
+  only(app.add_option("--data", opts.data,
+                      "the batch: the first of this data (a .csv file or a data source as in "
+                      "train.data, e.g. '{npy: {x: x.npy, y: y.npy}}'; default: the model's)"),
+       isCompare);
+  only(app.add_option("--reference", opts.reference,
+                      "also measure both levels against the model in f64 on cpu-ref")
+           ->check(CLI::IsMember({"f64"})),
+       isCompare);
+  only(app.add_option("--tolerance", opts.tolerance,
+                      "relative error past which a value diverges (default 0.05)")
+           ->check(positiveReal()),
+       isCompare);
+  only(app.add_option("--worst", opts.worst, "how many of the largest errors to list (default 10)")
+           ->check(nonNegativeInteger()),
+       isCompare);
   only(
       app.add_option("--steps", opts.steps,
                      isBench ? "optimizer steps to train (default 20)" : "optimizer steps to train")
@@ -165,7 +184,7 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
   only(app.add_option("--seed", opts.seed, "seed of parameter init, shuffling and dropout")
            ->check(integerAtLeast(std::numeric_limits<int64_t>::min(), "an integer"))
            ->group(train),
-       trains);
+       trains || isCompare);
   only(app.add_option("--eval-every", opts.evalEvery,
                       "evaluate on the held-out data (train.eval_data, else the last tenth) "
                       "every N steps (0: never)")
@@ -185,10 +204,12 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
            ->group(train),
        isMain);
   only(app.add_option("--checkpoint", opts.checkpoint,
-                      "write a checkpoint to FILE at the end (atomically); with --run forward, "
-                      "read the weights from FILE")
+                      isCompare ? "start both levels from these trained weights (a checkpoint of "
+                                  "this model, any level)"
+                                : "write a checkpoint to FILE at the end (atomically); with --run "
+                                  "forward, read the weights from FILE")
            ->group(train),
-       isMain);
+       isMain || isCompare);
   only(app.add_option("--checkpoint-every", opts.checkpointEvery,
                       "also write the checkpoint every N steps")
            ->check(nonNegativeInteger())
@@ -341,6 +362,9 @@ int runCommandLine(int argc, char **argv) {
              "  ampc bench [options] MODEL  train a few steps at each opt level and compare\n"
              "  ampc diff MODEL --levels A,B\n"
              "                              what changes between two opt levels' graphs\n"
+             "  ampc compare MODEL --levels A,B [--checkpoint C] [--data SPEC] [--reference f64]\n"
+             "                              one step at both levels, node by node: where B's "
+             "numbers part from A's\n"
              "  ampc calibrate MODEL [--half-type f16|bf16] [--checkpoint C]\n"
              "                              nodes whose values would overflow or flush in half\n"
              "  ampc export MODEL --format npy -o DIR [--checkpoint C]\n"
@@ -385,6 +409,16 @@ int runCommandLine(int argc, char **argv) {
     app.name("ampc diff");
     app.description("what changes between two opt levels of a model: nodes that compute in "
                     "another dtype and why, nodes and casts only one level has, memory by class");
+    app.footer("\nThe other commands: ampc --help; docs/inspect.md");
+  } else if (argc > 1 && std::string(argv[1]) == "compare") {
+    command = Command::Compare;
+    opts.compare = true;
+    opts.levels = "O0,O2";
+    args.erase(args.begin() + 1);
+    app.name("ampc compare");
+    app.description("one training step at two opt levels from the same weights and batch, "
+                    "every node's results compared: the first that parts from the reference "
+                    "level and the worst");
     app.footer("\nThe other commands: ampc --help; docs/inspect.md");
   } else if (argc > 1 && std::string(argv[1]) == "bench") {
     command = Command::Bench;
@@ -442,8 +476,23 @@ int runCommandLine(int argc, char **argv) {
     }
     return runDiff(opts);
   }
+  if (opts.compare) {
+    if (!opts.emit.empty() || !opts.output.empty() || !opts.run.empty() || !opts.optLevel.empty() ||
+        !opts.graph.empty() || opts.explain || !opts.resume.empty() || !opts.metricsOut.empty()) {
+      err() << "error: ampc compare runs one training step at each of --levels; --opt-level, "
+               "--emit, -o, --graph, --run, --explain, --resume and --metrics-out belong to the "
+               "main command\n";
+      return kBadInput;
+    }
+    return runCompare(opts);
+  }
+  if (!opts.data.empty() || !opts.reference.empty() || app.count("--tolerance") ||
+      app.count("--worst")) {
+    err() << "error: --data, --reference, --tolerance and --worst belong to ampc compare\n";
+    return kBadInput;
+  }
   if (opts.levels != Options().levels) {
-    err() << "error: --levels belongs to ampc bench and ampc diff\n";
+    err() << "error: --levels belongs to ampc bench, ampc diff and ampc compare\n";
     return kBadInput;
   }
   if (!opts.output.empty() && opts.emit.empty()) {

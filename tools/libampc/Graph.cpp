@@ -10,6 +10,7 @@
 #include "passes/AssignPrecision.h"
 #include "passes/GraphDot.h"
 #include "passes/PrecisionReport.h"
+#include "passes/StructuralKeys.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -154,6 +155,13 @@ std::vector<NodeView> GraphView::casts() const {
   for (const ampc::Node &n : g_->nodes())
     if (n.kind() == OpKind::Cast)
       out.push_back(Access::node(&n));
+  return out;
+}
+
+std::unordered_map<std::string, uint64_t> GraphView::structuralKeys() const {
+  std::unordered_map<std::string, uint64_t> out;
+  for (const auto &[value, key] : computeStructuralKeys(*g_))
+    out.emplace(value->name().str(), key);
   return out;
 }
 

@@ -16,9 +16,14 @@
 #include "kernels/KernelArgs.h"
 #include "runtime/data/DataSource.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 namespace ampc {
 class Program;
@@ -73,6 +78,43 @@ private:
   DType halfType_;
   double maxFinite_, minNormal_, flushBelow_;
   std::vector<Stats> stats_;
+};
+
+/// Reads one step's node results (Program::recordStep, compareStep):
+/// construct it before the step (it reads the loss scale the step uses),
+/// hand it every kernel's position as the program's observer; each
+/// forward, loss and backward floating result goes to the sink.
+class StepRecorder {
+public:
+  StepRecorder(const ampc::Program &program, std::function<void(RecordedValue &&)> sink);
+  void observe(unsigned position);
+  double lossScale() const { return lossScale_; }
+
+private:
+  const ampc::Program &program_;
+  std::function<void(RecordedValue &&)> sink_;
+  llvm::DenseMap<const ampc::Value *, uint64_t> keys_;
+  /// The values computed from the loss scale (the scaled gradients).
+  llvm::DenseSet<const ampc::Value *> scaled_;
+  double lossScale_ = 1;
+  bool wide_ = false; ///< an f64 program: values kept as doubles
+};
+
+/// Measures a level's values, one at a time, against a reference record
+/// (and an f64 one): compareSteps and Program::compareStep.
+class ComparisonBuilder {
+public:
+  ComparisonBuilder(const StepRecord &reference, const StepRecord *f64, const CompareOptions &opts);
+  void add(const RecordedValue &candidate);
+  ComparisonReport finish(std::string level, double lossScale);
+
+private:
+  const StepRecord &reference_;
+  const StepRecord *f64_;
+  CompareOptions opts_;
+  std::unordered_map<uint64_t, size_t> referenceByKey_, f64ByKey_;
+  std::unordered_map<uint64_t, size_t> comparedByKey_;
+  ComparisonReport report_;
 };
 
 /// The frontend's load options (limits, batch) from the public ones.

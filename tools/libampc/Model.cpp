@@ -13,6 +13,7 @@
 #include "passes/PassManager.h"
 #include "passes/PrecisionPolicy.h"
 #include "passes/StandardPipeline.h"
+#include "passes/WidenToF64.h"
 #include "runtime/Backend.h"
 #include "runtime/data/DataSource.h"
 
@@ -334,6 +335,20 @@ PipelineOptions &PipelineOptions::insertAfter(std::string anchor, HostPass pass)
 PipelineOptions &PipelineOptions::insertBefore(std::string anchor, HostPass pass) {
   insertions.push_back({std::move(anchor), true, std::move(pass)});
   return *this;
+}
+
+Status Model::widenToF64() {
+  if (impl_->rewritten)
+    return Status::error("widenToF64() retypes an imported model; this one is rewritten already");
+  Graph &g = *impl_->graph;
+  if (optLevelOf(g) != "O0")
+    return Status::error("widenToF64() makes an fp32 model f64; this one is at " + optLevelOf(g) +
+                         " (load it at O0)");
+  DiagnosticEngine diag;
+  PassContext ctx{diag};
+  if (WidenToF64Pass().run(g, ctx) == PassResult::Failed)
+    return toStatus(diag);
+  return {};
 }
 
 Status Model::rewrite(const PipelineOptions &opts) {

@@ -545,25 +545,117 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   return report;
 }
 
+namespace {
+/// The data a command's steps read: `data`'s spec, else the model's
+/// training data (its training part when planTraining split it).
+DataSource *stepData(Program::Impl &p, const DataSpec &data, DiagnosticEngine &diag) {
+  if (!data.spec.empty())
+    return openSpecData(p, data, diag) ? p.specData.get() : nullptr;
+  if (!p.data) {
+    p.data = createDataSource(p.graph(), p.compileOptions.baseDir, diag);
+    if (!p.data)
+      return nullptr;
+  }
+  return p.trainPart ? p.trainPart.get() : p.data.get();
+}
+
+/// Runs `steps` training steps on the first batches of `source` in order,
+/// with `observer` handed each kernel's position as its results are made.
+Status runObservedSteps(Program::Impl &p, DataSource &source, int64_t steps,
+                        std::function<void(unsigned)> observer) {
+  const Graph &g = p.graph();
+  Batcher batcher(source, batchOptionsFromMeta(g));
+  auto batch = makeBatchTensors(g);
+  p.program->setKernelObserver(std::move(observer));
+  std::string err;
+  for (int64_t i = 0; i < steps; ++i) {
+    int64_t rows = 0;
+    if (!batcher.next(batch, rows, err))
+      break;
+    for (size_t k = 0; k < g.inputs().size(); ++k)
+      std::memcpy(p.program->data(g.inputs()[k]), batch[k].data(), batch[k].sizeInBytes());
+    p.program->run(p.microSteps++);
+  }
+  p.program->setKernelObserver({});
+  p.stepsDone =
+      static_cast<int64_t>(p.microSteps) / std::max<int64_t>(1, metaInt(g, "train.accumulate", 1));
+  return err.empty() ? Status() : Status::error(err);
+}
+
+/// "O0".."O3", or "f64" for a model retyped by Model::widenToF64.
+std::string levelName(const Graph &g) {
+  bool wide =
+      llvm::any_of(g.inputs(), [](const ampc::Value *v) { return v->dtype() == ampc::DType::F64; });
+  return wide ? "f64" : optLevelOf(g);
+}
+
+Status checkRecordable(const Program::Impl &p, const char *what) {
+  if (p.model->rewritten != Stage::Train)
+    return Status::error(std::string(what) +
+                         " runs training steps: it needs a model rewritten at the Train stage");
+  if (!p.backend->hostAccessible())
+    return Status::error(std::string(what) + " reads every node's results in host memory; the '" +
+                         p.backend->name().str() + "' device's are not");
+  return {};
+}
+} // namespace
+
 Result<CalibrationReport> Program::calibrate(const CalibrateOptions &opts) {
   if (opts.halfType != DType::F16 && opts.halfType != DType::BF16)
     return Status::error("calibrate checks against a half type: f16 or bf16");
   if (opts.batches <= 0)
     return Status::error("calibrate needs at least one batch");
+  if (Status s = checkRecordable(*impl_, "calibrate()"); !s)
+    return s;
+  DiagnosticEngine diag;
+  DataSource *source = stepData(*impl_, opts.data, diag);
+  if (!source)
+    return toStatus(diag);
   Calibrator calibrator(*impl_->program, opts.halfType);
-  impl_->program->setKernelObserver([&](unsigned position) { calibrator.observe(position); });
-  TrainOptions t;
-  // Steps count from the start of the run: after a checkpoint, on from it.
-  t.steps = impl_->stepsDone + opts.batches;
-  t.progress = Progress::None;
-  t.output = [](std::string_view) {};
-  Result<TrainReport> trained = train(t);
-  impl_->program->setKernelObserver({});
-  if (!trained)
-    return trained.status();
+  if (Status s = runObservedSteps(*impl_, *source, opts.batches,
+                                  [&](unsigned position) { calibrator.observe(position); });
+      !s)
+    return s;
   CalibrationReport report = calibrator.report();
   report.batches = opts.batches;
   return report;
+}
+
+Result<StepRecord> Program::recordStep(const DataSpec &data) {
+  if (Status s = checkRecordable(*impl_, "recordStep()"); !s)
+    return s;
+  DiagnosticEngine diag;
+  DataSource *source = stepData(*impl_, data, diag);
+  if (!source)
+    return toStatus(diag);
+  StepRecord record;
+  StepRecorder recorder(*impl_->program,
+                        [&](RecordedValue &&v) { record.values.push_back(std::move(v)); });
+  if (Status s = runObservedSteps(*impl_, *source, 1,
+                                  [&](unsigned position) { recorder.observe(position); });
+      !s)
+    return s;
+  record.level = levelName(impl_->graph());
+  record.device = device();
+  record.lossScale = recorder.lossScale();
+  return record;
+}
+
+Result<ComparisonReport> Program::compareStep(const StepRecord &reference, const StepRecord *f64,
+                                              const DataSpec &data, const CompareOptions &opts) {
+  if (Status s = checkRecordable(*impl_, "compareStep()"); !s)
+    return s;
+  DiagnosticEngine diag;
+  DataSource *source = stepData(*impl_, data, diag);
+  if (!source)
+    return toStatus(diag);
+  ComparisonBuilder builder(reference, f64, opts);
+  StepRecorder recorder(*impl_->program, [&](RecordedValue &&v) { builder.add(v); });
+  if (Status s = runObservedSteps(*impl_, *source, 1,
+                                  [&](unsigned position) { recorder.observe(position); });
+      !s)
+    return s;
+  return builder.finish(levelName(impl_->graph()), recorder.lossScale());
 }
 
 Status Program::writeTrace(const std::string &path, bool writeThrough) const {

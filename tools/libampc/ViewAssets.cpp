@@ -28,6 +28,7 @@ h2 { font-size: 14px; margin: 12px 0 6px; }
 .swatch.dt-f32 { background: #cfe2ff; } .swatch.dt-bf16 { background: #c9ecc9; }
 .swatch.dt-f16 { background: #ffd8a8; } .swatch.dt-other { background: #e9ecef; }
 .swatch.cast { border: 2px solid #c0392b; } .swatch.cacheable { border: 2px dashed #c0392b; }
+.swatch.changed { border: 3px solid #7b2cbf; } .swatch.new { border: 2px dashed #7b2cbf; }
 .toggles label { margin-right: 10px; }
 .zoom button { min-width: 28px; margin-left: 2px; }
 #main { flex: 1; display: flex; min-height: 0; }
@@ -35,6 +36,10 @@ h2 { font-size: 14px; margin: 12px 0 6px; }
 #side { width: 400px; flex: none; overflow: auto; border-left: 1px solid #ddd; padding: 0 12px 12px;
   background: #fcfcfc; }
 g.node { cursor: pointer; }
+g.node[data-diff=changed] path, g.node[data-diff=changed] polygon,
+g.node[data-diff=changed] ellipse { stroke: #7b2cbf; stroke-width: 3px; }
+g.node[data-diff=new] path, g.node[data-diff=new] polygon,
+g.node[data-diff=new] ellipse { stroke: #7b2cbf; stroke-width: 2px; stroke-dasharray: 4 2; }
 g.node.selected path, g.node.selected polygon, g.node.selected ellipse { stroke: #e0007a;
   stroke-width: 4px; }
 body.hide-backward .r-backward, body.hide-optimizer .r-optimizer,
@@ -130,6 +135,8 @@ const char kViewScript[] = R"js(
       row(t, 'role', d.role);
       row(t, 'precision', d.precision);
       row(t, 'rule', d.reason);
+      if (d.before)
+        row(t, 'before', d.before);
       if (d.castFrom)
         row(t, 'cast', d.castFrom + ' \u2192 ' + d.castTo +
             (d.cacheable ? ' (of state: served from the cast cache)' : ''));

@@ -14,6 +14,7 @@
 #include "ir/support/Utf8.h"
 #include "passes/GraphDot.h"
 #include "passes/PrecisionReport.h"
+#include "passes/StructuralKeys.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
@@ -166,7 +167,8 @@ std::string valueEntry(const ampc::Value &v) {
 /// Graphviz keeps each DOT `id` as the SVG element's id; the page's script
 /// and its tests find nodes by `data-node="%name"` too, so it is added
 /// to each node's <g> here rather than by the script.
-std::string tagNodes(llvm::StringRef svg, const llvm::StringMap<std::string> &nameOf) {
+std::string tagNodes(llvm::StringRef svg, const llvm::StringMap<std::string> &nameOf,
+                     const llvm::StringMap<std::string> &diffOf) {
   std::string out;
   out.reserve(svg.size() + nameOf.size() * 32);
   const llvm::StringRef open = "<g id=\"";
@@ -183,6 +185,9 @@ std::string tagNodes(llvm::StringRef svg, const llvm::StringMap<std::string> &na
     auto it = nameOf.find(svg.slice(idStart, idEnd));
     if (it != nameOf.end())
       out += " data-node=\"" + html(it->second) + "\"";
+    auto diff = diffOf.find(svg.slice(idStart, idEnd));
+    if (diff != diffOf.end())
+      out += " data-diff=\"" + diff->second + "\"";
     pos = idEnd + 1;
   }
   out.append(svg.data() + pos, svg.size() - pos);
@@ -261,7 +266,104 @@ std::string castPanel(const ampc::Graph &g, const PrecisionStats &stats) {
   return out + "</section>\n";
 }
 
-std::string legend(const ampc::Graph &g) {
+/// What changed from another level (ViewOptions::against), by element id:
+/// "changed" (another dtype there) or "new" (no such node there), with the
+/// other level's dtype for the details panel and a panel of its own.
+struct LevelDiff {
+  llvm::StringMap<std::string> kindOf, before;
+  std::string panel;
+  size_t changed = 0;
+};
+
+LevelDiff diffAgainst(const ampc::Graph &g, const std::vector<NodePrecision> &precision,
+                      const ampc::Graph &other, const Program *program,
+                      const Program *otherProgram) {
+  LevelDiff d;
+  std::string level = optLevelOf(g), otherLevel = optLevelOf(other);
+  // The other level's nodes (and casts, by what they cast to which dtype)
+  // by structural key.
+  llvm::DenseMap<const ampc::Value *, uint64_t> keys = computeStructuralKeys(g),
+                                                otherKeys = computeStructuralKeys(other);
+  std::vector<NodePrecision> otherPrecision = explainPrecision(other);
+  std::map<uint64_t, const NodePrecision *> otherNodes;
+  std::map<std::pair<uint64_t, ampc::DType>, const ampc::Node *> otherCasts;
+  std::map<uint64_t, bool> matched;
+  for (const NodePrecision &p : otherPrecision) {
+    const ampc::Node &n = *p.node;
+    if (n.numResults() == 0)
+      continue;
+    if (n.kind() == OpKind::Cast)
+      otherCasts.emplace(std::make_pair(otherKeys.lookup(n.operand(0)), n.result()->dtype()), &n);
+    else
+      otherNodes.emplace(otherKeys.lookup(n.result()), &p);
+  }
+  std::string changedList, newList;
+  size_t added = 0;
+  for (unsigned i = 0; i < precision.size(); ++i) {
+    const ampc::Node &n = *precision[i].node;
+    if (n.numResults() == 0)
+      continue;
+    std::string id = dotOpId(i);
+    std::string link = "<li><a href=\"#select=" + id + "\" data-target=\"" + id + "\">" +
+                       html(precision[i].label) + "</a> " + html(n.opName());
+    if (n.kind() == OpKind::Cast) {
+      if (!otherCasts.count(std::make_pair(keys.lookup(n.operand(0)), n.result()->dtype()))) {
+        d.kindOf[id] = "new";
+        d.before[id] = "no such cast at " + otherLevel;
+      }
+      continue;
+    }
+    auto it = otherNodes.find(keys.lookup(n.result()));
+    if (it == otherNodes.end()) {
+      d.kindOf[id] = "new";
+      d.before[id] = "not at " + otherLevel;
+      newList += link + "</li>\n";
+      ++added;
+      continue;
+    }
+    matched[it->first] = true;
+    if (it->second->precision != precision[i].precision) {
+      d.kindOf[id] = "changed";
+      d.before[id] = it->second->precision + " at " + otherLevel + " (" + it->second->reason + ")";
+      changedList += link + " " + html(it->second->precision) + " \u2192 " +
+                     html(precision[i].precision) + "</li>\n";
+      ++d.changed;
+    }
+  }
+  std::string goneList;
+  size_t gone = 0;
+  for (const auto &[key, p] : otherNodes)
+    if (!matched.count(key)) {
+      goneList += "<li>" + html(p->label) + " " + html(p->node->opName()) + "</li>\n";
+      ++gone;
+    }
+  PrecisionStats stats = Access::graph(&g).precisionStats(),
+                 otherStats = Access::graph(&other).precisionStats();
+  std::string &out = d.panel;
+  out = "<section id=\"diff\"><h2>Against " + html(otherLevel) + "</h2>\n<p id=\"diff-summary\">" +
+        std::to_string(d.changed) + " nodes compute in another dtype at " + html(level) + ", " +
+        std::to_string(added) + " only at " + html(level) + ", " + std::to_string(gone) +
+        " only at " + html(otherLevel) + "; casts " + std::to_string(otherStats.casts) +
+        " \u2192 " + std::to_string(stats.casts) + " (" + std::to_string(otherStats.castBytes) +
+        " \u2192 " + std::to_string(stats.castBytes) + " bytes per step)";
+  if (program && otherProgram)
+    out += "; peak memory " + std::to_string(otherProgram->memoryPlanSummary().peakBytes) +
+           " \u2192 " + std::to_string(program->memoryPlanSummary().peakBytes) + " B";
+  out += "</p>\n";
+  auto list = [&](const std::string &title, const std::string &items) {
+    if (!items.empty())
+      out += "<details open><summary>" + html(title) + "</summary><ul class=\"castlist\">\n" +
+             items + "</ul></details>\n";
+  };
+  list("another dtype", changedList);
+  list("only at " + level, newList);
+  list("only at " + otherLevel, goneList);
+  out += "</section>\n";
+  return d;
+}
+
+/// `against`: the level a --diff page is marked against ("" for none).
+std::string legend(const ampc::Graph &g, const std::string &against) {
   bool has[5] = {};
   for (const ampc::Node &n : g.nodes())
     has[static_cast<unsigned>(n.role())] = true;
@@ -269,7 +371,11 @@ std::string legend(const ampc::Graph &g) {
   for (const char *dt : {"f32", "bf16", "f16", "other"})
     out += std::string("<span class=\"swatch dt-") + dt + "\">" + dt + "</span>";
   out += "<span class=\"swatch cast\">cast</span><span class=\"swatch cacheable\">cast of "
-         "state</span></div>\n<div class=\"toggles\">";
+         "state</span>";
+  if (!against.empty())
+    out += "<span class=\"swatch changed\">other dtype at " + html(against) +
+           "</span><span class=\"swatch new\">not at " + html(against) + "</span>";
+  out += "</div>\n<div class=\"toggles\">";
   // Only the parts this graph has can be hidden.
   for (ampc::NodeRole r :
        {ampc::NodeRole::Backward, ampc::NodeRole::Optimizer, ampc::NodeRole::LossScale}) {
@@ -317,8 +423,18 @@ Result<std::string> graphPage(const Model &model, const Program *program, const 
     nodes += (nodes.size() > 1 ? ",\n" : "\n") + jsonString(id) + ": " + entry;
   };
   std::vector<NodePrecision> precision = explainPrecision(g);
-  for (unsigned i = 0; i < precision.size(); ++i)
-    add(dotOpId(i), precision[i].label, opEntry(*precision[i].node, precision[i]));
+  std::optional<LevelDiff> diff;
+  if (opts.against)
+    diff =
+        diffAgainst(g, precision, *Access::impl(*opts.against).graph, program, opts.againstProgram);
+  for (unsigned i = 0; i < precision.size(); ++i) {
+    std::string entry = opEntry(*precision[i].node, precision[i]);
+    if (diff)
+      if (auto it = diff->before.find(dotOpId(i)); it != diff->before.end())
+        entry = entry.substr(0, entry.size() - 1) + ", " + jsonString("before") + ": " +
+                jsonString(it->second) + "}";
+    add(dotOpId(i), precision[i].label, entry);
+  }
   for (unsigned k = 0; k < g.inputs().size(); ++k)
     add(dotInputId(k), "%" + g.inputs()[k]->name().str(), valueEntry(*g.inputs()[k]));
   for (unsigned k = 0; k < g.state().size(); ++k)
@@ -346,11 +462,19 @@ Result<std::string> graphPage(const Model &model, const Program *program, const 
   if (program)
     page += " \u00b7 peak memory <span id=\"peak-bytes\">" +
             std::to_string(program->memoryPlanSummary().peakBytes) + "</span> B";
-  page += "</div>\n" + legend(g) + "</header>\n<div id=\"main\">\n<div id=\"graph\">\n";
-  page += tagNodes(llvm::StringRef(*svg).drop_front(start), nameOf);
+  if (diff)
+    page += " \u00b7 <span id=\"diff-count\">" + std::to_string(diff->changed) +
+            "</span> in another dtype than at " +
+            html(optLevelOf(*Access::impl(*opts.against).graph));
+  page += "</div>\n" + legend(g, diff ? optLevelOf(*Access::impl(*opts.against).graph) : "") +
+          "</header>\n<div id=\"main\">\n<div id=\"graph\">\n";
+  page += tagNodes(llvm::StringRef(*svg).drop_front(start), nameOf,
+                   diff ? diff->kindOf : llvm::StringMap<std::string>());
   page += "</div>\n<aside id=\"side\">\n<section id=\"details\"><h2>Node</h2>\n"
           "<p class=\"hint\">Click a node to see its op, types, memory, the rule that chose its "
           "precision and where the model file defines it.</p></section>\n";
+  if (diff)
+    page += diff->panel;
   page += castPanel(g, stats);
   page += memoryPanel(program, opts);
   page += "</aside>\n</div>\n<script type=\"application/json\" id=\"ampc-nodes\">" + nodes +

@@ -108,6 +108,11 @@ public:
   Status rewrite(const PipelineOptions &opts = {});
   /// The stage rewrite() ran, if it ran.
   std::optional<Stage> rewrittenStage() const;
+  /// Retypes the model's f32 (inputs, parameters, buffers, dtype
+  /// attributes) to f64: the reference `ampc compare --reference f64`
+  /// measures against. Before rewrite(), at O0 (an fp32 policy); compile it
+  /// for `cpu-ref`, the device that runs every op in f64.
+  Status widenToF64();
 
   /// Opens the model's training data (`train.data`, relative paths against
   /// the model's folder) and keeps it for the Programs compiled from this

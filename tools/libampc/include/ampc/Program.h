@@ -2,6 +2,7 @@
 #ifndef AMPC_PUBLIC_PROGRAM_H
 #define AMPC_PUBLIC_PROGRAM_H
 
+#include "ampc/Compare.h"
 #include "ampc/Export.h"
 #include "ampc/Model.h"
 #include "ampc/Profile.h"
@@ -36,11 +37,28 @@ struct CompileOptions {
   bool fuseElementwise = true;
 };
 
+/// Data to evaluate or predict on (Program::evaluate, Program::predict),
+/// to calibrate or record a step on (Program::calibrate, recordStep).
+struct DataSpec {
+  /// "" : the model's own `train.data`; a path ending in `.csv` (a CSV file
+  /// in `train.data`'s csv format, label in the last column); or a data
+  /// source in the model file's `train.data` syntax, as inline YAML:
+  /// `{npy: {x: x.npy, y: y.npy}}`, `{csv: {path: t.csv, header: true}}`,
+  /// `{idx: {images: i, labels: l}}`, `{synthetic: {seed: 1, size: 100}}`.
+  std::string spec;
+  /// Folder that relative paths in `spec` resolve against; the current
+  /// directory when empty. (The model's own data resolves against the
+  /// model's folder.)
+  std::string baseDir;
+};
+
 /// `ampc calibrate` (Program::calibrate): each node's value range over a
 /// few training steps in f32, against a half type's range.
 struct CalibrateOptions {
   DType halfType = DType::F16;
   int64_t batches = 4;
+  /// The batches: the first of this data ("" = the model's training data).
+  DataSpec data;
 };
 struct CalibrationRow {
   std::string node, op;
@@ -122,20 +140,6 @@ struct EvalReport {
   int64_t samples = 0;
   /// The loss op ("cross_entropy", "mse_loss", ...).
   std::string lossKind;
-};
-
-/// Data to evaluate or predict on (Program::evaluate, Program::predict).
-struct DataSpec {
-  /// "" : the model's own `train.data`; a path ending in `.csv` (a CSV file
-  /// in `train.data`'s csv format, label in the last column); or a data
-  /// source in the model file's `train.data` syntax, as inline YAML:
-  /// `{npy: {x: x.npy, y: y.npy}}`, `{csv: {path: t.csv, header: true}}`,
-  /// `{idx: {images: i, labels: l}}`, `{synthetic: {seed: 1, size: 100}}`.
-  std::string spec;
-  /// Folder that relative paths in `spec` resolve against; the current
-  /// directory when empty. (The model's own data resolves against the
-  /// model's folder.)
-  std::string baseDir;
 };
 
 /// A model's predictions for every sample of some data (Program::predict).
@@ -269,10 +273,21 @@ public:
   /// named by node and op, on one track per step role.
   Status writeTrace(const std::string &path, bool writeThrough = false) const;
 
-  /// Trains `batches` steps on the model's data, recording every node's
-  /// results; the program should be an f32 (O0) training step compiled
-  /// with fuseElementwise off. The weights change as in training.
+  /// Trains `batches` steps on the first batches of the data, recording
+  /// every node's results; the program should be an f32 (O0) training step
+  /// compiled with fuseElementwise off. The weights change as in training.
   Result<CalibrationReport> calibrate(const CalibrateOptions &opts);
+  /// Runs one training step on the first batch of `data` (the model's
+  /// training data when its spec is empty) and keeps every forward, loss
+  /// and backward node's floating results, gradients unscaled (`ampc
+  /// compare`, compareSteps). Compile with fuseElementwise off so that
+  /// every node's results are written. The weights change as in training.
+  Result<StepRecord> recordStep(const DataSpec &data = {});
+  /// The same step, each value measured against `reference`'s (and
+  /// `f64`'s) as it is made and not kept: the memory of one record, not
+  /// two (`ampc compare`).
+  Result<ComparisonReport> compareStep(const StepRecord &reference, const StepRecord *f64 = nullptr,
+                                       const DataSpec &data = {}, const CompareOptions &opts = {});
 
   /// Runs one batch of the model's data (its first) through the graph:
   /// `ampc --run forward`. Opens the data if Model::openData() did not.

@@ -35,6 +35,13 @@ struct ViewOptions {
   /// layout grows faster than linearly, so a larger graph is refused
   /// rather than left to run for hours.
   size_t maxDrawnNodes = 20000;
+  /// Another level of the same model, rewritten for the same stage (`ampc
+  /// view --diff LEVEL`): the page marks the nodes that compute in another
+  /// dtype than there and those that level lacks, and a panel lists them
+  /// with the nodes only that level has, both levels' casts and peak
+  /// memory (`againstProgram`'s plan, when given).
+  const Model *against = nullptr;
+  const Program *againstProgram = nullptr;
 };
 
 /// One self-contained HTML page (no network, no external scripts): the

@@ -16,6 +16,7 @@
 #ifndef AMPC_PUBLIC_AMPC_H
 #define AMPC_PUBLIC_AMPC_H
 
+#include "ampc/Compare.h"
 #include "ampc/CustomOp.h"
 #include "ampc/Graph.h"
 #include "ampc/Model.h"

@@ -51,14 +51,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = Path(__file__).resolve().parent / "models"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_models import ModelGraph  # noqa: E402  (bench/torch_models.py)
 
 # Workload name -> (model file, steps, warm-up steps). The steps keep the
 # whole run near 10 minutes on 2 cores while leaving enough timed steps for
 # a stable median.
 WORKLOADS = {
-    "mlp-1024": ("mlp-1024.yaml", 30, 3),
-    "mlp-2048": ("mlp-2048.yaml", 20, 3),
-    "convnet": ("convnet.yaml", 12, 2),
+    "mlp-1024": (MODELS / "mlp-1024.yaml", 30, 3),
+    "mlp-2048": (MODELS / "mlp-2048.yaml", 20, 3),
+    "convnet": (MODELS / "convnet.yaml", 12, 2),
+    "transformer": (REPO / "examples" / "transformer.yaml", 20, 3),
+    "bert-layer": (MODELS / "bert-layer.yaml", 10, 2),
 }
 QUICK_STEPS, QUICK_WARMUP = 3, 1
 DEFAULT_REPEATS = 3
@@ -84,145 +88,6 @@ def load_yaml(path):
         return yaml.safe_load(f)
 
 
-def substitute(value, args):
-    """A block body's $name replaced by the instance's argument."""
-    if isinstance(value, str) and value.startswith("$"):
-        return args[value[1:]]
-    if isinstance(value, list):
-        return [substitute(v, args) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, args) for k, v in value.items()}
-    return value
-
-
-def flat_layers(spec):
-    """The layers as (kind, args) with blocks expanded (one level deep, as the
-    bench models use them)."""
-    blocks = spec.get("blocks") or {}
-    out = []
-    for item in spec["layers"]:
-        ((kind, args),) = item.items()
-        args = args or {}
-        if kind in blocks:
-            params = {k: v for k, v in args.items() if k != "name"}
-            for inner in blocks[kind]["layers"]:
-                ((ikind, iargs),) = inner.items()
-                out.append((ikind, substitute(iargs or {}, params)))
-        else:
-            out.append((kind, args))
-    return out
-
-
-def pair(v):
-    return list(v) if isinstance(v, list) else [v, v]
-
-
-class ModelInfo:
-    """Shapes and GEMM/conv FLOPs of a model file's network; with torch, the
-    equivalent nn.Sequential."""
-
-    def __init__(self, spec):
-        self.spec = spec
-        self.batch = spec["batch"]
-        inputs = list(spec["inputs"].items())
-        self.input_name, first = inputs[0]
-        self.input_shape = [self.batch if d == "B" else d for d in first["shape"]]
-        self.target_name, target = inputs[1]
-        self.target_shape = [self.batch if d == "B" else d for d in target["shape"]]
-        self.target_integral = target.get("dtype", "f32") in ("i64", "i32")
-        self.layers = flat_layers(spec)
-        self.forward_flops = 0
-        self.train_flops = 0
-        shape = list(self.input_shape)
-        first_gemm = True
-        for kind, args in self.layers:
-            shape, flops = self._shape_and_flops(kind, args, shape)
-            if flops:
-                self.forward_flops += flops
-                # Backward: the weight gradient costs what the forward did,
-                # and so does the input gradient -- except for the first
-                # layer, whose input (the data) needs none; neither ampc's
-                # autodiff nor PyTorch's computes it.
-                self.train_flops += flops * (2 if first_gemm else 3)
-                first_gemm = False
-
-    @staticmethod
-    def _shape_and_flops(kind, args, shape):
-        if kind == "linear":
-            rows = math.prod(shape[:-1])
-            out = args["out_features"]
-            return shape[:-1] + [out], 2 * rows * shape[-1] * out
-        if kind == "conv2d":
-            n, c, h, w = shape
-            kh, kw = pair(args["kernel"])
-            sh, sw = pair(args.get("stride", 1))
-            ph, pw = pair(args.get("padding", 0))
-            dh, dw = pair(args.get("dilation", 1))
-            groups = args.get("groups", 1)
-            oc = args["out_channels"]
-            oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-            ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-            return [n, oc, oh, ow], 2 * n * oc * oh * ow * (c // groups) * kh * kw
-        if kind in ("relu", "batchnorm2d"):
-            return shape, 0
-        if kind == "global_avgpool":
-            return shape[:2] + [1, 1], 0
-        if kind == "flatten":
-            start = args.get("start_dim", 1)
-            return shape[:start] + [math.prod(shape[start:])], 0
-        raise ValueError(f"compare_pytorch.py does not know layer kind '{kind}'")
-
-    def torch_model(self):
-        import torch.nn as nn
-
-        mods = []
-        shape = list(self.input_shape)
-        for kind, args in self.layers:
-            if kind == "linear":
-                mods.append(nn.Linear(shape[-1], args["out_features"], bias=args.get("bias", True)))
-            elif kind == "conv2d":
-                mods.append(
-                    nn.Conv2d(
-                        shape[1],
-                        args["out_channels"],
-                        pair(args["kernel"]),
-                        stride=pair(args.get("stride", 1)),
-                        padding=pair(args.get("padding", 0)),
-                        dilation=pair(args.get("dilation", 1)),
-                        groups=args.get("groups", 1),
-                        bias=args.get("bias", True),
-                    )
-                )
-            elif kind == "batchnorm2d":
-                mods.append(
-                    nn.BatchNorm2d(shape[1], eps=args.get("eps", 1e-5), momentum=args.get("momentum", 0.1))
-                )
-            elif kind == "relu":
-                mods.append(nn.ReLU())
-            elif kind == "global_avgpool":
-                mods.append(nn.AdaptiveAvgPool2d(1))
-            elif kind == "flatten":
-                mods.append(nn.Flatten(args.get("start_dim", 1), args.get("end_dim", -1)))
-            shape, _ = self._shape_and_flops(kind, args, shape)
-        return nn.Sequential(*mods)
-
-    def torch_loss(self):
-        import torch.nn as nn
-
-        ((kind, _),) = self.spec["loss"].items()
-        return {"mse_loss": nn.MSELoss, "cross_entropy": nn.CrossEntropyLoss}[kind]()
-
-    def torch_optimizer(self, params):
-        import torch
-
-        ((kind, args),) = self.spec["optimizer"].items()
-        if kind == "sgd":
-            return torch.optim.SGD(params, lr=args["lr"], momentum=args.get("momentum", 0.0))
-        if kind == "adam":
-            return torch.optim.Adam(params, lr=args["lr"])
-        raise ValueError(f"compare_pytorch.py does not know optimizer '{kind}'")
-
-
 # --- PyTorch side (one process per configuration) ------------------------------------------
 
 
@@ -242,24 +107,18 @@ def torch_worker(model_path, mode, steps, warmup):
 
     torch.set_num_threads(THREADS)
     torch.manual_seed(0)
-    info = ModelInfo(load_yaml(model_path))
+    graph = ModelGraph(load_yaml(model_path))
     base_kib = proc_status_kib("VmRSS")
-    model = info.torch_model()
-    loss_fn = info.torch_loss()
-    x = torch.randn(info.input_shape)
-    if info.target_integral:
-        # Class indices below the last linear's width (the logits).
-        classes = [a["out_features"] for k, a in info.layers if k == "linear"][-1]
-        y = torch.randint(0, classes, info.target_shape)
-    else:
-        y = torch.randn(info.target_shape)
+    model = graph.torch_module()
+    loss_fn = graph.torch_loss()
+    x, y, target_integral = graph.torch_inputs()
     if mode == "bf16":
         model = model.to(torch.bfloat16)
-        x = x.to(torch.bfloat16)
-        if not info.target_integral:
+        x = {k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in x.items()}
+        if not target_integral:
             y = y.to(torch.bfloat16)
     model.train()
-    opt = info.torch_optimizer(model.parameters())
+    opt = graph.torch_optimizer(model.parameters())
     # PyTorch 1.13 has no bf16 mse_loss on the CPU: a pure-bf16 model then
     # computes its loss on the output cast to fp32 (one small cast).
     note = ""
@@ -272,7 +131,7 @@ def torch_worker(model_path, mode, steps, warmup):
             if "not implemented" not in str(e):
                 raise
             float_loss = True
-            y = y if info.target_integral else y.float()
+            y = y if target_integral else y.float()
             note = f"{type(loss_fn).__name__} has no bf16 CPU kernel: loss on the output cast to fp32"
 
     def step_loss():
@@ -432,6 +291,49 @@ def cpu_name():
     return platform.processor() or "unknown CPU"
 
 
+def cpu_features():
+    """The instruction sets that decide bf16 speed: AVX-512 (F), AVX512-BF16, AMX-BF16."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    yes = lambda f: "yes" if f in flags else "no"  # noqa: E731
+    return f"AVX-512 {yes('avx512f')}, AVX512-BF16 {yes('avx512_bf16')}, AMX-BF16 {yes('amx_bf16')}"
+
+
+def torch_blas():
+    """The BLAS library PyTorch's fp32 Linear runs on, as loaded in this
+    process (Debian's PyTorch calls libblas.so.3, which is whichever BLAS
+    the system's alternatives point at): (description, is_reference)."""
+    import torch
+
+    a = torch.randn(64, 64)
+    torch.nn.functional.linear(a, a)
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            name = os.path.basename(path)
+            if "blas" in name.lower() or "mkl_rt" in name:
+                libs.add(os.path.realpath(path))
+    if not libs:
+        return "no BLAS library loaded (PyTorch's own kernels)", False
+    for lib in sorted(libs):
+        if "openblas" in lib:
+            return f"OpenBLAS ({lib})", False
+        if "mkl" in lib:
+            return f"MKL ({lib})", False
+        if "blis" in lib:
+            return f"BLIS ({lib})", False
+    lib = sorted(libs)[0]
+    return f"the reference BLAS ({lib})", True
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
         _, _, model_path, mode, steps, warmup = sys.argv
@@ -469,7 +371,7 @@ def main():
     if not use_torch:
         notes.append(f"PyTorch lines left out: {why}")
     try:
-        load_yaml(MODELS / "mlp-1024.yaml")
+        load_yaml(MODELS / "mlp-1024.yaml")  # PyYAML present?
         have_yaml = True
     except ImportError:
         have_yaml = False
@@ -483,14 +385,14 @@ def main():
             found = ceiling_from_torch()
         return found
 
+    blas = None
     if use_torch:
-        import torch
-
-        if "BLAS_INFO=generic" in torch.__config__.show():
-            notes.append("this PyTorch was built against the generic BLAS (BLAS_INFO=generic, "
-                         "Debian's reference libblas here): its fp32 Linear runs far below "
-                         "the machine's f32 GEMM speed, so fp32 MLP ratios flatter ampc; "
-                         "bf16 and convolutions go through oneDNN")
+        blas, reference = torch_blas()
+        if reference:
+            notes.append("PyTorch's fp32 Linear runs on the reference BLAS, far below this "
+                         "machine's f32 GEMM speed, so fp32 ratios flatter ampc; a user would "
+                         "have OpenBLAS (libopenblas0-pthread, which scripts/install-deps.sh "
+                         "installs)")
 
     # --- Measure. Progress goes to stderr; the table is printed once the
     # ceiling is known: it is measured before every workload and after the
@@ -508,8 +410,8 @@ def main():
         if args.steps:
             steps = args.steps
             warmup = min(warmup, steps - 1)
-        model_path = MODELS / file
-        flops = ModelInfo(load_yaml(model_path)).train_flops if have_yaml else None
+        model_path = file
+        flops = ModelGraph(load_yaml(model_path)).train_flops if have_yaml else None
         c = measure_ceiling()
         if c:
             ceilings.append(c)
@@ -546,15 +448,15 @@ def main():
 
     # --- Print.
     print(f"# ampc vs PyTorch: one training step, CPU, {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"# host: {cpu_name()}, {os.cpu_count()} CPUs, load average {load_at_start:.2f} "
-          f"at the start; ampc: {ampc}")
+    print(f"# host: {cpu_name()}, {os.cpu_count()} CPUs ({cpu_features()}), load average "
+          f"{load_at_start:.2f} at the start; ampc: {ampc}")
     print(f"# threads: {THREADS} on both sides (OMP_NUM_THREADS={THREADS}, GOMP_SPINCOUNT=0, "
           f"torch.set_num_threads({THREADS})); each configuration in a process of its own, "
           f"{repeats} time(s) in rounds")
     if use_torch:
         import torch
 
-        print(f"# PyTorch {torch.__version__}")
+        print(f"# PyTorch {torch.__version__}; its fp32 Linear's BLAS: {blas}")
     if ceiling:
         print(f"# GEMM ceiling: f32 {ceiling['f32']:.1f} GFLOP/s, bf16 {ceiling['bf16']:.1f} GFLOP/s: "
               f"the highest of {len(ceilings)} measurements during the run (lowest: f32 "
@@ -571,7 +473,7 @@ def main():
           "before its loop)")
     for note in notes:
         print(f"# note: {note}")
-    print(f"{'workload':<10} {'impl':<7} {'mode':<14} {'ms/step':>9} {'vs fp32':>8} "
+    print(f"{'workload':<12} {'impl':<7} {'mode':<14} {'ms/step':>9} {'vs fp32':>8} "
           f"{'vs torch':>9} {'GFLOP/s':>8} {'% ceil':>7} {'peak':>11} {'spread':>7} {'data':>7}")
 
     failed = []
@@ -580,7 +482,7 @@ def main():
         def line(impl, mode, r, own_fp32, torch_pair):
             if "error" in r:
                 failed.append(f"{w} {impl} {mode}")
-                print(f"{w:<10} {impl:<7} {mode:<14} failed: {r['error']}")
+                print(f"{w:<12} {impl:<7} {mode:<14} failed: {r['error']}")
                 return
             ms = r["ms"]
             vs_fp32 = f"{own_fp32['ms'] / ms:.2f}x" if own_fp32 and "ms" in own_fp32 else "-"
@@ -597,7 +499,7 @@ def main():
                 peak += "*"
             spread = f"{100 * r['spread']:.0f}%" if repeats > 1 else "-"
             data = f"{r['data_ms']:.1f}" if "data_ms" in r else "-"
-            print(f"{w:<10} {impl:<7} {mode:<14} {ms:>9.2f} {vs_fp32:>8} {vs_torch:>9} {gf:>8} "
+            print(f"{w:<12} {impl:<7} {mode:<14} {ms:>9.2f} {vs_fp32:>8} {vs_torch:>9} {gf:>8} "
                   f"{ceil:>7} {peak:>11} {spread:>7} {data:>7}")
 
         for level in AMPC_LEVELS:

@@ -14,6 +14,7 @@ packages=(
   python3
   libonnx-dev libprotobuf-dev # the ONNX frontend (frontends/onnx)
   python3-torch               # the PyTorch oracle (tests/pytorch), run by CI
+  libopenblas0-pthread        # the BLAS a PyTorch user has (bench/compare_pytorch.py's peer)
   python3-torchvision python3-onnx  # ONNX cross-checks (tests/onnx): exports, helper-built models
   graphviz libgraphviz-dev    # ampc view lays graphs out (libgvc); tests check --emit dot with dot
   chromium                    # ampc view's page is tested in headless Chromium (tests/view)

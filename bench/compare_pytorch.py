@@ -219,6 +219,22 @@ def run_ampc(ampc, model_path, level, steps, warmup):
     return result
 
 
+# --- The floor ----------------------------------------------------------------------------
+
+
+def floor_from_ampc(tool, model_path, level):
+    """ms of the step's dense kernels each timed alone plus the optimizer's
+    traffic at the copy bandwidth (bench/StepFloor.cpp)."""
+    proc = subprocess.run([str(tool), str(model_path), level], capture_output=True, text=True)
+    m = re.search(r"^floor ms=([0-9.]+)", proc.stdout, re.M)
+    if proc.returncode != 0 or not m:
+        return None
+    dense = re.search(r"^dense kernels=(\d+) distinct=\d+ ms=([0-9.]+)", proc.stdout, re.M)
+    opt = re.search(r"^optimizer bytes=(\d+) bandwidth_gbs=([0-9.]+) ms=([0-9.]+)", proc.stdout, re.M)
+    return {"ms": float(m.group(1)), "dense_ms": float(dense.group(2)) if dense else None,
+            "optimizer_ms": float(opt.group(3)) if opt else None}
+
+
 # --- The GEMM ceiling ----------------------------------------------------------------------
 
 
@@ -378,6 +394,10 @@ def main():
         notes.append("PyYAML is not importable: no FLOP counts, so no GFLOP/s")
 
     tool = bin_dir / "ampc-gemm-ceiling"
+    floor_tool = bin_dir / "ampc-step-floor"
+    if not floor_tool.exists():
+        notes.append(f"no floor column: build {floor_tool.name} (ninja -C {args.build_dir} "
+                     f"{floor_tool.name})")
 
     def measure_ceiling():
         found = ceiling_from_ampc(tool) if tool.exists() else None
@@ -402,7 +422,7 @@ def main():
     started = time.time()
     load_at_start = os.getloadavg()[0]
     ceilings = []
-    measured = []  # (workload, flops, ampc_results, torch_results)
+    measured = []  # (workload, flops, ampc_results, torch_results, floors)
     for w in workloads:
         file, steps, warmup = WORKLOADS[w]
         if args.quick:
@@ -436,7 +456,13 @@ def main():
                     runs[(impl, mode)].append(run_torch(model_path, mode, steps, warmup))
         ampc_results = {level: combine_runs(runs[("ampc", level)]) for level in AMPC_LEVELS}
         torch_results = {m: combine_runs(runs[("torch", m)]) for m in TORCH_MODES if use_torch}
-        measured.append((w, flops, ampc_results, torch_results))
+        floors = {}
+        if floor_tool.exists():
+            for level in AMPC_LEVELS:
+                print(f"[{time.time() - started:5.0f} s] {w} floor {level}", file=sys.stderr,
+                      flush=True)
+                floors[level] = floor_from_ampc(floor_tool, model_path, level)
+        measured.append((w, flops, ampc_results, torch_results, floors))
     c = measure_ceiling()
     if c:
         ceilings.append(c)
@@ -470,14 +496,17 @@ def main():
           "ceiling for fp32 modes, the bf16 one otherwise; peak: ampc's memory plan "
           "(= allocated unless marked *), PyTorch's growth of peak RSS; data: ampc's time to "
           "generate and bind the step's batch, not in ms/step (PyTorch reuses one batch made "
-          "before its loop)")
+          "before its loop); floor: the level's dense kernels (linear, matmul, convolutions, "
+          "attention; forward and backward) each timed alone + its optimizer's bytes at the "
+          "measured copy bandwidth (bench/StepFloor.cpp); x floor: ms/step / floor")
     for note in notes:
         print(f"# note: {note}")
     print(f"{'workload':<12} {'impl':<7} {'mode':<14} {'ms/step':>9} {'vs fp32':>8} "
-          f"{'vs torch':>9} {'GFLOP/s':>8} {'% ceil':>7} {'peak':>11} {'spread':>7} {'data':>7}")
+          f"{'vs torch':>9} {'GFLOP/s':>8} {'% ceil':>7} {'peak':>11} {'spread':>7} {'data':>7} "
+          f"{'floor':>8} {'x floor':>8}")
 
     failed = []
-    for w, flops, ampc_results, torch_results in measured:
+    for w, flops, ampc_results, torch_results, floors in measured:
 
         def line(impl, mode, r, own_fp32, torch_pair):
             if "error" in r:
@@ -499,8 +528,11 @@ def main():
                 peak += "*"
             spread = f"{100 * r['spread']:.0f}%" if repeats > 1 else "-"
             data = f"{r['data_ms']:.1f}" if "data_ms" in r else "-"
+            fl = floors.get(mode) if impl == "ampc" else None
+            floor = f"{fl['ms']:.2f}" if fl else "-"
+            x_floor = f"{ms / fl['ms']:.2f}x" if fl and fl["ms"] > 0 else "-"
             print(f"{w:<12} {impl:<7} {mode:<14} {ms:>9.2f} {vs_fp32:>8} {vs_torch:>9} {gf:>8} "
-                  f"{ceil:>7} {peak:>11} {spread:>7} {data:>7}")
+                  f"{ceil:>7} {peak:>11} {spread:>7} {data:>7} {floor:>8} {x_floor:>8}")
 
         for level in AMPC_LEVELS:
             line("ampc", level, ampc_results[level], ampc_results["O0"],

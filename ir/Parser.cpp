@@ -284,9 +284,23 @@ std::string unescape(llvm::StringRef raw) {
 class IRParser {
 public:
   IRParser(llvm::StringRef text, llvm::StringRef bufferName, DiagnosticEngine &diag,
-           const OpRegistry &registry)
+           const OpRegistry &registry, bool fileLocations = false)
       : lex_(text), diag_(diag), registry_(registry),
-        bufferFile_(std::make_shared<const std::string>(bufferName.str())) {}
+        bufferFile_(std::make_shared<const std::string>(bufferName.str())),
+        fileLocations_(fileLocations) {}
+
+  /// The whole text is one initialiser, as InitSpec::str() writes it.
+  std::optional<InitSpec> parseInitOnly() {
+    advance();
+    InitSpec init;
+    if (!parseInitSpec(init))
+      return std::nullopt;
+    if (tok_.kind != Tok::Eof) {
+      expected("the end of the initializer");
+      return std::nullopt;
+    }
+    return init;
+  }
 
   std::unique_ptr<Graph> parse() {
     unsigned errorsBefore = diag_.numErrors();
@@ -726,7 +740,8 @@ private:
     auto &shared = fileNames_[file];
     if (!shared)
       shared = std::make_shared<const std::string>(std::move(file));
-    loc = Location(shared, line, col);
+    if (!fileLocations_)
+      loc = Location(shared, line, col);
     return true;
   }
 
@@ -1091,13 +1106,25 @@ private:
   std::vector<PendingUpdate> pendingUpdates_;
   std::vector<Token> pendingOutputs_;
   bool sawMeta_ = false;
+  /// Every statement located in this text, its loc(...) read but dropped.
+  bool fileLocations_ = false;
 };
 
 } // namespace
 
+std::optional<InitSpec> parseInitSpec(llvm::StringRef text, std::string &error) {
+  DiagnosticEngine diag;
+  std::optional<InitSpec> init =
+      IRParser(text, "<init>", diag, OpRegistry::builtin()).parseInitOnly();
+  if (!init)
+    error = diag.diagnostics().empty() ? "invalid initializer" : diag.diagnostics()[0].message;
+  return init;
+}
+
 std::unique_ptr<Graph> parseGraph(llvm::StringRef text, llvm::StringRef bufferName,
-                                  DiagnosticEngine &diag, const OpRegistry &registry) {
-  return IRParser(text, bufferName, diag, registry).parse();
+                                  DiagnosticEngine &diag, const OpRegistry &registry,
+                                  bool fileLocations) {
+  return IRParser(text, bufferName, diag, registry, fileLocations).parse();
 }
 
 } // namespace ampc

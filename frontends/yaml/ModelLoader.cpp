@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/yaml/ModelLoader.h"
+#include "frontends/yaml/GraphYamlReader.h"
 #include "frontends/yaml/Lowering.h"
 #include "frontends/yaml/YamlLimits.h"
 #if AMPC_HAVE_ONNX
@@ -89,15 +90,6 @@ private:
                           Reader::describe(root.node));
     if (!r_.readMap(root, "the model file", top_))
       return false;
-    // What `ampc --emit yaml` writes is a rewritten graph for other tools to
-    // read, not a model: say so rather than "unknown key 'graph'".
-    for (const MapEntry &e : top_)
-      if (e.key == "graph")
-        return r_.error(e.keyNode,
-                        "this is a graph written by 'ampc --emit yaml' (a rewritten graph, for "
-                        "other tools to read), not a model file; ampc imports model files and "
-                        "rewrites them itself. To run passes on a rewritten graph, write it with "
-                        "--emit ir and use ampc-opt (docs/textual-ir.md)");
     if (!r_.checkKnownKeys(top_, kTopLevelKeys, "key", ""))
       return false;
 
@@ -461,7 +453,7 @@ unsigned tabColumnInIndentation(llvm::StringRef text, int line) {
 
 std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef bufferName,
                                        DiagnosticEngine &diag, const LoadOptions &opts,
-                                       llvm::StringRef baseDir) {
+                                       llvm::StringRef baseDir, YamlContent *content) {
   Reader r(diag, Location::inFile(bufferName.str(), 1, 1));
   // yaml-cpp reports malformed input (and misuse) by throwing; nothing may
   // escape this function.
@@ -469,6 +461,12 @@ std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef buf
     if (!yamlfe::checkYamlLimits(text, r, opts))
       return nullptr;
     YAML::Node root = YAML::Load(text.str());
+    // What `ampc --emit yaml` wrote is a graph, read back as written.
+    bool graph = isGraphYaml(root);
+    if (content)
+      *content = graph ? YamlContent::Graph : YamlContent::Model;
+    if (graph)
+      return readGraphYaml(root, r, opts);
     return ModelImporter(r, opts, baseDir).run(root);
   } catch (const YAML::Exception &e) {
     // yaml-cpp's messages for a tab in indentation ("illegal map value",
@@ -488,7 +486,7 @@ std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef buf
 }
 
 std::unique_ptr<Graph> loadModelFile(llvm::StringRef path, DiagnosticEngine &diag,
-                                     const LoadOptions &opts) {
+                                     const LoadOptions &opts, YamlContent *content) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer) {
@@ -496,7 +494,8 @@ std::unique_ptr<Graph> loadModelFile(llvm::StringRef path, DiagnosticEngine &dia
     return nullptr;
   }
   llvm::StringRef dir = llvm::sys::path::parent_path(path);
-  return loadModelString((*buffer)->getBuffer(), path, diag, opts, dir.empty() ? "." : dir);
+  return loadModelString((*buffer)->getBuffer(), path, diag, opts, dir.empty() ? "." : dir,
+                         content);
 }
 
 } // namespace ampc

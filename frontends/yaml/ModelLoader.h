@@ -35,16 +35,23 @@ struct LoadOptions {
   std::optional<int64_t> batchOverride;
 };
 
-/// Loads a model file. A missing or unreadable file is
+/// What a YAML file holds: a model file (docs/model-format.md), imported, or
+/// a graph written by `ampc --emit yaml` (a map with `graph:`), read back
+/// as written, with no pass run on it (frontends/yaml/GraphYamlReader.h).
+enum class YamlContent { Model, Graph };
+
+/// Loads a model file, or a graph written by `ampc --emit yaml`; `content`
+/// (when given) says which it was. A missing or unreadable file is
 /// "error: cannot open model file 'x': <reason>".
 std::unique_ptr<Graph> loadModelFile(llvm::StringRef path, DiagnosticEngine &diag,
-                                     const LoadOptions &opts = {});
+                                     const LoadOptions &opts = {}, YamlContent *content = nullptr);
 
-/// Loads a model from text; diagnostics name `bufferName`, and init.from
-/// folders are relative to `baseDir`.
+/// Loads a model (or an emitted graph) from text; diagnostics name
+/// `bufferName`, and init.from folders are relative to `baseDir`.
 std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef bufferName,
                                        DiagnosticEngine &diag, const LoadOptions &opts = {},
-                                       llvm::StringRef baseDir = ".");
+                                       llvm::StringRef baseDir = ".",
+                                       YamlContent *content = nullptr);
 
 /// Reads a data source written as in the model file's `train.data`
 /// (`{csv: {path: t.csv}}`, `{npy: {x: x.npy, y: y.npy}}`, ...) from `text`

@@ -134,7 +134,9 @@ void printSummary(const api::Model &m, const Options &) {
   out() << "verified: ok\n";
   showPolicy(m);
   printPrecisionFooter(m, nullptr);
-  if (!g.meta("optimizer"))
+  if (m.asWritten())
+    out() << "a forward graph, as written: nothing to train; --run forward runs one batch\n";
+  else if (!g.meta("optimizer"))
     out() << "the model has no 'optimizer' section: nothing to train\n";
   out() << "use --emit ir or --emit yaml to print the graph, ampc plan for its memory\n";
 }

@@ -119,6 +119,12 @@ std::optional<api::Program> compileProgram(const api::Model &m, const std::strin
 /// not shown.
 std::optional<api::Model> loadModel(const Options &opts);
 
+/// A graph file (textual IR, or YAML written by --emit yaml) runs as
+/// written: refuses, after saying why, the options that need the model file
+/// (another stage of the graph, passes to print or time, training a
+/// forward graph). The load refused those that would rewrite it.
+bool checkGraphFileOptions(const api::Model &m, const Options &opts);
+
 int runPlan(const api::Model &m, const Options &opts);
 int runForward(api::Model &m, const Options &opts);
 void printSummary(const api::Model &m, const Options &opts);

@@ -37,6 +37,17 @@ std::optional<api::Model> loadModel(const Options &opts) {
 }
 
 bool runPipeline(api::Model &m, const Options &opts, api::Stage stage) {
+  // A graph file is rewritten already and runs as written (the options
+  // that ask for the stage it does not hold were refused: GraphFileOptions.cpp).
+  if (m.asWritten()) {
+    if (m.rewrittenStage() == stage)
+      return true;
+    err() << "error: " << m.name() << " is loaded as written, "
+          << (stage == api::Stage::Train ? "a forward graph: the training graph"
+                                         : "a training graph: the forward graph")
+          << " needs the model file\n";
+    return false;
+  }
   api::PipelineOptions p;
   p.stage = stage;
   // The precision passes ask the target which ops it runs in half.

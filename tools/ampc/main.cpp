@@ -8,8 +8,9 @@
 //
 // Imports a model file, verifies it, runs the pipeline for the opt level and
 // then trains, or prints the graph (--emit), its summary, or one forward
-// batch (--run forward). Exit codes: 0 success, 2 bad usage or bad input,
-// 1 runtime failure (docs/cli.md).
+// batch (--run forward). A graph file (what --emit wrote) runs as written,
+// with no pass (GraphFileOptions.cpp). Exit codes: 0 success, 2 bad usage
+// or bad input, 1 runtime failure (docs/cli.md).
 //
 //===----------------------------------------------------------------------===//
 #include "Driver.h"
@@ -81,7 +82,10 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
     return option;
   };
   app.set_version_flag("--version", std::string("ampc ") + AMPC_VERSION);
-  app.add_option("model", opts.model, "model file (.yaml or .onnx)")->required();
+  app.add_option("model", opts.model,
+                 "model file (.yaml or .onnx), or a graph file ampc wrote (.yaml, .ir), "
+                 "which runs as written")
+      ->required();
   only(app.add_option("--opt-level,-O", opts.optLevel, "optimization level (Apex semantics)")
            ->check(CLI::IsMember({"O0", "O1", "O2", "O3"})),
        !isBench && !isDiff && !isCompare);
@@ -535,6 +539,9 @@ int runCommandLine(int argc, char **argv) {
   if (!model)
     return kBadInput;
 
+  // A graph file holds one stage, rewritten already: it runs as written.
+  if (model->asWritten() && !checkGraphFileOptions(*model, opts))
+    return kBadInput;
   bool trainable = model->trainable();
   if (opts.graph == "train" && !trainable) {
     err() << "error: --graph train needs a model with a loss and an 'optimizer' section\n";
@@ -544,6 +551,8 @@ int runCommandLine(int argc, char **argv) {
                              (opts.explain && opts.graph.empty())
                          ? api::Stage::Forward
                          : api::Stage::Train;
+  if (model->asWritten())
+    stage = *model->rewrittenStage();
 
   // Training resolves its step count (epochs need the data) before lowering.
   if (stage == api::Stage::Train && opts.emit.empty() && !opts.planOnly && !opts.explain)

@@ -120,23 +120,38 @@ private:
 /// The frontend's load options (limits, batch) from the public ones.
 ampc::LoadOptions toInternal(const LoadOptions &o);
 /// A model file by its extension: .onnx through the ONNX frontend (when
-/// built), anything else as a YAML model file.
+/// built), .ir as textual IR, anything else as YAML: a model file or a graph
+/// written by `ampc --emit yaml`. `graphFile` (when given) says whether it
+/// was a graph file (.ir or an emitted YAML graph), to be run as written.
 std::unique_ptr<ampc::Graph> loadAnyModelFile(const std::string &path, ampc::DiagnosticEngine &diag,
-                                              const ampc::LoadOptions &load);
+                                              const ampc::LoadOptions &load,
+                                              bool *graphFile = nullptr);
 
 /// Where the model came from, so evaluation can import it again.
 struct ModelSource {
-  enum class Kind { File, String, IR } kind = Kind::IR;
+  /// File and String: a model file, or its text. IR: textual IR given to
+  /// parseIR (pathOrText is the text). Graph: a graph file loaded as
+  /// written by loadFile (pathOrText is its path) or loadString (empty).
+  enum class Kind { File, String, IR, Graph } kind = Kind::IR;
   std::string pathOrText;
   std::string bufferName;
   std::string baseDir = ".";
   LoadOptions load;
 };
 
+/// Whether the model can be imported again from its source (the evaluation
+/// and export graphs are built that way): only a model file or its text.
+inline bool canImportAgain(const ModelSource &s) {
+  return s.kind == ModelSource::Kind::File || s.kind == ModelSource::Kind::String;
+}
+
 struct Model::Impl {
   std::unique_ptr<ampc::Graph> graph;
   ModelSource source;
   std::optional<Stage> rewritten;
+  /// A graph file loaded as written (GraphFile.cpp): `rewritten` is the
+  /// stage it holds, and no pass runs on it.
+  bool asWritten = false;
   // The training data once openData() opened it, and planTraining()'s split
   // (the subsets read `data`): shared with the Programs compiled from the
   // model, which may outlive a moved-from Model's handles.
@@ -146,6 +161,24 @@ struct Model::Impl {
 
 /// The graph's "amp.opt_level" ("O0" when none is set).
 std::string optLevelOf(const ampc::Graph &g);
+
+// Graph files (GraphFile.cpp): a graph rewritten already, run as written.
+
+/// Reads textual IR from `path`, checks it against the limits of `load`
+/// and verifies it; the verifier's findings are located in the .ir file.
+std::unique_ptr<ampc::Graph> loadIRFile(const std::string &path, ampc::DiagnosticEngine &diag,
+                                        const ampc::LoadOptions &load);
+/// The stage a graph as written holds: Train when it has backward,
+/// loss-scaling or optimizer nodes, else Forward.
+Stage stageOfGraph(const ampc::Graph &g);
+/// Refuses load options that would change a graph as written: another opt
+/// level, a policy property with another value, another batch. `path`
+/// names the file in the messages.
+bool checkLoadKeepsGraph(const ampc::Graph &g, const std::string &path, const LoadOptions &load,
+                         ampc::DiagnosticEngine &diag);
+/// "'g.yaml' holds a training graph rewritten at O2, which runs as
+/// written": the start of every refusal a graph file gets.
+std::string graphFileSubject(const Model::Impl &m);
 
 struct Access {
   static ValueView value(const ampc::Value *v) { return ValueView(v); }

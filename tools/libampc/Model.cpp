@@ -44,7 +44,9 @@ ampc::LoadOptions toInternal(const LoadOptions &o) {
 }
 
 std::unique_ptr<ampc::Graph> loadAnyModelFile(const std::string &path, ampc::DiagnosticEngine &diag,
-                                              const ampc::LoadOptions &load) {
+                                              const ampc::LoadOptions &load, bool *graphFile) {
+  if (graphFile)
+    *graphFile = false;
   if (llvm::StringRef(path).endswith_insensitive(".onnx")) {
 #if AMPC_HAVE_ONNX
     return loadOnnxModel(path, diag, load);
@@ -55,15 +57,18 @@ std::unique_ptr<ampc::Graph> loadAnyModelFile(const std::string &path, ampc::Dia
     return nullptr;
 #endif
   }
-  // Textual IR is a graph after (some of) the passes, with fixed shapes:
-  // ampc-opt reads it; ampc starts from a model and rewrites it itself.
+  // Textual IR and the YAML of `--emit yaml` are graphs after the passes,
+  // with fixed shapes: loaded as written (GraphFile.cpp).
   if (llvm::StringRef(path).endswith_insensitive(".ir")) {
-    diag.error(Location::inFile(path, 1, 1),
-               "textual IR is read by ampc-opt, which runs passes on it; ampc imports model "
-               "files (.yaml, .onnx) and rewrites them itself (docs/textual-ir.md)");
-    return nullptr;
+    if (graphFile)
+      *graphFile = true;
+    return loadIRFile(path, diag, load);
   }
-  return loadModelFile(path, diag, load);
+  YamlContent content = YamlContent::Model;
+  std::unique_ptr<Graph> g = loadModelFile(path, diag, load, &content);
+  if (graphFile)
+    *graphFile = content == YamlContent::Graph;
+  return g;
 }
 
 namespace {
@@ -86,6 +91,22 @@ Result<Model> finishImport(std::unique_ptr<Graph> g, DiagnosticEngine &diag, Mod
       !resolvePolicy(g->meta(), diag))
     return toStatus(diag);
   auto impl = std::make_unique<Model::Impl>();
+  impl->graph = std::move(g);
+  impl->source = std::move(source);
+  return Result<Model>(Access::make(std::move(impl)), toStatus(diag));
+}
+
+/// A graph file as written (its reader verified it): its policy resolved,
+/// the load options checked against it (they cannot rewrite it) and the
+/// stage it holds recorded, so that rewrite() refuses it.
+Result<Model> finishGraphLoad(std::unique_ptr<Graph> g, DiagnosticEngine &diag,
+                              ModelSource source) {
+  if (!g || !resolvePolicy(g->meta(), diag) ||
+      !checkLoadKeepsGraph(*g, source.bufferName, source.load, diag))
+    return toStatus(diag);
+  auto impl = std::make_unique<Model::Impl>();
+  impl->rewritten = stageOfGraph(*g);
+  impl->asWritten = true;
   impl->graph = std::move(g);
   impl->source = std::move(source);
   return Result<Model>(Access::make(std::move(impl)), toStatus(diag));
@@ -128,7 +149,11 @@ private:
 
 Result<Model> Model::loadFile(const std::string &path, const LoadOptions &opts) {
   DiagnosticEngine diag;
-  std::unique_ptr<Graph> g = loadAnyModelFile(path, diag, toInternal(opts));
+  bool graphFile = false;
+  std::unique_ptr<Graph> g = loadAnyModelFile(path, diag, toInternal(opts), &graphFile);
+  if (graphFile)
+    return finishGraphLoad(std::move(g), diag,
+                           {ModelSource::Kind::Graph, path, path, dirOf(path), opts});
   ModelSource source{ModelSource::Kind::File, path, path, dirOf(path), opts};
   return finishImport(std::move(g), diag, std::move(source));
 }
@@ -138,7 +163,12 @@ Result<Model> Model::loadString(std::string_view yaml, std::string_view bufferNa
   DiagnosticEngine diag;
   llvm::StringRef text(yaml.data(), yaml.size()), name(bufferName.data(), bufferName.size()),
       dir(baseDir.data(), baseDir.size());
-  std::unique_ptr<Graph> g = loadModelString(text, name, diag, toInternal(opts), dir);
+  YamlContent content = YamlContent::Model;
+  std::unique_ptr<Graph> g = loadModelString(text, name, diag, toInternal(opts), dir, &content);
+  if (content == YamlContent::Graph)
+    return finishGraphLoad(
+        std::move(g), diag,
+        {ModelSource::Kind::Graph, "", std::string(bufferName), std::string(baseDir), opts});
   ModelSource source{ModelSource::Kind::String, std::string(yaml), std::string(bufferName),
                      std::string(baseDir), opts};
   return finishImport(std::move(g), diag, std::move(source));
@@ -162,18 +192,28 @@ Result<Model> Model::clone() const {
   impl->graph = std::move(g);
   impl->source = impl_->source;
   impl->rewritten = impl_->rewritten;
+  impl->asWritten = impl_->asWritten;
   return Access::make(std::move(impl));
 }
 
 GraphView Model::graph() const { return Access::graph(impl_->graph.get()); }
 std::string Model::name() const { return impl_->graph->name(); }
 
+bool Model::asWritten() const { return impl_->asWritten; }
+
 bool Model::trainable() const {
+  // A graph as written trains when it is a training graph: the forward
+  // graph of a trainable model keeps its optimizer settings in meta.
+  if (impl_->asWritten)
+    return impl_->rewritten == Stage::Train;
   const AttrMap &meta = impl_->graph->meta();
   return meta.count("optimizer") && meta.count("loss");
 }
 
 Status Model::setPolicy(const Policy &policy) {
+  if (impl_->asWritten)
+    return Status::error(graphFileSubject(*impl_) +
+                         ": its policy cannot change (load the model file to rewrite it)");
   if (impl_->rewritten)
     return Status::error("the model is rewritten already; set the policy before rewrite()");
   DiagnosticEngine diag;
@@ -188,7 +228,15 @@ Status Model::setPolicy(const Policy &policy) {
 Result<Policy> Model::policy() const { return policyFromMeta(impl_->graph->meta()); }
 
 Status Model::setTrainSettings(const TrainSettings &settings) {
-  if (impl_->rewritten == Stage::Train)
+  // A graph as written reads the run's settings (steps, seeds, intervals)
+  // when it runs; the learning rate is a node of it (a cosine schedule's
+  // length too, which stays the graph's).
+  if (impl_->asWritten) {
+    if (settings.learningRate)
+      return Status::error(graphFileSubject(*impl_) +
+                           ": its learning rate is part of it (the learning_rate node) and "
+                           "cannot change (give ampc the model file to train at another rate)");
+  } else if (impl_->rewritten == Stage::Train)
     return Status::error("the training graph is built already; change the training settings "
                          "before rewrite()");
   AttrMap &meta = impl_->graph->meta();
@@ -268,7 +316,16 @@ Result<DataInfo> Model::planTraining() {
   info.evalKind.clear();
   // A separate evaluation set (train.eval_data), else hold out the last
   // tenth of the samples for evaluation (when asked for).
-  if (g.meta().count("train.eval_data")) {
+  // Evaluating builds an inference graph from the model file, which a
+  // graph as written does not have. The held-out tenth would change the
+  // batches it trains on, so that is refused; a separate evaluation set
+  // changes nothing in training and is left out.
+  if (m.asWritten && metaInt(g, "train.eval_every", 0) > 0)
+    return Status::error(graphFileSubject(m) +
+                         ": evaluating while training needs the model file, which builds the "
+                         "evaluation graph; train the graph without it (eval_every 0, "
+                         "--eval-every 0)");
+  if (g.meta().count("train.eval_data") && !m.asWritten) {
     DiagnosticEngine diag;
     std::unique_ptr<DataSource> evalData =
         createDataSource(g, m.source.baseDir, diag, "train.eval_data");
@@ -352,6 +409,10 @@ Status Model::widenToF64() {
 }
 
 Status Model::rewrite(const PipelineOptions &opts) {
+  if (impl_->asWritten)
+    return Status::error(graphFileSubject(*impl_) +
+                         ": no pass runs on it again (give ampc the model file to rewrite it; "
+                         "ampc-opt runs passes on textual IR)");
   if (impl_->rewritten)
     return Status::error("the model is rewritten already (a model is rewritten once; load it "
                          "again or clone() it before rewriting)");

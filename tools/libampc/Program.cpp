@@ -131,6 +131,15 @@ ProgressStyle toInternal(Progress p) {
 std::unique_ptr<Graph> importAgain(const Program::Impl &p, std::optional<int64_t> batch,
                                    DiagnosticEngine &diag) {
   const Model::Impl &m = *p.model;
+  if (!canImportAgain(m.source)) {
+    diag.error(Location(), m.asWritten ? graphFileSubject(m) +
+                                             ": evaluating needs the model file, which builds "
+                                             "the inference graph"
+                                       : std::string("evaluating imports the model again in "
+                                                     "inference mode; a model read from "
+                                                     "textual IR cannot be"));
+    return nullptr;
+  }
   ampc::LoadOptions load = toInternal(m.source.load);
   load.batchOverride = batch ? batch : m.source.load.batch;
   return m.source.kind == ModelSource::Kind::File
@@ -299,7 +308,7 @@ Result<Program> Program::compile(const Model &model, const CompileOptions &opts)
   // A training run that evaluates on a held-out part: its evaluation
   // program now, so a model the evaluation graph cannot be built for fails
   // here, before anything runs. Its batch fits the held-out samples.
-  if (impl->evalPart && m.rewritten == Stage::Train && m.source.kind != ModelSource::Kind::IR &&
+  if (impl->evalPart && m.rewritten == Stage::Train && canImportAgain(m.source) &&
       !buildEvalPrograms(*impl, impl->evalPart->numSamples(), diag))
     return toStatus(diag);
   return Result<Program>(Program(std::move(impl)), toStatus(diag));
@@ -685,7 +694,11 @@ Result<EvalReport> evaluateOn(Program::Impl &p, DataSource &data, DiagnosticEngi
 }
 
 Status checkEvaluable(const Program::Impl &p, const char *what) {
-  if (p.model->source.kind == ModelSource::Kind::IR)
+  if (p.model->asWritten)
+    return Status::error(graphFileSubject(*p.model) + ": " + what +
+                         " imports the model file again in inference mode; give it the model "
+                         "file");
+  if (!canImportAgain(p.model->source))
     return Status::error(std::string(what) +
                          " imports the model again in inference mode; a model read from "
                          "textual IR cannot be");
@@ -897,9 +910,9 @@ Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions 
 #if AMPC_HAVE_ONNX
   const Program::Impl &p = *program.impl_;
   const Model::Impl &m = *p.model;
-  if (m.source.kind == ModelSource::Kind::IR)
+  if (!canImportAgain(m.source))
     return Status::error("ONNX export needs a model loaded from a model file or an ONNX file, "
-                         "not textual IR");
+                         "not textual IR or an emitted graph");
   DiagnosticEngine diag;
   ampc::LoadOptions load = toInternal(m.source.load);
   std::unique_ptr<Graph> g =

@@ -75,11 +75,17 @@ struct DataInfo {
 /// different threads at once.
 class AMPC_API Model {
 public:
-  /// Imports a model file (docs/model-format.md). Errors carry the file's
-  /// line and column.
+  /// Imports a model file (docs/model-format.md), or loads a graph file as
+  /// written: textual IR (`.ir`) or the YAML of `ampc --emit yaml` (a map
+  /// with `graph:`). A graph file is rewritten already: asWritten() is true,
+  /// rewrittenStage() is the stage it holds (Train when it has backward or
+  /// optimizer nodes), rewrite() refuses it, and load options that would
+  /// change it (another opt level, policy property or batch) are errors.
+  /// Errors carry the file's line and column.
   static Result<Model> loadFile(const std::string &path, const LoadOptions &opts = {});
   /// Imports model-file text; diagnostics name `bufferName`, relative data
-  /// and weight paths are resolved against `baseDir`.
+  /// and weight paths are resolved against `baseDir`. The YAML of `ampc
+  /// --emit yaml` loads as written, as loadFile loads it.
   static Result<Model> loadString(std::string_view yaml, std::string_view bufferName = "<string>",
                                   const LoadOptions &opts = {}, std::string_view baseDir = ".");
   /// Reads a graph in textual IR (docs/textual-ir.md).
@@ -94,8 +100,12 @@ public:
 
   GraphView graph() const;
   std::string name() const;
-  /// Whether the model has a loss and an optimizer (can be trained).
+  /// Whether the model has a loss and an optimizer (can be trained); for a
+  /// graph as written, whether it is a training graph.
   bool trainable() const;
+  /// Whether loadFile read a graph file (textual IR, or YAML written by
+  /// `ampc --emit yaml`), which runs as written: compile() it as it is.
+  bool asWritten() const;
 
   /// Replaces the model file's `amp:` section with `policy`.
   Status setPolicy(const Policy &policy);

@@ -3,8 +3,9 @@
 // softmax(q k^T * scale) v and its fused backward in f32, bf16 and f16, with
 // the reference's bits (kernels/reference/LinearAlgebra.cpp): every dot
 // product adds its terms in the reference's order, each softmax row takes
-// its maximum and sum sequentially and calls the same scalar exp, and dk and
-// dv collect the query rows in ascending order. Only the schedule differs:
+// its maximum and sum sequentially, exp is the reference's attentionExp
+// (kernels/common/ExpMath.h, vectorized here), and dk and dv collect the
+// query rows in ascending order. Only the schedule differs:
 //
 // - Threads take whole (batch, head) slices -- the forward also splits a
 //   slice into blocks of query rows -- so no sum is split between threads.
@@ -27,13 +28,16 @@
 //   position's gradient is never read: where the reference multiplies an
 //   infinity there by the zero probability and gets a NaN, these loops do
 //   not (as PyTorch's fused kernels).
+// - Sequential sums run for kChainRows rows at once (foldRows), so their
+//   dependency chains overlap.
 //
-// exp stays the scalar libm call the reference makes; with -ffp-contract=off
-// (kernels/CMakeLists.txt) the tiles multiply and add separately as the
-// reference does, which costs the fused multiply-add but keeps its bits.
+// With -ffp-contract=off (kernels/CMakeLists.txt) the tiles multiply and add
+// separately, as the reference does: that costs the fused multiply-add but
+// keeps the reference's bits.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
+#include "kernels/common/ExpMath.h"
 #include "kernels/common/LinearAlgebraMath.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
@@ -318,6 +322,36 @@ struct BlockRanges {
   }
 };
 
+/// Rows whose sequential sums (softmax's maximum and denominator, the
+/// backward's weighted sum) run together: each row still adds in the
+/// reference's order, but the rows' dependency chains overlap.
+constexpr int kChainRows = 8;
+
+/// acc[r] = step(acc[r], term(r, j)) for j from `first` up to length[r],
+/// ascending, for the n <= kChainRows rows r; the steps of different rows
+/// interleave.
+template <class Term, class Step>
+AMPC_LOOP_BODY inline void foldRows(int n, const int64_t (&length)[kChainRows], int64_t first,
+                                    float (&acc)[kChainRows], const Term &term, const Step &step) {
+  int64_t common = length[0];
+  for (int r = 1; r < n; ++r)
+    common = std::min(common, length[r]);
+  if (n == kChainRows) {
+    for (int64_t j = first; j < common; ++j) {
+#pragma GCC unroll 8
+      for (int r = 0; r < kChainRows; ++r)
+        acc[r] = step(acc[r], term(r, j));
+    }
+  } else {
+    for (int64_t j = first; j < common; ++j)
+      for (int r = 0; r < n; ++r)
+        acc[r] = step(acc[r], term(r, j));
+  }
+  for (int r = 0; r < n; ++r)
+    for (int64_t j = std::max(first, common); j < length[r]; ++j)
+      acc[r] = step(acc[r], term(r, j));
+}
+
 /// The scores of the block's query rows (their widened queries at `q`, rows
 /// of headPadded()) against the keys they see, into `scores` (rows of
 /// keysPadded()), then each row's softmax as the reference takes it; masked
@@ -329,27 +363,73 @@ AMPC_LOOP_BODY inline void blockProbabilities(const BlockRanges &block, const fl
   gemm({q, plan.headPadded(), 1}, keysT, ldk, block.rows, scores, ldk, false,
        BlockRanges::dense(plan.headSize), block.seenKeyColumns());
   float scale = plan.scale;
-  for (int64_t r = 0; r < block.rows; ++r) {
-    float *row = scores + r * ldk;
-    int64_t keys = plan.keysBefore(block.row0 + r + 1);
+  for (int64_t g = 0; g < block.rows; g += kChainRows) {
+    int n = static_cast<int>(std::min<int64_t>(kChainRows, block.rows - g));
+    float *rows = scores + g * ldk;
+    int64_t keys[kChainRows];
+    float maxScore[kChainRows], sum[kChainRows];
+    for (int r = 0; r < n; ++r) {
+      float *row = rows + r * ldk;
+      keys[r] = plan.keysBefore(block.row0 + g + r + 1);
 #pragma omp simd
-    for (int64_t j = 0; j < keys; ++j)
-      row[j] *= scale;
-    // Key 0 is never masked; the running maximum starts from it.
-    float maxScore = row[0];
-    for (int64_t j = 1; j < keys; ++j)
-      if (row[j] > maxScore)
-        maxScore = row[j];
-    float sum = 0;
-    for (int64_t j = 0; j < keys; ++j) {
-      row[j] = std::exp(row[j] - maxScore);
-      sum += row[j];
+      for (int64_t j = 0; j < keys[r]; ++j)
+        row[j] *= scale;
+      // Key 0 is never masked; the running maximum starts from it.
+      maxScore[r] = row[0];
+      sum[r] = 0;
     }
+    auto score = [=](int r, int64_t j) AMPC_LOOP_BODY { return rows[r * ldk + j]; };
+    foldRows(n, keys, 1, maxScore, score,
+             [](float m, float x) AMPC_LOOP_BODY { return x > m ? x : m; });
+    for (int r = 0; r < n; ++r) {
+      float *row = rows + r * ldk, m = maxScore[r];
 #pragma omp simd
-    for (int64_t j = 0; j < keys; ++j)
-      row[j] /= sum;
-    for (int64_t j = keys; j < ldk; ++j)
-      row[j] = 0;
+      for (int64_t j = 0; j < keys[r]; ++j)
+        row[j] = attentionExp(row[j] - m);
+    }
+    foldRows(n, keys, 0, sum, score, [](float s, float x) AMPC_LOOP_BODY { return s + x; });
+    for (int r = 0; r < n; ++r) {
+      float *row = rows + r * ldk, s = sum[r];
+#pragma omp simd
+      for (int64_t j = 0; j < keys[r]; ++j)
+        row[j] /= s;
+      for (int64_t j = keys[r]; j < ldk; ++j)
+        row[j] = 0;
+    }
+  }
+}
+
+/// dS in place of dP for the block's rows (rows of keysPadded()), from
+/// their probabilities: ds_j = p_j (dp_j - sum_l p_l dp_l) * scale, the
+/// reference's, with masked and padding columns exact zeros.
+AMPC_LOOP_BODY inline void blockScoreGradients(const BlockRanges &block, const float *probs,
+                                               float *dScores) {
+  const AttentionPlan &plan = *block.plan;
+  int64_t ldk = plan.keysPadded();
+  float scale = plan.scale;
+  for (int64_t g = 0; g < block.rows; g += kChainRows) {
+    int n = static_cast<int>(std::min<int64_t>(kChainRows, block.rows - g));
+    const float *p = probs + g * ldk;
+    float *ds = dScores + g * ldk;
+    int64_t keys[kChainRows];
+    float weighted[kChainRows];
+    for (int r = 0; r < n; ++r) {
+      keys[r] = plan.keysBefore(block.row0 + g + r + 1);
+      weighted[r] = 0;
+    }
+    foldRows(
+        n, keys, 0, weighted,
+        [=](int r, int64_t j) AMPC_LOOP_BODY { return p[r * ldk + j] * ds[r * ldk + j]; },
+        [](float s, float x) AMPC_LOOP_BODY { return s + x; });
+    for (int r = 0; r < n; ++r) {
+      const float *pr = p + r * ldk;
+      float *dr = ds + r * ldk, w = weighted[r];
+#pragma omp simd
+      for (int64_t j = 0; j < keys[r]; ++j)
+        dr[j] = pr[j] * (dr[j] - w) * scale;
+      for (int64_t j = keys[r]; j < ldk; ++j)
+        dr[j] = 0;
+    }
   }
 }
 
@@ -417,7 +497,6 @@ template <DType D> void attentionBackward(const KernelArgs &args, const Attentio
     float *dvSum = dk + sk * dp, *q = dvSum + sk * dvp, *dOut = q + br * dp;
     float *probs = dOut + br * dvp, *dScores = probs + br * skp, *dq = dScores + br * skp;
     float *rowBuffer = dq + br * dp;
-    float scale = plan.scale;
     for (int64_t slice = begin; slice < end; ++slice) {
       widenRows<D>(kData, slice * sk * d, sk, d, keyRows, dp);
       widenTransposed<D>(kData, slice * sk * d, sk, d, keysT, skp, rowBuffer);
@@ -433,19 +512,7 @@ template <DType D> void attentionBackward(const KernelArgs &args, const Attentio
         // dP, then dS in place.
         gemm({dOut, dvp, 1}, valuesT, skp, rows, dScores, skp, false, BlockRanges::dense(dv),
              block.seenKeyColumns());
-        for (int64_t r = 0; r < rows; ++r) {
-          const float *p = probs + r * skp;
-          float *ds = dScores + r * skp;
-          int64_t keys = plan.keysBefore(row0 + r + 1);
-          float weighted = 0;
-          for (int64_t j = 0; j < keys; ++j)
-            weighted += p[j] * ds[j];
-#pragma omp simd
-          for (int64_t j = 0; j < keys; ++j)
-            ds[j] = p[j] * (ds[j] - weighted) * scale;
-          for (int64_t j = keys; j < skp; ++j)
-            ds[j] = 0;
-        }
+        blockScoreGradients(block, probs, dScores);
         gemm({dScores, skp, 1}, keyRows, dp, rows, dq, dp, false, block.keysOfQuery(),
              BlockRanges::columns(dp));
         narrowRows<D>(dq, dp, rows, d, dqData, (slice * sq + row0) * d);

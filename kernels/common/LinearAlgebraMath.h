@@ -3,7 +3,7 @@
 // The pieces of linear, matmul, batch_matmul, conv2d and attention that every
 // backend must agree on: where a (possibly transposed) matrix element lives,
 // which input pixel a convolution tap reads (and, for the backward, which
-// output reads a given input pixel), the attention scale and mask.
+// output reads a given input pixel), the attention scale, exp and mask.
 // Host-device (AMPC_HD) and free of LLVM so nvcc compiles it too.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +11,7 @@
 #define AMPC_KERNELS_COMMON_LINEARALGEBRAMATH_H
 
 #include "ir/HostDevice.h"
+#include "kernels/common/ExpMath.h"
 
 #include <cmath>
 #include <cstdint>
@@ -51,6 +52,12 @@ template <class T> AMPC_HD inline T attentionScale(double scaleAttr, int64_t hea
     return static_cast<T>(scaleAttr);
   return static_cast<T>(1.0 / std::sqrt(static_cast<double>(headSize)));
 }
+
+/// The exp of attention's softmax: portableExp in f32, which the fast CPU
+/// loops vectorize with the reference's bits (kernels/common/ExpMath.h);
+/// libm's in f64.
+AMPC_HD inline float attentionExp(float x) { return portableExp(x); }
+AMPC_HD inline double attentionExp(double x) { return std::exp(x); }
 
 /// Whether query position q may not see key position k (causal: the strict
 /// upper triangle is excluded).

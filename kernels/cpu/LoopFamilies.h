@@ -50,6 +50,10 @@ std::unique_ptr<NodeKernel> prepareLoopLogSoftmaxGrad(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopCrossEntropy(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopCrossEntropyGrad(const Node &n);
 
+// LoopAttention.cpp
+std::unique_ptr<NodeKernel> prepareLoopAttention(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopAttentionGrad(const Node &n);
+
 // LoopPooling.cpp
 std::unique_ptr<NodeKernel> prepareLoopMaxPool2d(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopAvgPool2d(const Node &n);

@@ -57,6 +57,8 @@ constexpr LoopOp kLoopOps[] = {
     {OpKind::LogSoftmaxGrad, prepareLoopLogSoftmaxGrad},
     {OpKind::CrossEntropy, prepareLoopCrossEntropy},
     {OpKind::CrossEntropyGrad, prepareLoopCrossEntropyGrad},
+    {OpKind::ScaledDotProductAttention, prepareLoopAttention},
+    {OpKind::ScaledDotProductAttentionGrad, prepareLoopAttentionGrad},
     {OpKind::MaxPool2d, prepareLoopMaxPool2d},
     {OpKind::AvgPool2d, prepareLoopAvgPool2d},
     {OpKind::MaxPool2dGrad, prepareLoopMaxPool2dGrad},

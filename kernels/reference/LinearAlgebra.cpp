@@ -146,10 +146,10 @@ template <DType D> void batchMatMulImpl(const KernelArgs &args) {
 }
 
 // softmax(q k^T * scale) v, one query row at a time; the probabilities stay in
-// ComputeT<D> (f32 for half inputs) between the two products.
+// ComputeT<D> (f32 for half inputs) between the two products. exp is
+// attentionExp, which the cpu backend's loops vectorize with the same bits.
 template <DType D> void attentionImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
-  using std::exp;
   const TensorArg &q = args.in(0), &k = args.in(1), &v = args.in(2), &y = args.out();
   unsigned rank = q.dims().size();
   int64_t queryLen = q.dims()[rank - 2], headSize = q.dims()[rank - 1];
@@ -180,7 +180,7 @@ template <DType D> void attentionImpl(const KernelArgs &args) {
       }
       T sum = 0;
       for (int64_t j = 0; j < keyLen; ++j) {
-        probs[j] = attentionMasked(i, j, causal) ? T(0) : exp(probs[j] - maxScore);
+        probs[j] = attentionMasked(i, j, causal) ? T(0) : attentionExp(probs[j] - maxScore);
         sum += probs[j];
       }
       for (int64_t j = 0; j < keyLen; ++j)
@@ -371,7 +371,6 @@ template <DType D> void conv2dGradWeightImpl(const KernelArgs &args) {
 // ComputeT<D> buffers and are rounded once at the end.
 template <DType D> void attentionGradImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
-  using std::exp;
   const TensorArg &dOut = args.in(0), &q = args.in(1), &k = args.in(2), &v = args.in(3);
   const TensorArg &dq = args.out(0), &dk = args.out(1), &dv = args.out(2);
   unsigned rank = q.dims().size();
@@ -404,7 +403,7 @@ template <DType D> void attentionGradImpl(const KernelArgs &args) {
       }
       T sum = 0;
       for (int64_t j = 0; j < keyLen; ++j) {
-        probs[j] = attentionMasked(i, j, causal) ? T(0) : exp(probs[j] - maxScore);
+        probs[j] = attentionMasked(i, j, causal) ? T(0) : attentionExp(probs[j] - maxScore);
         sum += probs[j];
       }
       for (int64_t j = 0; j < keyLen; ++j)

@@ -1,0 +1,614 @@
+//===- LoopAttention.cpp - scaled_dot_product_attention and its backward --===//
+//
+// softmax(q k^T * scale) v and its fused backward in f32, bf16 and f16, with
+// the reference's bits (kernels/reference/LinearAlgebra.cpp): every dot
+// product adds its terms in the reference's order, each softmax row takes
+// its maximum and sum sequentially, exp is the reference's attentionExp
+// (kernels/common/ExpMath.h, vectorized here), and dk and dv collect the
+// query rows in ascending order. Only the schedule differs:
+//
+// - Threads take whole (batch, head) slices -- the forward also splits a
+//   slice into blocks of query rows -- so no sum is split between threads.
+// - Each slice's operands are widened to f32 once, into per-thread scratch,
+//   with rows padded to whole vectors (zeros in the padding).
+// - The products are register tiles (gemmTile): kTileRows rows of the
+//   result times one or two vectors of columns, kept in registers while the
+//   contracted index runs in ascending order. That is the reference's order
+//   for each element, so tiling changes no bit, and the vectors run along
+//   the result's columns (key or feature positions), never along a sum.
+// - Query rows are processed in blocks whose scores fit in cache; the
+//   backward recomputes a block's probabilities as the forward does (the
+//   op keeps no softmax), then accumulates the block into dk and dv.
+// - Causal: every product skips the masked pairs, row by row (a tile's rows
+//   check on the diagonal which steps are theirs), and score tiles wholly
+//   above the diagonal are not computed. Masked probabilities are exact
+//   zeros and a sum that skips a zero product has the same bits (sums start
+//   at +0, so never hold the -0 that adding +0 would change), so this
+//   changes nothing for finite inputs. A masked key's value row or a masked
+//   position's gradient is never read: where the reference multiplies an
+//   infinity there by the zero probability and gets a NaN, these loops do
+//   not (as PyTorch's fused kernels).
+// - Sequential sums run for kChainRows rows at once (foldRows), so their
+//   dependency chains overlap.
+//
+// With -ffp-contract=off (kernels/CMakeLists.txt) the tiles multiply and add
+// separately, as the reference does: that costs the fused multiply-add but
+// keeps the reference's bits.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
+#include "kernels/common/ExpMath.h"
+#include "kernels/common/LinearAlgebraMath.h"
+#include "kernels/cpu/LoopFamilies.h"
+#include "kernels/cpu/LoopSupport.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <utility>
+
+namespace ampc::kernels::cpu {
+namespace {
+
+/// Floats per vector: rows of the scratch buffers are padded to multiples.
+constexpr int64_t kVector = 16;
+/// Rows of one register tile. With two vectors of columns that is 12
+/// accumulators, which with the loads fits AVX-512's 32 registers (the
+/// baseline copy's 4-float SSE vectors keep part of them in memory).
+constexpr int kTileRows = 6;
+static_assert(kTileRows == 6, "gemm() dispatches the strips of 1-5 rows left over");
+/// Score elements of one block of query rows (64 KiB of floats): the
+/// block's scores and their gradient stay in L2 while the block is used.
+constexpr int64_t kBlockScores = 16384;
+/// Most query rows in a block.
+constexpr int64_t kMaxBlockRows = 64;
+/// Floating-point operations below which a thread is not worth waking for
+/// one more slice (a few microseconds of work).
+constexpr double kGrainFlops = 1 << 18;
+
+int64_t padded(int64_t n) { return (n + kVector - 1) / kVector * kVector; }
+
+/// The node's shapes and attributes, worked out when the program is compiled.
+struct AttentionPlan {
+  int64_t slices = 1; ///< batch x heads: the product of the leading dims
+  int64_t queryLen = 0, keyLen = 0, headSize = 0, valueSize = 0;
+  int64_t blockRows = 0; ///< query rows per block
+  bool causal = false;
+  float scale = 1;
+
+  int64_t blocks() const { return (queryLen + blockRows - 1) / blockRows; }
+  int64_t keysPadded() const { return padded(keyLen); }
+  int64_t headPadded() const { return padded(headSize); }
+  int64_t valuePadded() const { return padded(valueSize); }
+  /// Keys that query rows [0, rowEnd) may see.
+  int64_t keysBefore(int64_t rowEnd) const { return causal ? std::min(keyLen, rowEnd) : keyLen; }
+};
+
+/// At least n floats of the calling thread's scratch, 64-byte aligned (grows,
+/// stays for the thread's lifetime).
+float *threadScratch(int64_t n) {
+  struct Scratch {
+    float *data = nullptr;
+    int64_t size = 0;
+    ~Scratch() { std::free(data); }
+  };
+  thread_local Scratch scratch;
+  if (scratch.size < n) {
+    std::free(scratch.data);
+    scratch.size = (n + 1023) / 1024 * 1024;
+    scratch.data = static_cast<float *>(
+        std::aligned_alloc(64, static_cast<size_t>(scratch.size) * sizeof(float)));
+    if (!scratch.data) { // mid-step: nobody to report a failure to
+      std::fprintf(stderr, "ampc: out of memory allocating %lld floats of attention scratch\n",
+                   static_cast<long long>(scratch.size));
+      std::abort();
+    }
+  }
+  return scratch.data;
+}
+
+//===----------------------------------------------------------------------===//
+// Widening and narrowing
+//===----------------------------------------------------------------------===//
+
+/// rows x cols elements of `src` from element `offset` (C order) as f32
+/// rows of `ld` floats at `dst`, the padding [cols, ld) zeroed.
+template <DType D>
+AMPC_LOOP_BODY inline void widenRows(const void *src, int64_t offset, int64_t rows, int64_t cols,
+                                     float *dst, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = dst + r * ld;
+    int64_t from = offset + r * cols;
+    if constexpr (D == DType::F16) {
+      halvesToFloats(static_cast<const uint16_t *>(src) + from, row, cols);
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] = load<D>(src, from + c);
+    }
+    for (int64_t c = cols; c < ld; ++c)
+      row[c] = 0;
+  }
+}
+
+/// The transpose of rows x cols elements of `src` from `offset`: cols rows
+/// of `ld` floats at `dst`, the padding [rows, ld) zeroed. `rowBuffer` holds
+/// one widened source row.
+template <DType D>
+AMPC_LOOP_BODY inline void widenTransposed(const void *src, int64_t offset, int64_t rows,
+                                           int64_t cols, float *dst, int64_t ld, float *rowBuffer) {
+  for (int64_t r = 0; r < rows; ++r) {
+    widenRows<D>(src, offset + r * cols, 1, cols, rowBuffer, cols);
+    for (int64_t c = 0; c < cols; ++c)
+      dst[c * ld + r] = rowBuffer[c];
+  }
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = rows; r < ld; ++r)
+      dst[c * ld + r] = 0;
+}
+
+/// Stores rows x cols floats (rows of `ld`) as elements from `offset` of
+/// `dst`, rounded once to D.
+template <DType D>
+AMPC_LOOP_BODY inline void narrowRows(const float *src, int64_t ld, int64_t rows, int64_t cols,
+                                      void *dst, int64_t offset) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = src + r * ld;
+    int64_t to = offset + r * cols;
+    if constexpr (D == DType::F16) {
+      floatsToHalves(row, static_cast<uint16_t *>(dst) + to, cols);
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c)
+        store<D>(dst, to + c, row[c]);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Products
+//===----------------------------------------------------------------------===//
+
+/// A left operand: element (row r, contracted index p) at r * rowStride +
+/// p * step, so one buffer serves as itself (step 1) or its transpose.
+struct LeftOperand {
+  const float *data;
+  int64_t rowStride, step;
+};
+
+/// Rows x (Vectors x kVector) of c = (c +) sum over p of a(r, p) * b[p, col],
+/// row r's p running through its own range [begin[r], end[r]) in ascending
+/// order: the accumulators stay in registers, and each adds its products in
+/// the reference's order. Where all rows' ranges overlap the loop runs
+/// unconditionally; before and after it (at most Rows - 1 steps of a causal
+/// diagonal) each row checks that p is its own.
+template <int Rows, int Vectors>
+AMPC_LOOP_BODY inline void gemmTile(LeftOperand a, const float *b, int64_t ldb,
+                                    const int64_t (&begin)[Rows], const int64_t (&end)[Rows],
+                                    float *c, int64_t ldc, bool accumulate) {
+  constexpr int kCols = Vectors * kVector;
+  float acc[Rows][kCols];
+  int64_t first = begin[0], allFrom = begin[0], allTo = end[0], last = end[0];
+#pragma GCC unroll 8
+  for (int r = 0; r < Rows; ++r) {
+#pragma omp simd
+    for (int w = 0; w < kCols; ++w)
+      acc[r][w] = accumulate ? c[r * ldc + w] : 0.0f;
+    first = std::min(first, begin[r]);
+    allFrom = std::max(allFrom, begin[r]);
+    allTo = std::min(allTo, end[r]);
+    last = std::max(last, end[r]);
+  }
+  auto someRows = [&](int64_t from, int64_t to) AMPC_LOOP_BODY {
+    for (int64_t p = from; p < to; ++p) {
+      const float *bp = b + p * ldb;
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) {
+        if (p < begin[r] || p >= end[r])
+          continue;
+        float ar = a.data[r * a.rowStride + p * a.step];
+#pragma omp simd
+        for (int w = 0; w < kCols; ++w)
+          acc[r][w] += ar * bp[w];
+      }
+    }
+  };
+  someRows(first, allFrom);
+  for (int64_t p = allFrom; p < allTo; ++p) {
+    const float *bp = b + p * ldb;
+#pragma GCC unroll 8
+    for (int r = 0; r < Rows; ++r) {
+      float ar = a.data[r * a.rowStride + p * a.step];
+#pragma omp simd
+      for (int w = 0; w < kCols; ++w)
+        acc[r][w] += ar * bp[w];
+    }
+  }
+  someRows(std::max(allFrom, allTo), last);
+#pragma GCC unroll 8
+  for (int r = 0; r < Rows; ++r) {
+#pragma omp simd
+    for (int w = 0; w < kCols; ++w)
+      c[r * ldc + w] = acc[r][w];
+  }
+}
+
+/// Rows rows from row r0 of the result: all column tiles up to
+/// `colsOf(r0, Rows)` (a multiple of kVector), two vectors at a time, row r
+/// contracting over `range(r)`.
+template <int Rows, class Range, class Cols>
+AMPC_LOOP_BODY inline void gemmStrip(LeftOperand a, const float *b, int64_t ldb, float *c,
+                                     int64_t ldc, bool accumulate, int64_t r0, const Range &range,
+                                     const Cols &colsOf) {
+  int64_t begin[Rows], end[Rows];
+#pragma GCC unroll 8
+  for (int r = 0; r < Rows; ++r) {
+    std::pair<int64_t, int64_t> rowRange = range(r0 + r);
+    begin[r] = rowRange.first;
+    end[r] = rowRange.second;
+  }
+  LeftOperand strip{a.data + r0 * a.rowStride, a.rowStride, a.step};
+  float *cr = c + r0 * ldc;
+  int64_t cols = colsOf(r0, Rows), col = 0;
+  for (; col + 2 * kVector <= cols; col += 2 * kVector)
+    gemmTile<Rows, 2>(strip, b + col, ldb, begin, end, cr + col, ldc, accumulate);
+  if (col < cols)
+    gemmTile<Rows, 1>(strip, b + col, ldb, begin, end, cr + col, ldc, accumulate);
+}
+
+/// c[r, 0..cols) (+)= sum over p in range(r) of a(r, p) b[p, :] for rows r
+/// in [0, rows), in strips of kTileRows rows: `range(r)` is row r's
+/// contracted range (all of it for dense products, cut by the causal mask),
+/// `colsOf(r0, n)` the columns of the strip of n rows from r0.
+template <class Range, class Cols>
+AMPC_LOOP_BODY inline void gemm(LeftOperand a, const float *b, int64_t ldb, int64_t rows, float *c,
+                                int64_t ldc, bool accumulate, const Range &range,
+                                const Cols &colsOf) {
+  int64_t r0 = 0;
+  for (; r0 + kTileRows <= rows; r0 += kTileRows)
+    gemmStrip<kTileRows>(a, b, ldb, c, ldc, accumulate, r0, range, colsOf);
+  switch (rows - r0) {
+  case 0:
+    return;
+  case 1:
+    return gemmStrip<1>(a, b, ldb, c, ldc, accumulate, r0, range, colsOf);
+  case 2:
+    return gemmStrip<2>(a, b, ldb, c, ldc, accumulate, r0, range, colsOf);
+  case 3:
+    return gemmStrip<3>(a, b, ldb, c, ldc, accumulate, r0, range, colsOf);
+  case 4:
+    return gemmStrip<4>(a, b, ldb, c, ldc, accumulate, r0, range, colsOf);
+  default:
+    return gemmStrip<5>(a, b, ldb, c, ldc, accumulate, r0, range, colsOf);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// One block of query rows
+//===----------------------------------------------------------------------===//
+
+/// Contracted ranges and column counts for gemm(), for a block of query rows
+/// from row0 (block-relative rows; keys from 0).
+struct BlockRanges {
+  const AttentionPlan *plan;
+  int64_t row0, rows;
+
+  /// Every row contracts over [0, n): a dense product.
+  static auto dense(int64_t n) {
+    return [n](int64_t) AMPC_LOOP_BODY { return std::pair<int64_t, int64_t>(0, n); };
+  }
+  /// Query row r contracts over the keys it sees.
+  auto keysOfQuery() const {
+    return [plan = plan, row0 = row0](int64_t r) AMPC_LOOP_BODY {
+      return std::pair<int64_t, int64_t>(0, plan->keysBefore(row0 + r + 1));
+    };
+  }
+  /// Key j contracts over the block's query rows that see it.
+  auto queriesOfKey() const {
+    return [causal = plan->causal, row0 = row0, rows = rows](int64_t j) AMPC_LOOP_BODY {
+      int64_t first = causal ? std::clamp<int64_t>(j - row0, 0, rows) : 0;
+      return std::pair<int64_t, int64_t>(first, rows);
+    };
+  }
+  /// The key columns a strip of query rows sees (its last row's keys).
+  auto seenKeyColumns() const {
+    return [plan = plan, row0 = row0](int64_t r0, int64_t n)
+               AMPC_LOOP_BODY { return padded(plan->keysBefore(row0 + r0 + n)); };
+  }
+  static auto columns(int64_t n) {
+    return [n](int64_t, int64_t) AMPC_LOOP_BODY { return n; };
+  }
+};
+
+/// Rows whose sequential sums (softmax's maximum and denominator, the
+/// backward's weighted sum) run together: each row still adds in the
+/// reference's order, but the rows' dependency chains overlap.
+constexpr int kChainRows = 8;
+
+/// acc[r] = step(acc[r], term(r, j)) for j from `first` up to length[r],
+/// ascending, for the n <= kChainRows rows r; the steps of different rows
+/// interleave.
+template <class Term, class Step>
+AMPC_LOOP_BODY inline void foldRows(int n, const int64_t (&length)[kChainRows], int64_t first,
+                                    float (&acc)[kChainRows], const Term &term, const Step &step) {
+  int64_t common = length[0];
+  for (int r = 1; r < n; ++r)
+    common = std::min(common, length[r]);
+  if (n == kChainRows) {
+    for (int64_t j = first; j < common; ++j) {
+#pragma GCC unroll 8
+      for (int r = 0; r < kChainRows; ++r)
+        acc[r] = step(acc[r], term(r, j));
+    }
+  } else {
+    for (int64_t j = first; j < common; ++j)
+      for (int r = 0; r < n; ++r)
+        acc[r] = step(acc[r], term(r, j));
+  }
+  for (int r = 0; r < n; ++r)
+    for (int64_t j = std::max(first, common); j < length[r]; ++j)
+      acc[r] = step(acc[r], term(r, j));
+}
+
+/// The scores of the block's query rows (their widened queries at `q`, rows
+/// of headPadded()) against the keys they see, into `scores` (rows of
+/// keysPadded()), then each row's softmax as the reference takes it; masked
+/// and padding columns become exact zeros.
+AMPC_LOOP_BODY inline void blockProbabilities(const BlockRanges &block, const float *q,
+                                              const float *keysT, float *scores) {
+  const AttentionPlan &plan = *block.plan;
+  int64_t ldk = plan.keysPadded();
+  gemm({q, plan.headPadded(), 1}, keysT, ldk, block.rows, scores, ldk, false,
+       BlockRanges::dense(plan.headSize), block.seenKeyColumns());
+  float scale = plan.scale;
+  for (int64_t g = 0; g < block.rows; g += kChainRows) {
+    int n = static_cast<int>(std::min<int64_t>(kChainRows, block.rows - g));
+    float *rows = scores + g * ldk;
+    int64_t keys[kChainRows];
+    float maxScore[kChainRows], sum[kChainRows];
+    for (int r = 0; r < n; ++r) {
+      float *row = rows + r * ldk;
+      keys[r] = plan.keysBefore(block.row0 + g + r + 1);
+#pragma omp simd
+      for (int64_t j = 0; j < keys[r]; ++j)
+        row[j] *= scale;
+      // Key 0 is never masked; the running maximum starts from it.
+      maxScore[r] = row[0];
+      sum[r] = 0;
+    }
+    auto score = [=](int r, int64_t j) AMPC_LOOP_BODY { return rows[r * ldk + j]; };
+    foldRows(n, keys, 1, maxScore, score,
+             [](float m, float x) AMPC_LOOP_BODY { return x > m ? x : m; });
+    for (int r = 0; r < n; ++r) {
+      float *row = rows + r * ldk, m = maxScore[r];
+#pragma omp simd
+      for (int64_t j = 0; j < keys[r]; ++j)
+        row[j] = attentionExp(row[j] - m);
+    }
+    foldRows(n, keys, 0, sum, score, [](float s, float x) AMPC_LOOP_BODY { return s + x; });
+    for (int r = 0; r < n; ++r) {
+      float *row = rows + r * ldk, s = sum[r];
+#pragma omp simd
+      for (int64_t j = 0; j < keys[r]; ++j)
+        row[j] /= s;
+      for (int64_t j = keys[r]; j < ldk; ++j)
+        row[j] = 0;
+    }
+  }
+}
+
+/// dS in place of dP for the block's rows (rows of keysPadded()), from
+/// their probabilities: ds_j = p_j (dp_j - sum_l p_l dp_l) * scale, the
+/// reference's, with masked and padding columns exact zeros.
+AMPC_LOOP_BODY inline void blockScoreGradients(const BlockRanges &block, const float *probs,
+                                               float *dScores) {
+  const AttentionPlan &plan = *block.plan;
+  int64_t ldk = plan.keysPadded();
+  float scale = plan.scale;
+  for (int64_t g = 0; g < block.rows; g += kChainRows) {
+    int n = static_cast<int>(std::min<int64_t>(kChainRows, block.rows - g));
+    const float *p = probs + g * ldk;
+    float *ds = dScores + g * ldk;
+    int64_t keys[kChainRows];
+    float weighted[kChainRows];
+    for (int r = 0; r < n; ++r) {
+      keys[r] = plan.keysBefore(block.row0 + g + r + 1);
+      weighted[r] = 0;
+    }
+    foldRows(
+        n, keys, 0, weighted,
+        [=](int r, int64_t j) AMPC_LOOP_BODY { return p[r * ldk + j] * ds[r * ldk + j]; },
+        [](float s, float x) AMPC_LOOP_BODY { return s + x; });
+    for (int r = 0; r < n; ++r) {
+      const float *pr = p + r * ldk;
+      float *dr = ds + r * ldk, w = weighted[r];
+#pragma omp simd
+      for (int64_t j = 0; j < keys[r]; ++j)
+        dr[j] = pr[j] * (dr[j] - w) * scale;
+      for (int64_t j = keys[r]; j < ldk; ++j)
+        dr[j] = 0;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+template <DType D> void attentionForward(const KernelArgs &args, const AttentionPlan &plan) {
+  const void *qData = args.in(0).data, *kData = args.in(1).data, *vData = args.in(2).data;
+  void *yData = args.out().data;
+  int64_t blocks = plan.blocks();
+  double unitFlops =
+      2.0 * double(plan.blockRows) * double(plan.keyLen) * double(plan.headSize + plan.valueSize);
+  int64_t grain = std::max<int64_t>(1, int64_t(kGrainFlops / std::max(unitFlops, 1.0)));
+  parallelFor(plan.slices * blocks, grain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+    int64_t sq = plan.queryLen, sk = plan.keyLen, d = plan.headSize, dv = plan.valueSize;
+    int64_t skp = plan.keysPadded(), dp = plan.headPadded(), dvp = plan.valuePadded();
+    int64_t br = plan.blockRows;
+    float *keysT = threadScratch(d * skp + sk * dvp + br * (dp + skp + dvp) + d);
+    float *values = keysT + d * skp, *q = values + sk * dvp, *probs = q + br * dp;
+    float *y = probs + br * skp, *rowBuffer = y + br * dvp;
+    int64_t loadedSlice = -1;
+    for (int64_t unit = begin; unit < end; ++unit) {
+      int64_t slice = unit / blocks, row0 = unit % blocks * br;
+      BlockRanges block{&plan, row0, std::min(br, sq - row0)};
+      if (slice != loadedSlice) {
+        widenTransposed<D>(kData, slice * sk * d, sk, d, keysT, skp, rowBuffer);
+        widenRows<D>(vData, slice * sk * dv, sk, dv, values, dvp);
+        loadedSlice = slice;
+      }
+      widenRows<D>(qData, (slice * sq + row0) * d, block.rows, d, q, dp);
+      blockProbabilities(block, q, keysT, probs);
+      gemm({probs, skp, 1}, values, dvp, block.rows, y, dvp, false, block.keysOfQuery(),
+           BlockRanges::columns(dvp));
+      narrowRows<D>(y, dvp, block.rows, dv, yData, (slice * sq + row0) * dv);
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+// Per query block, with P its probabilities and dO its rows of grad_output:
+//   dP = dO v^T,  dS = P (dP - rowsum(P dP)) * scale  (the reference's
+//   ds_j = p_j (dp_j - sum_l p_l dp_l) * scale),
+//   dq = dS k,  dk += dS^T q,  dv += P^T dO.
+template <DType D> void attentionBackward(const KernelArgs &args, const AttentionPlan &plan) {
+  const void *dOutData = args.in(0).data, *qData = args.in(1).data, *kData = args.in(2).data,
+             *vData = args.in(3).data;
+  void *dqData = args.out(0).data, *dkData = args.out(1).data, *dvData = args.out(2).data;
+  double sliceFlops =
+      6.0 * double(plan.queryLen) * double(plan.keyLen) * double(plan.headSize + plan.valueSize);
+  int64_t grain = std::max<int64_t>(1, int64_t(kGrainFlops / std::max(sliceFlops, 1.0)));
+  parallelFor(plan.slices, grain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+    int64_t sq = plan.queryLen, sk = plan.keyLen, d = plan.headSize, dv = plan.valueSize;
+    int64_t skp = plan.keysPadded(), dp = plan.headPadded(), dvp = plan.valuePadded();
+    int64_t br = plan.blockRows;
+    // Per slice: k (rows and transposed), v^T, and the dk, dv sums; per
+    // block: q, dO, P, dS and dq.
+    int64_t sliceFloats = sk * dp + d * skp + dv * skp + sk * dp + sk * dvp;
+    int64_t blockFloats = br * (dp + dvp + 2 * skp + dp);
+    float *keyRows = threadScratch(sliceFloats + blockFloats + std::max(d, dv));
+    float *keysT = keyRows + sk * dp, *valuesT = keysT + d * skp, *dk = valuesT + dv * skp;
+    float *dvSum = dk + sk * dp, *q = dvSum + sk * dvp, *dOut = q + br * dp;
+    float *probs = dOut + br * dvp, *dScores = probs + br * skp, *dq = dScores + br * skp;
+    float *rowBuffer = dq + br * dp;
+    for (int64_t slice = begin; slice < end; ++slice) {
+      widenRows<D>(kData, slice * sk * d, sk, d, keyRows, dp);
+      widenTransposed<D>(kData, slice * sk * d, sk, d, keysT, skp, rowBuffer);
+      widenTransposed<D>(vData, slice * sk * dv, sk, dv, valuesT, skp, rowBuffer);
+      std::fill(dk, dk + sk * dp, 0.0f);
+      std::fill(dvSum, dvSum + sk * dvp, 0.0f);
+      for (int64_t row0 = 0; row0 < sq; row0 += br) {
+        BlockRanges block{&plan, row0, std::min(br, sq - row0)};
+        int64_t rows = block.rows;
+        widenRows<D>(qData, (slice * sq + row0) * d, rows, d, q, dp);
+        widenRows<D>(dOutData, (slice * sq + row0) * dv, rows, dv, dOut, dvp);
+        blockProbabilities(block, q, keysT, probs);
+        // dP, then dS in place.
+        gemm({dOut, dvp, 1}, valuesT, skp, rows, dScores, skp, false, BlockRanges::dense(dv),
+             block.seenKeyColumns());
+        blockScoreGradients(block, probs, dScores);
+        gemm({dScores, skp, 1}, keyRows, dp, rows, dq, dp, false, block.keysOfQuery(),
+             BlockRanges::columns(dp));
+        narrowRows<D>(dq, dp, rows, d, dqData, (slice * sq + row0) * d);
+        // dk and dv: rows are keys (those the block's rows see), the
+        // contracted index the block's query rows.
+        int64_t keysSeen = plan.keysBefore(row0 + rows);
+        gemm({probs, 1, skp}, dOut, dvp, keysSeen, dvSum, dvp, true, block.queriesOfKey(),
+             BlockRanges::columns(dvp));
+        gemm({dScores, 1, skp}, q, dp, keysSeen, dk, dp, true, block.queriesOfKey(),
+             BlockRanges::columns(dp));
+      }
+      narrowRows<D>(dk, dp, sk, d, dkData, slice * sk * d);
+      narrowRows<D>(dvSum, dvp, sk, dv, dvData, slice * sk * dv);
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Preparing
+//===----------------------------------------------------------------------===//
+
+using AttentionFn = void (*)(const KernelArgs &args, const AttentionPlan &plan);
+
+class AttentionKernel final : public LoopKernel {
+public:
+  AttentionKernel(AttentionFn fn, const AttentionPlan &plan) : fn_(fn), plan_(plan) {}
+  void run(const KernelArgs &args) override { fn_(args, plan_); }
+
+private:
+  AttentionFn fn_;
+  AttentionPlan plan_;
+};
+
+/// The plan of attention over the query, key and value operands at `first`
+/// (0 for the forward, 1 for the backward), or nothing for shapes the
+/// reference should run: empty ones.
+std::optional<AttentionPlan> planAttention(const Node &n, unsigned first, bool causal,
+                                           double scaleAttr) {
+  const TensorType &q = n.operand(first)->type(), &k = n.operand(first + 1)->type(),
+                   &v = n.operand(first + 2)->type();
+  unsigned rank = q.rank();
+  AttentionPlan plan;
+  for (int64_t d : q.dims().drop_back(2))
+    plan.slices *= d;
+  plan.queryLen = q.dim(rank - 2);
+  plan.headSize = q.dim(rank - 1);
+  plan.keyLen = k.dim(rank - 2);
+  plan.valueSize = v.dim(rank - 1);
+  if (plan.slices == 0 || plan.queryLen == 0 || plan.keyLen == 0 || plan.headSize == 0 ||
+      plan.valueSize == 0)
+    return std::nullopt;
+  plan.causal = causal;
+  plan.scale = attentionScale<float>(scaleAttr, plan.headSize);
+  int64_t rows = kBlockScores / plan.keysPadded();
+  rows = std::clamp<int64_t>(rows / kTileRows * kTileRows, kTileRows, kMaxBlockRows);
+  plan.blockRows = std::min(rows, plan.queryLen);
+  return plan;
+}
+
+/// True when every operand and result of `n` has dtype `t`.
+bool allOfDType(const Node &n, DType t) {
+  for (const Value *v : n.operands())
+    if (v->dtype() != t)
+      return false;
+  for (unsigned r = 0; r < n.numResults(); ++r)
+    if (n.result(r)->dtype() != t)
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<NodeKernel> prepareLoopAttention(const Node &n) {
+  DType t = n.result()->dtype();
+  attrs::ScaledDotProductAttention a(n);
+  std::optional<AttentionPlan> plan = planAttention(n, 0, a.causal(), a.scale());
+  if (!plan || !allOfDType(n, t))
+    return nullptr;
+  return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    return std::unique_ptr<NodeKernel>(
+        std::make_unique<AttentionKernel>(&attentionForward<D>, *plan));
+  });
+}
+
+std::unique_ptr<NodeKernel> prepareLoopAttentionGrad(const Node &n) {
+  DType t = n.result(0)->dtype();
+  attrs::ScaledDotProductAttentionGrad a(n);
+  std::optional<AttentionPlan> plan = planAttention(n, 1, a.causal(), a.scale());
+  if (!plan || !allOfDType(n, t))
+    return nullptr;
+  return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    return std::unique_ptr<NodeKernel>(
+        std::make_unique<AttentionKernel>(&attentionBackward<D>, *plan));
+  });
+}
+
+} // namespace ampc::kernels::cpu

@@ -10,6 +10,7 @@
 #define AMPC_KERNELS_COMMON_ACTIVATIONMATH_H
 
 #include "ir/HostDevice.h"
+#include "kernels/common/ExpMath.h"
 
 #include <cmath>
 
@@ -24,6 +25,32 @@ template <class T> AMPC_HD inline T geluErfOp(T x) {
   const T invSqrt2 = T(0.70710678118654752440);
   return T(0.5) * x * (T(1) + erf(x * invSqrt2));
 }
+
+/// Phi(x), the standard normal CDF, in f32 from float operations and
+/// portableExp alone: a loop of it vectorizes (libm's erff keeps a loop
+/// scalar: gelu and its gradient were half the transformer's step) and
+/// every backend gets the same bits. Phi(x) = erfc(-x / sqrt 2) / 2, with
+/// erfc(z) for z >= 0 from the Chebyshev fit published by Press et al.
+/// (Numerical Recipes, `erfcc`; fractional error below 1.2e-7 for every
+/// z), so both tails keep their relative accuracy; reflected for x > 0.
+AMPC_HD inline float normalCdf(float x) {
+  float z = (x < 0.0f ? -x : x) * 0.70710678118654752440f;
+  float t = 1.0f / (1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  float halfErfc = 0.5f * t * portableExp(-z * z - 1.26551223f + t * p);
+  return x > 0.0f ? 1.0f - halfErfc : halfErfc;
+}
+
+/// The f32 (and half-type) gelu: x * Phi(x), Phi as above.
+AMPC_HD inline float geluErfOp(float x) { return x * normalCdf(x); }
 
 /// gelu(x) ~ 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): approximate="tanh".
 template <class T> AMPC_HD inline T geluTanhOp(T x) {
@@ -117,6 +144,14 @@ template <class T> AMPC_HD inline T geluErfGradOp(T dy, T x) {
   return dy * (cdf + x * pdf);
 }
 
+/// The f32 (and half-type) d gelu: dy * (Phi(x) + x * phi(x)), Phi from
+/// normalCdf and phi from portableExp, so the loop vectorizes.
+AMPC_HD inline float geluErfGradOp(float dy, float x) {
+  const float invSqrt2Pi = 0.39894228040143267794f;
+  float pdf = invSqrt2Pi * portableExp(-0.5f * x * x);
+  return dy * (normalCdf(x) + x * pdf);
+}
+
 /// d gelu (tanh form), the derivative of geluTanhOp written as ATen writes it:
 /// 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
 template <class T> AMPC_HD inline T geluTanhGradOp(T dy, T x) {
@@ -175,6 +210,13 @@ struct GeluFn {
   template <class T> AMPC_HD T grad(T dy, T x) const {
     return tanhForm ? geluTanhGradOp(dy, x) : geluErfGradOp(dy, x);
   }
+};
+
+/// GeluFn's erf form alone: the cpu loops use it for a node whose form is
+/// erf, so that the loop has no tanh call in it and vectorizes.
+struct GeluErfFn {
+  template <class T> AMPC_HD T operator()(T x) const { return geluErfOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return geluErfGradOp(dy, x); }
 };
 
 struct SigmoidFn {

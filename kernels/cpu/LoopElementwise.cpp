@@ -403,16 +403,26 @@ std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n) {
   });
 }
 
-// The pointwise ops of ir/Pointwise.def. gelu, sigmoid and tanh call libm's
-// erf, tanh and exp per element, as the reference does (the same scalar
-// functions, so the same bits): the threads speed them up, vectors do not.
+// The pointwise ops of ir/Pointwise.def. sigmoid, tanh and gelu's tanh form
+// call libm's exp and tanh per element, as the reference does (the same
+// scalar functions, so the same bits): the threads speed them up, vectors
+// do not. gelu's erf form (and its gradient) in f32 and the half types is
+// float arithmetic and portableExp alone (normalCdf in ActivationMath.h),
+// shared with the reference, so its loops vectorize with the same bits.
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopUnary(const Node &n) {
+  // gelu's erf form without the tanh form's libm call in the loop.
+  if constexpr (std::is_same_v<Fn, GeluFn>)
+    if (!makeElementFn<GeluFn>(n).tanhForm)
+      return prepareSameDTypeUnary(n, GeluErfFn{});
   return prepareSameDTypeUnary(n, makeElementFn<Fn>(n));
 }
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopGrad(const Node &n) {
   // The backward ops' operands have the result's shape; prepareBinary sees that.
+  if constexpr (std::is_same_v<Fn, GeluFn>)
+    if (!makeElementFn<GeluFn>(n).tanhForm)
+      return prepareBinary(n, GradOf<GeluErfFn>{GeluErfFn{}});
   return prepareBinary(n, makeGradFn<Fn>(n));
 }
 

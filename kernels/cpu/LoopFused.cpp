@@ -21,6 +21,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace ampc::kernels::cpu {
 namespace {
@@ -75,12 +76,21 @@ struct Stage {
 using namespace elem;
 using StageMaker = void (*)(const Node &n, DType t, Stage &st);
 
-template <class Fn> void sameDTypeUnary(const Node &n, DType t, Stage &st) {
-  st.functor.set(makeElementFn<Fn>(n));
+template <class Fn> void sameDTypeUnaryWith(DType t, Stage &st, const Fn &f) {
+  st.functor.set(f);
   st.fn = dispatchLoopFloat(t, StageFn(nullptr), [](auto tag) {
     constexpr DType D = decltype(tag)::value;
     return StageFn(&unaryStage<D, D, Fn>);
   });
+}
+
+template <class Fn> void sameDTypeUnary(const Node &n, DType t, Stage &st) {
+  // gelu's erf form without the tanh form's libm call in the loop, which
+  // would keep it scalar (as prepareLoopUnary does).
+  if constexpr (std::is_same_v<Fn, GeluFn>)
+    if (!makeElementFn<GeluFn>(n).tanhForm)
+      return sameDTypeUnaryWith(t, st, GeluErfFn{});
+  sameDTypeUnaryWith(t, st, makeElementFn<Fn>(n));
 }
 
 template <class Fn> void sameDTypeBinaryWith(DType t, Stage &st, const Fn &f) {
@@ -95,6 +105,9 @@ template <class Fn> void sameDTypeBinary(const Node &n, DType t, Stage &st) {
 }
 
 template <class Fn> void sameDTypeGrad(const Node &n, DType t, Stage &st) {
+  if constexpr (std::is_same_v<Fn, GeluFn>)
+    if (!makeElementFn<GeluFn>(n).tanhForm)
+      return sameDTypeBinaryWith(t, st, GradOf<GeluErfFn>{GeluErfFn{}});
   sameDTypeBinaryWith(t, st, makeGradFn<Fn>(n));
 }
 

@@ -14,6 +14,8 @@
 // The thread count is OpenMP's (OMP_NUM_THREADS); the script sets it.
 //
 //===----------------------------------------------------------------------===//
+#include "ProgramTiming.h"
+
 #include "ir/Builder.h"
 #include "ir/OpRegistry.h"
 #include "kernels/common/Storage.h"
@@ -24,9 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -54,25 +54,8 @@ double medianLinearMs(DType dtype, int64_t m, int64_t k, int64_t n, int reps) {
     diag.print(llvm::errs());
     return -1;
   }
-  // Values in [-1, 1): no denormals, no infinities to slow anything down.
-  std::mt19937 rng(0);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  for (Value *in : {x, w}) {
-    void *data = program->data(in);
-    for (int64_t i = 0; i < in->type().numElements(); ++i)
-      kernels::storeFromDouble(dtype, data, i, uniform(rng));
-  }
-  for (int i = 0; i < 2; ++i)
-    program->run(0);
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    program->run(0);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                     .count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  bench::fillInputs(*program, {x, w});
+  return bench::medianRunMs(*program, reps);
 }
 
 } // namespace

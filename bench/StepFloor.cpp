@@ -27,6 +27,8 @@
 // The thread count is OpenMP's (OMP_NUM_THREADS); the script sets it.
 //
 //===----------------------------------------------------------------------===//
+#include "ProgramTiming.h"
+
 #include "frontends/yaml/ModelLoader.h"
 #include "ir/Builder.h"
 #include "ir/OpRegistry.h"
@@ -45,7 +47,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -74,25 +75,8 @@ double timeAlone(const Node &n, Backend &backend, int reps) {
   std::unique_ptr<Program> program = Program::compile(g, backend, diag);
   if (!program)
     return -1;
-  // Values in [-1, 1): no denormals or infinities to slow anything down.
-  std::mt19937 rng(0);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  for (Value *in : operands) {
-    void *data = program->data(in);
-    bool floating = isFloating(in->dtype());
-    for (int64_t i = 0; i < in->type().numElements(); ++i)
-      kernels::storeFromDouble(in->dtype(), data, i, floating ? uniform(rng) : 0.0);
-  }
-  for (int i = 0; i < 2; ++i)
-    program->run(0);
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    program->run(0);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                     .count());
-  }
-  return medianMs(ms);
+  bench::fillInputs(*program, operands);
+  return bench::medianRunMs(*program, reps);
 }
 
 /// The key of what a node computes alone: op, operand types, attributes.

@@ -15,6 +15,8 @@
 #include "ir/Graph.h"
 #include "ir/OpAttrs.h"
 
+#include <type_traits>
+
 namespace ampc::kernels {
 
 /// The node whose attributes a functor reads: a Node, or a KernelArgs' node.
@@ -50,6 +52,16 @@ template <> struct ElementFnState<ScaleFn> {
 /// The functor Fn of a node (`attrs`: a Node or KernelArgs).
 template <class Fn, class Attrs> Fn makeElementFn(const Attrs &attrs) {
   return ElementFnState<Fn>::make(attrNode(attrs));
+}
+
+/// Calls use(f) with node `n`'s element functor: Fn's, except that gelu's
+/// erf form is GeluErfFn, so that a loop over it has no call of the tanh
+/// form's libm function in it and vectorizes. Returns what `use` returns.
+template <class Fn, class Use> decltype(auto) withElementFn(const Node &n, Use &&use) {
+  if constexpr (std::is_same_v<Fn, GeluFn>)
+    if (!makeElementFn<GeluFn>(n).tanhForm)
+      return use(GeluErfFn{});
+  return use(makeElementFn<Fn>(n));
 }
 
 /// The backward functor of activation Fn's backward node (which carries the

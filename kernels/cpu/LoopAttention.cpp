@@ -572,17 +572,6 @@ std::optional<AttentionPlan> planAttention(const Node &n, unsigned first, bool c
   return plan;
 }
 
-/// True when every operand and result of `n` has dtype `t`.
-bool allOfDType(const Node &n, DType t) {
-  for (const Value *v : n.operands())
-    if (v->dtype() != t)
-      return false;
-  for (unsigned r = 0; r < n.numResults(); ++r)
-    if (n.result(r)->dtype() != t)
-      return false;
-  return true;
-}
-
 } // namespace
 
 std::unique_ptr<NodeKernel> prepareLoopAttention(const Node &n) {

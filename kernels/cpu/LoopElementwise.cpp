@@ -28,17 +28,6 @@
 namespace ampc::kernels::cpu {
 namespace {
 
-/// True when every operand and result of `n` has dtype `t`.
-bool allOfDType(const Node &n, DType t) {
-  for (const Value *v : n.operands())
-    if (v->dtype() != t)
-      return false;
-  for (unsigned r = 0; r < n.numResults(); ++r)
-    if (n.result(r)->dtype() != t)
-      return false;
-  return true;
-}
-
 //===----------------------------------------------------------------------===//
 // Unary maps: out[i] = f(in[i])
 //===----------------------------------------------------------------------===//
@@ -411,19 +400,12 @@ std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n) {
 // shared with the reference, so its loops vectorize with the same bits.
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopUnary(const Node &n) {
-  // gelu's erf form without the tanh form's libm call in the loop.
-  if constexpr (std::is_same_v<Fn, GeluFn>)
-    if (!makeElementFn<GeluFn>(n).tanhForm)
-      return prepareSameDTypeUnary(n, GeluErfFn{});
-  return prepareSameDTypeUnary(n, makeElementFn<Fn>(n));
+  return withElementFn<Fn>(n, [&](auto f) { return prepareSameDTypeUnary(n, f); });
 }
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopGrad(const Node &n) {
   // The backward ops' operands have the result's shape; prepareBinary sees that.
-  if constexpr (std::is_same_v<Fn, GeluFn>)
-    if (!makeElementFn<GeluFn>(n).tanhForm)
-      return prepareBinary(n, GradOf<GeluErfFn>{GeluErfFn{}});
-  return prepareBinary(n, makeGradFn<Fn>(n));
+  return withElementFn<Fn>(n, [&](auto f) { return prepareBinary(n, GradOf<decltype(f)>{f}); });
 }
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopBinary(const Node &n) {

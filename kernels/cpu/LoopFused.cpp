@@ -85,12 +85,7 @@ template <class Fn> void sameDTypeUnaryWith(DType t, Stage &st, const Fn &f) {
 }
 
 template <class Fn> void sameDTypeUnary(const Node &n, DType t, Stage &st) {
-  // gelu's erf form without the tanh form's libm call in the loop, which
-  // would keep it scalar (as prepareLoopUnary does).
-  if constexpr (std::is_same_v<Fn, GeluFn>)
-    if (!makeElementFn<GeluFn>(n).tanhForm)
-      return sameDTypeUnaryWith(t, st, GeluErfFn{});
-  sameDTypeUnaryWith(t, st, makeElementFn<Fn>(n));
+  withElementFn<Fn>(n, [&](auto f) { sameDTypeUnaryWith(t, st, f); });
 }
 
 template <class Fn> void sameDTypeBinaryWith(DType t, Stage &st, const Fn &f) {
@@ -105,10 +100,7 @@ template <class Fn> void sameDTypeBinary(const Node &n, DType t, Stage &st) {
 }
 
 template <class Fn> void sameDTypeGrad(const Node &n, DType t, Stage &st) {
-  if constexpr (std::is_same_v<Fn, GeluFn>)
-    if (!makeElementFn<GeluFn>(n).tanhForm)
-      return sameDTypeBinaryWith(t, st, GradOf<GeluErfFn>{GeluErfFn{}});
-  sameDTypeBinaryWith(t, st, makeGradFn<Fn>(n));
+  withElementFn<Fn>(n, [&](auto f) { sameDTypeBinaryWith(t, st, GradOf<decltype(f)>{f}); });
 }
 
 StageFn castStage(DType from, DType to) {

@@ -61,6 +61,17 @@ namespace ampc::kernels::cpu {
 /// fallback (see isLoopKernel in LoopKernels.h).
 class LoopKernel : public NodeKernel {};
 
+/// True when every operand and result of `n` has dtype `t`.
+inline bool allOfDType(const Node &n, DType t) {
+  for (const Value *v : n.operands())
+    if (v->dtype() != t)
+      return false;
+  for (unsigned r = 0; r < n.numResults(); ++r)
+    if (n.result(r)->dtype() != t)
+      return false;
+  return true;
+}
+
 /// An element functor kept as bytes (its per-node state: scale's factor,
 /// gelu's approximation), so that one function pointer type serves every
 /// functor.

@@ -32,8 +32,11 @@ bool computedEachStep(NodeRole role) {
 StepRecorder::StepRecorder(const ampc::Program &program, std::function<void(RecordedValue &&)> sink)
     : program_(program), sink_(std::move(sink)), keys_(computeStructuralKeys(program.graph())) {
   const ampc::Graph &g = program.graph();
+  // A model retyped by Model::widenToF64 has f64 inputs; its values are
+  // kept as doubles.
   wide_ =
       llvm::any_of(g.inputs(), [](const ampc::Value *v) { return v->dtype() == ampc::DType::F64; });
+  level_ = wide_ ? "f64" : optLevelOf(g);
   // The loss scale stands in for autodiff's unit seed: what the backward
   // pass computes from it is scaled (looked at through casts).
   for (const ampc::Value *v : g.state())

@@ -89,6 +89,8 @@ public:
   StepRecorder(const ampc::Program &program, std::function<void(RecordedValue &&)> sink);
   void observe(unsigned position);
   double lossScale() const { return lossScale_; }
+  /// "O0".."O3", or "f64" for a model retyped by Model::widenToF64.
+  const std::string &level() const { return level_; }
 
 private:
   const ampc::Program &program_;
@@ -98,6 +100,7 @@ private:
   llvm::DenseSet<const ampc::Value *> scaled_;
   double lossScale_ = 1;
   bool wide_ = false; ///< an f64 program: values kept as doubles
+  std::string level_;
 };
 
 /// Measures a level's values, one at a time, against a reference record

@@ -591,13 +591,6 @@ Status runObservedSteps(Program::Impl &p, DataSource &source, int64_t steps,
   return err.empty() ? Status() : Status::error(err);
 }
 
-/// "O0".."O3", or "f64" for a model retyped by Model::widenToF64.
-std::string levelName(const Graph &g) {
-  bool wide =
-      llvm::any_of(g.inputs(), [](const ampc::Value *v) { return v->dtype() == ampc::DType::F64; });
-  return wide ? "f64" : optLevelOf(g);
-}
-
 Status checkRecordable(const Program::Impl &p, const char *what) {
   if (p.model->rewritten != Stage::Train)
     return Status::error(std::string(what) +
@@ -644,7 +637,7 @@ Result<StepRecord> Program::recordStep(const DataSpec &data) {
                                   [&](unsigned position) { recorder.observe(position); });
       !s)
     return s;
-  record.level = levelName(impl_->graph());
+  record.level = recorder.level();
   record.device = device();
   record.lossScale = recorder.lossScale();
   return record;
@@ -664,7 +657,7 @@ Result<ComparisonReport> Program::compareStep(const StepRecord &reference, const
                                   [&](unsigned position) { recorder.observe(position); });
       !s)
     return s;
-  return builder.finish(levelName(impl_->graph()), recorder.lossScale());
+  return builder.finish(recorder.level(), recorder.lossScale());
 }
 
 Status Program::writeTrace(const std::string &path, bool writeThrough) const {

@@ -78,6 +78,9 @@ public:
   /// Memory the kernel holds between runs outside the program's arenas (say,
   /// weights kept reordered; TensorArg::stableVersion), in bytes.
   virtual uint64_t heldBytes() const { return 0; }
+  /// True for a device backend's host fallback: the op runs on host copies
+  /// of its operands (slow; Program::deviceActivity counts them).
+  virtual bool runsOnHost() const { return false; }
 };
 
 class FunctionKernel final : public NodeKernel {

@@ -16,6 +16,14 @@
 
 namespace ampc {
 
+/// How a device backend issued one step (Backend::runStep).
+enum class StepLaunch {
+  Direct,   ///< a host backend: the kernels ran as they were called
+  Eager,    ///< launched one by one
+  Captured, ///< launched one by one while being captured into a CUDA graph
+  Replayed, ///< one launch of a graph captured earlier
+};
+
 /// A backend binds each node to a kernel at compile time and owns the memory
 /// its arenas live in. The reference and fast CPU backends use host memory;
 /// the CUDA backend device memory.
@@ -80,10 +88,12 @@ public:
   /// kernels of the schedule positions `positions` (those the cast cache did
   /// not serve) and the state-update copies. A device backend may capture
   /// what `issue` launches once and replay it while the same positions run
-  /// (CUDA graphs); `step` is the step number kernels see.
-  virtual void runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
-                       llvm::function_ref<void()> issue) {
+  /// (CUDA graphs); `step` is the step number kernels see. Says how it ran
+  /// the step.
+  virtual StepLaunch runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
+                             llvm::function_ref<void()> issue) {
     issue();
+    return StepLaunch::Direct;
   }
   /// `program` is going away: drop what runStep kept for it.
   virtual void forgetProgram(const void *program) {}

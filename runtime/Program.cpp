@@ -49,6 +49,12 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
                                 dtypeName(v->dtype()));
         break;
       }
+    if (kernel->runsOnHost()) {
+      DeviceActivity &a = p->deviceActivity_;
+      ++a.hostFallbackNodes;
+      if (!llvm::is_contained(a.hostFallbackOps, n.opName().str()))
+        a.hostFallbackOps.push_back(n.opName().str());
+    }
     p->schedule_.push_back(&n);
     p->kernels_.push_back(std::move(kernel));
   }
@@ -84,6 +90,13 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
     std::memset(p->persistent_ + p->plan_.persistentBytes, kGuardByte, kArenaGuard);
     std::memset(p->step_, kUntouchedByte, p->plan_.stepBytes);
     std::memset(p->step_ + p->plan_.stepBytes, kGuardByte, kArenaGuard);
+  } else {
+    // Device arenas get the same guards, written and read back through the
+    // copy hooks (measure()).
+    char guard[kArenaGuard];
+    std::memset(guard, kGuardByte, kArenaGuard);
+    backend.copyToBackend(p->persistent_ + p->plan_.persistentBytes, guard, kArenaGuard);
+    backend.copyToBackend(p->step_ + p->plan_.stepBytes, guard, kArenaGuard);
   }
 
   p->castCache_.init(g, p->schedule_, opts.castCache);
@@ -229,7 +242,13 @@ void *Program::data(const Value *v) {
   return hostView(v, /*writable=*/true);
 }
 
-void *Program::hostView(const Value *v, bool writable) const {
+void *Program::dataToOverwrite(const Value *v) {
+  if (v->isState())
+    castCache_.bump(v);
+  return hostView(v, /*writable=*/true, /*overwrite=*/true);
+}
+
+void *Program::hostView(const Value *v, bool writable, bool overwrite) const {
   void *stored = storage(v);
   if (backend_.hostAccessible())
     return stored;
@@ -238,7 +257,7 @@ void *Program::hostView(const Value *v, bool writable) const {
   if (!copy.bytes)
     copy.bytes = std::make_unique<char[]>(bytes ? bytes : 1);
   // A copy handed out writable holds the newest value until it is sent.
-  if (!copy.pendingWrite)
+  if (!copy.pendingWrite && !(overwrite && (v->isInput() || v->isState())))
     backend_.copyToHost(copy.bytes.get(), stored, bytes);
   // Only inputs and state are written by the host: a step-arena result may
   // share its bytes with an input, so it is never sent back.
@@ -405,7 +424,7 @@ void Program::run(uint64_t step) {
   llvm::ArrayRef<StateUpdate> updates = graph_.stateUpdates();
   auto skipped = [&](size_t u) { return skippableBy_[u] >= 0 && stateUnchanged_[skippableBy_[u]]; };
   // The backend runs this (or replays what it captured of it earlier).
-  backend_.runStep(this, step, positions_, [&] {
+  StepLaunch launch = backend_.runStep(this, step, positions_, [&] {
     kernels::KernelArgs args;
     args.step = step;
     args.runSeed = runSeed_;
@@ -427,6 +446,19 @@ void Program::run(uint64_t step) {
                             static_cast<size_t>(updates[u].state->type().sizeInBytes()));
     }
   });
+  switch (launch) {
+  case StepLaunch::Direct:
+    break;
+  case StepLaunch::Eager:
+    ++deviceActivity_.eagerSteps;
+    break;
+  case StepLaunch::Captured:
+    ++deviceActivity_.capturedSteps;
+    break;
+  case StepLaunch::Replayed:
+    ++deviceActivity_.replayedSteps;
+    break;
+  }
   for (size_t u = 0; u < updates.size(); ++u)
     if (!skipped(u))
       castCache_.bump(updates[u].state);
@@ -444,8 +476,16 @@ MeasuredMemory Program::measure() const {
   m.allocatedBytes = allocatedBytes_;
   for (const auto &k : kernels_)
     m.kernelHeldBytes += k->heldBytes();
-  if (!backend_.hostAccessible())
+  if (!backend_.hostAccessible()) {
+    char guards[2][kArenaGuard];
+    backend_.copyToHost(guards[0], persistent_ + plan_.persistentBytes, kArenaGuard);
+    backend_.copyToHost(guards[1], step_ + plan_.stepBytes, kArenaGuard);
+    for (const char *guard : guards)
+      for (uint64_t i = 0; i < kArenaGuard; ++i)
+        if (static_cast<unsigned char>(guard[i]) != kGuardByte)
+          m.guardsIntact = false;
     return m;
+  }
   for (uint64_t i = plan_.stepBytes; i > 0; --i)
     if (static_cast<unsigned char>(step_[i - 1]) != kUntouchedByte) {
       m.touchedStepBytes = i;

@@ -69,6 +69,17 @@ struct MeasuredMemory {
   uint64_t kernelHeldBytes = 0;
 };
 
+/// What a device backend did with a Program (all zero on a host backend):
+/// the nodes that run on the host fallback, and how its steps were issued.
+/// Tests assert "no host fallback, graph replayed"; `ampc --device cuda`
+/// prints it.
+struct DeviceActivity {
+  unsigned hostFallbackNodes = 0;
+  /// The op names of those nodes, each once, in schedule order.
+  std::vector<std::string> hostFallbackOps;
+  uint64_t eagerSteps = 0, capturedSteps = 0, replayedSteps = 0;
+};
+
 class Program {
 public:
   /// Verifies the graph is runnable on `backend` (a kernel for every node, a
@@ -99,6 +110,10 @@ public:
   /// spare the cache a recomputation).
   void *data(const Value *v);
   void *data(const Value *v) const { return hostView(v, /*writable=*/false); }
+  /// Like the non-const data(), for a caller that overwrites every byte (a
+  /// batch bound to an input): on a device backend the current value is not
+  /// fetched first, only the new one sent before the next step.
+  void *dataToOverwrite(const Value *v);
 
   /// Runs one step: every node in schedule order (cacheable casts of state
   /// whose cached result is current are skipped; a fused elementwise chain
@@ -120,6 +135,7 @@ public:
   /// Chains of elementwise nodes that run as one kernel
   /// (CompileOptions::fuseElementwise), and the nodes in them.
   unsigned fusedChains() const { return fusedChains_; }
+  const DeviceActivity &deviceActivity() const { return deviceActivity_; }
   unsigned fusedNodes() const { return fusedNodes_; }
 
   /// Profiling: with it on, run() times every kernel it calls (host wall
@@ -164,7 +180,7 @@ private:
   /// keeps its bytes between runs, its version (markStableInputs).
   kernels::TensorArg inputArg(const Value *v) const;
   /// data(): storage(v) on host backends, else v's host copy.
-  void *hostView(const Value *v, bool writable) const;
+  void *hostView(const Value *v, bool writable, bool overwrite = false) const;
   /// Device backends: sends host copies handed out writable to the device;
   /// with `release`, frees every host copy afterwards.
   void flushHostWrites(bool release);
@@ -200,6 +216,7 @@ private:
   /// version that counts (CompileOptions::markStableInputs).
   llvm::DenseMap<const Value *, const uint64_t *> stableVersion_;
   unsigned fusedChains_ = 0, fusedNodes_ = 0;
+  DeviceActivity deviceActivity_;
   bool profiling_ = false;
   std::function<void(unsigned)> observer_;
   size_t traceSteps_ = 0;

@@ -48,7 +48,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
-import compare_pytorch as cpu_bench  # noqa: E402  (ModelInfo: the same network from the model file)
+from torch_models import ModelGraph  # noqa: E402  (the same network from the model file)
+import compare_pytorch as cpu_bench  # noqa: E402  (load_yaml)
 
 # Name -> (model file, steps, warm-up, steps in the seed's unit, the unit's name,
 #          seed figures: {mode: (seconds per unit, peak MB or None)}).
@@ -72,19 +73,16 @@ def torch_worker(model_path, mode, steps, warmup):
     torch.backends.cuda.matmul.allow_tf32 = False  # f32 means f32, as ampc's default
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
-    info = cpu_bench.ModelInfo(cpu_bench.load_yaml(model_path))
+    graph = ModelGraph(cpu_bench.load_yaml(model_path))
     dev = torch.device("cuda")
-    model = info.torch_model().to(dev)
-    loss_fn = info.torch_loss()
-    x = torch.randn(info.input_shape, device=dev)
-    if info.target_integral:
-        classes = [a["out_features"] for k, a in info.layers if k == "linear"][-1]
-        y = torch.randint(0, classes, info.target_shape, device=dev)
-    else:
-        y = torch.randn(info.target_shape, device=dev)
+    model = graph.torch_module().to(dev)
+    loss_fn = graph.torch_loss()
+    x, y, _ = graph.torch_inputs()
+    x = {k: v.to(dev) for k, v in x.items()}
+    y = y.to(dev)
     model.train()
-    opt = info.torch_optimizer(model.parameters())
-    scaler = torch.cuda.amp.GradScaler(enabled=(mode == "amp"))
+    opt = graph.torch_optimizer(model.parameters())
+    scaler = torch.amp.GradScaler("cuda", enabled=(mode == "amp"))
     torch.cuda.reset_peak_memory_stats()
     times = []
     loss_value = float("nan")

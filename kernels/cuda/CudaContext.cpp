@@ -36,6 +36,10 @@ std::string errorText(cudnnStatus_t s) {
   return "status " + std::to_string(static_cast<int>(s)) + " (" + cudnnGetErrorString(s) + ")";
 }
 
+static thread_local CudaContext *capturingContext = nullptr;
+
+void setCapture(CudaContext *capture) { capturingContext = capture; }
+
 template <class Status> static void failWith(Status s, const char *what, const Node *node) {
   std::string where;
   if (node) {
@@ -43,7 +47,14 @@ template <class Status> static void failWith(Status s, const char *what, const N
     if (node->numResults())
       where += " (%" + node->result()->name().str() + ")";
   }
-  fatal(std::string(what) + " failed" + where + ": " + errorText(s));
+  std::string message = std::string(what) + " failed" + where + ": " + errorText(s);
+  if (CudaContext *capture = capturingContext; capture && capture->capturing) {
+    if (!capture->captureFailed)
+      capture->captureError = message;
+    capture->captureFailed = true;
+    return;
+  }
+  fatal(message);
 }
 
 void check(cudaError_t e, const char *what, const Node *node) {
@@ -66,8 +77,10 @@ void check(cudnnStatus_t s, const char *what, const Node *node) {
 bool CudaContext::reserveWorkspace(size_t bytes, std::string &err) {
   if (bytes <= workspaceBytes)
     return true;
+  // Not freed: a captured graph of an earlier Program may use it (the lazily
+  // built eval program after a captured train step, say).
   if (workspace)
-    check(cudaFree(workspace), "cudaFree (workspace)");
+    retiredWorkspaces.push_back(workspace);
   workspace = nullptr;
   workspaceBytes = 0;
   cudaError_t e = cudaMalloc(&workspace, bytes);

@@ -26,8 +26,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ampc::cuda {
+
+struct CudaContext;
 
 [[noreturn]] void fatal(const std::string &message);
 
@@ -35,10 +38,14 @@ std::string errorText(cudaError_t e);
 std::string errorText(cublasStatus_t s);
 std::string errorText(cudnnStatus_t s);
 
-/// Exits with a message naming `what` (and `node`, when given) unless ok.
+/// Exits with a message naming `what` (and `node`, when given) unless ok;
+/// while `capture` (setCapture) is capturing a step, records the failure in
+/// it instead (the step is then run eagerly).
 void check(cudaError_t e, const char *what, const Node *node = nullptr);
 void check(cublasStatus_t s, const char *what, const Node *node = nullptr);
 void check(cudnnStatus_t s, const char *what, const Node *node = nullptr);
+/// The context whose capture check() reports to on this thread (null: none).
+void setCapture(CudaContext *capture);
 
 struct CudaContext {
   int device = 0;
@@ -53,12 +60,20 @@ struct CudaContext {
   /// Shared cuDNN workspace, grown at compile time (never during a step).
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  /// Workspaces outgrown since: CUDA graphs captured earlier still point
+  /// into them, so they live as long as the backend.
+  std::vector<void *> retiredWorkspaces;
   bool allowTf32 = false;
   /// Set while a step is being captured into a CUDA graph: a node kernel
   /// that cannot be captured (the host fallback) sets captureFailed and
   /// does nothing; the backend then runs the step eagerly.
   bool capturing = false;
   bool captureFailed = false;
+  /// The first failure check() saw during the capture: while capturing, a
+  /// failing call is recorded here instead of ending the process, and the
+  /// backend falls back to running the step eagerly, where a real error is
+  /// then reported against its op.
+  std::string captureError;
 
   kernels::cuda::Launch launch() const { return {stream, deviceStep}; }
   /// Makes the shared workspace at least `bytes` (compile time only).

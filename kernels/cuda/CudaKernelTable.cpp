@@ -259,6 +259,52 @@ std::unique_ptr<kernels::NodeKernel> updateKernel(CudaContext &ctx, const Node &
               });
 }
 
+/// batchnorm2d (x, weight, bias, running_mean, running_var -> y[, new_mean,
+/// new_var]) and batchnorm2d_grad (dy, x, weight, running_mean, running_var
+/// -> dx, dweight, dbias) on our kernels.
+std::unique_ptr<kernels::NodeKernel> batchNormKernel(CudaContext &ctx, const Node &n) {
+  bool backward = n.kind() == OpKind::BatchNorm2dGrad;
+  const TensorType &x = n.operand(backward ? 1 : 0)->type();
+  DType t = x.dtype();
+  if (!floating(t) || x.rank() != 4 || (backward && n.operand(0)->dtype() != t) ||
+      n.result(0)->dtype() != t || n.numResults() < (backward ? 3u : 1u))
+    return nullptr;
+  for (const Value *v : n.operands().drop_front(backward ? 2 : 1))
+    if (!floating(v->dtype()))
+      return nullptr;
+  kc::BatchNormShape s;
+  s.batch = x.dims()[0];
+  s.channels = x.dims()[1];
+  s.plane = x.dims()[2] * x.dims()[3];
+  s.eps = attrs::BatchNorm2d(n).eps();
+  s.momentum = backward ? 0 : attrs::BatchNorm2d(n).momentum();
+  s.training = attrs::BatchNorm2d(n).training();
+  bool updatesRunning = !backward && s.training && n.numResults() >= 3;
+  auto scratch = std::make_shared<DeviceScratch>(kc::batchNormScratchBytes(s.channels), n);
+  if (backward)
+    return make(ctx, n, [t, s, scratch](const KernelArgs &a, const kc::Launch &l) {
+      kc::BatchNormParams p;
+      p.weight = tensorOf(a.in(2));
+      p.runningMean = tensorOf(a.in(3));
+      p.runningVar = tensorOf(a.in(4));
+      p.dWeight = mutableOf(a.out(1));
+      p.dBias = mutableOf(a.out(2));
+      return kc::batchNormGrad(l, t, a.in(0).data, a.in(1).data, p, a.out(0).data, s, scratch->ptr);
+    });
+  return make(ctx, n, [t, s, scratch, updatesRunning](const KernelArgs &a, const kc::Launch &l) {
+    kc::BatchNormParams p;
+    p.weight = tensorOf(a.in(1));
+    p.bias = tensorOf(a.in(2));
+    p.runningMean = tensorOf(a.in(3));
+    p.runningVar = tensorOf(a.in(4));
+    if (updatesRunning) {
+      p.newMean = mutableOf(a.out(1));
+      p.newVar = mutableOf(a.out(2));
+    }
+    return kc::batchNorm(l, t, a.in(0).data, p, a.out(0).data, s, scratch->ptr);
+  });
+}
+
 } // namespace
 
 std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const Node &n) {
@@ -286,9 +332,15 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   case OpKind::Conv2d:
   case OpKind::Conv2dGradInput:
   case OpKind::Conv2dGradWeight:
+    return prepareCudnnKernel(ctx, n);
+  // cuDNN where its legacy API takes the dtypes (f32/f16 x, f32
+  // statistics), else ours (BatchNorm.cu): bf16, half parameters, eval-mode
+  // backward, small eps.
   case OpKind::BatchNorm2d:
   case OpKind::BatchNorm2dGrad:
-    return prepareCudnnKernel(ctx, n);
+    if (std::unique_ptr<kernels::NodeKernel> k = prepareCudnnKernel(ctx, n))
+      return k;
+    return batchNormKernel(ctx, n);
 
   case OpKind::LayerNorm: {
     DType t = inType(0).dtype();

@@ -143,6 +143,32 @@ cudaError_t globalAvgPool(const Launch &l, DType t, const void *x, void *y, int6
 cudaError_t globalAvgPoolGrad(const Launch &l, DType t, const void *dy, void *dx, int64_t planes,
                               int64_t planeSize);
 
+// --- Batch normalization (NCHW; BatchNorm.cu) -------------------------------------
+/// The shapes and attributes of batchnorm2d / batchnorm2d_grad.
+struct BatchNormShape {
+  int64_t batch = 0, channels = 0, plane = 0;
+  double eps = 1e-5, momentum = 0.1;
+  bool training = true;
+};
+/// The per-channel tensors, each in its own dtype (f32 under a half input
+/// with keep_batchnorm_fp32, else the input's): weight, bias and the running
+/// statistics; newMean/newVar (forward, training; null data: not written)
+/// and dWeight/dBias (backward).
+struct BatchNormParams {
+  Tensor weight, bias, runningMean, runningVar;
+  MutableTensor newMean, newVar, dWeight, dBias;
+};
+/// Scratch for either direction: four doubles per channel.
+size_t batchNormScratchBytes(int64_t channels);
+/// y = normalizeAffine(x) with the batch statistics (training, updating the
+/// running ones into newMean/newVar) or the running statistics (eval).
+cudaError_t batchNorm(const Launch &l, DType t, const void *x, const BatchNormParams &p, void *y,
+                      const BatchNormShape &s, void *scratch);
+/// dx (through the batch statistics when training), dWeight = sum dy * xhat,
+/// dBias = sum dy; the statistics recomputed from x.
+cudaError_t batchNormGrad(const Launch &l, DType t, const void *dy, const void *x,
+                          const BatchNormParams &p, void *dx, const BatchNormShape &s,
+                          void *scratch);
 // --- Layer normalization ----------------------------------------------------------
 
 /// Scratch for layerNormGrad: per-row statistics.

@@ -188,11 +188,21 @@ public:
   }
 
 private:
-  /// The first successful result, preferring deterministic algorithms.
-  template <class Perf> static const Perf *pick(const Perf *results, int count) {
+  /// Whether an algorithm's math type keeps this convolution's precision:
+  /// f32 without AMPC_CUDA_TF32 must not round operands to TF32 (tensor-op
+  /// math on f32 data does, and ALLOW_CONVERSION rounds f32 to half).
+  bool mathAllowed(cudnnMathType_t math) const {
+    if (dtype_ == DType::F64 || (dtype_ == DType::F32 && !ctx_.allowTf32))
+      return math == CUDNN_DEFAULT_MATH || math == CUDNN_FMA_MATH;
+    return math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || isHalfType(dtype_);
+  }
+
+  /// The first successful result whose math type is allowed, preferring
+  /// deterministic algorithms.
+  template <class Perf> const Perf *pick(const Perf *results, int count) const {
     const Perf *any = nullptr;
     for (int r = 0; r < count; ++r) {
-      if (results[r].status != CUDNN_STATUS_SUCCESS)
+      if (results[r].status != CUDNN_STATUS_SUCCESS || !mathAllowed(results[r].mathType))
         continue;
       if (results[r].determinism == CUDNN_DETERMINISTIC)
         return &results[r];
@@ -200,6 +210,13 @@ private:
         any = &results[r];
     }
     return any;
+  }
+
+  /// The descriptor runs with the math type its algorithm was chosen for
+  /// (cuDNN's heuristics report one per algorithm; a descriptor left at
+  /// another may select a different kernel or fail).
+  bool setMath(cudnnMathType_t math, const Node &n) {
+    return ok(cudnnSetConvolutionMathType(conv_, math), "cudnnSetConvolutionMathType", n);
   }
 
   bool chooseAlgorithm(const Node &n) {
@@ -217,6 +234,8 @@ private:
       if (!best)
         return false;
       forwardAlgo_ = best->algo;
+      if (!setMath(best->mathType, n))
+        return false;
       if (!ok(cudnnGetConvolutionForwardWorkspaceSize(ctx_.cudnn, x_, w_, conv_, y_, forwardAlgo_,
                                                       &bytes),
               "cudnnGetConvolutionForwardWorkspaceSize", n))
@@ -233,6 +252,8 @@ private:
       if (!best)
         return false;
       dataAlgo_ = best->algo;
+      if (!setMath(best->mathType, n))
+        return false;
       if (!ok(cudnnGetConvolutionBackwardDataWorkspaceSize(ctx_.cudnn, w_, y_, conv_, x_, dataAlgo_,
                                                            &bytes),
               "cudnnGetConvolutionBackwardDataWorkspaceSize", n))
@@ -249,6 +270,8 @@ private:
       if (!best)
         return false;
       filterAlgo_ = best->algo;
+      if (!setMath(best->mathType, n))
+        return false;
       if (!ok(cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx_.cudnn, x_, y_, conv_, w_,
                                                              filterAlgo_, &bytes),
               "cudnnGetConvolutionBackwardFilterWorkspaceSize", n))

@@ -19,6 +19,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -82,6 +83,11 @@ CudaOptions CudaOptions::fromEnvironment() {
   };
   o.allowTf32 = flag("AMPC_CUDA_TF32", false);
   o.cudaGraphs = flag("AMPC_CUDA_GRAPHS", true);
+  // CUDA_LAUNCH_BLOCKING=1 asks the driver for the same: errors at the
+  // launch that caused them.
+  o.syncEachNode = flag("AMPC_CUDA_SYNC", false) || flag("CUDA_LAUNCH_BLOCKING", false);
+  if (o.syncEachNode)
+    o.cudaGraphs = false;
   return o;
 }
 
@@ -95,6 +101,7 @@ class HostFallbackKernel final : public kernels::NodeKernel {
 public:
   HostFallbackKernel(CudaContext &ctx, std::unique_ptr<kernels::NodeKernel> host)
       : ctx_(ctx), host_(std::move(host)) {}
+  bool runsOnHost() const override { return true; }
 
   void run(const kernels::KernelArgs &args) override {
     if (ctx_.capturing) {
@@ -181,6 +188,26 @@ private:
   std::unique_ptr<kernels::NodeKernel> kernel_;
 };
 
+/// AMPC_CUDA_SYNC=1: waits for each node's kernels and checks for an
+/// asynchronous fault, so that it is reported against the op that caused
+/// it rather than at the end of the step. Slow; for debugging.
+class SynchronizedKernel final : public kernels::NodeKernel {
+public:
+  SynchronizedKernel(CudaContext &ctx, std::unique_ptr<kernels::NodeKernel> kernel)
+      : ctx_(ctx), kernel_(std::move(kernel)) {}
+  void run(const kernels::KernelArgs &args) override {
+    kernel_->run(args);
+    check(cudaStreamSynchronize(ctx_.stream), "the node's kernels (AMPC_CUDA_SYNC=1)", args.node);
+    check(cudaGetLastError(), "the node's kernels (AMPC_CUDA_SYNC=1)", args.node);
+  }
+  uint64_t heldBytes() const override { return kernel_->heldBytes(); }
+  bool runsOnHost() const override { return kernel_->runsOnHost(); }
+
+private:
+  CudaContext &ctx_;
+  std::unique_ptr<kernels::NodeKernel> kernel_;
+};
+
 } // namespace
 
 /// Runs `host` (a reference or custom CPU kernel) on host copies of the
@@ -208,11 +235,15 @@ public:
     if (!initialized_)
       return;
     cudaStreamSynchronize(ctx_.stream);
+    if (staging_)
+      cudaFreeHost(staging_);
     if (ctx_.cudnn)
       cudnnDestroy(ctx_.cudnn);
     if (ctx_.cublas)
       cublasDestroy(ctx_.cublas);
     cudaFree(ctx_.workspace);
+    for (void *w : ctx_.retiredWorkspaces)
+      cudaFree(w);
     cudaFree(ctx_.cublasWorkspace);
     cudaFree(ctx_.deviceStep);
     cudaStreamDestroy(ctx_.stream);
@@ -239,9 +270,12 @@ public:
         return std::make_unique<CustomDeviceKernel>(ctx_, std::move(device));
       return makeHostFallback(ctx_, n, kernels::prepareCustomCpuKernel(n));
     }
-    if (std::unique_ptr<kernels::NodeKernel> k = prepareCudaKernel(ctx_, n))
-      return k;
-    return makeHostFallback(ctx_, n, Backend::prepare(n));
+    std::unique_ptr<kernels::NodeKernel> k = prepareCudaKernel(ctx_, n);
+    if (!k)
+      k = makeHostFallback(ctx_, n, Backend::prepare(n));
+    if (k && opts_.syncEachNode)
+      return std::make_unique<SynchronizedKernel>(ctx_, std::move(k));
+    return k;
   }
 
   void *allocate(size_t bytes) override {
@@ -275,17 +309,27 @@ public:
   bool hostAccessible() const override { return false; }
   uint64_t bytesInUse() const override { return inUse_; }
 
+  /// Through pinned staging: an asynchronous copy from pageable memory
+  /// that the caller frees or rewrites at once would rely on the driver
+  /// having staged it. Large copies go through in chunks.
   void copyToBackend(void *dst, const void *hostSrc, size_t bytes) override {
-    if (bytes)
-      check(cudaMemcpyAsync(dst, hostSrc, bytes, cudaMemcpyHostToDevice, ctx_.stream),
+    auto *to = static_cast<char *>(dst);
+    const auto *from = static_cast<const char *>(hostSrc);
+    while (bytes) {
+      size_t chunk = std::min(bytes, kStagingBytes);
+      char *staged = stage(chunk);
+      std::memcpy(staged, from, chunk);
+      check(cudaMemcpyAsync(to, staged, chunk, cudaMemcpyHostToDevice, ctx_.stream),
             "cudaMemcpyAsync (host to device)");
+      to += chunk, from += chunk, bytes -= chunk;
+    }
   }
   void copyToHost(void *hostDst, const void *src, size_t bytes) override {
     if (!bytes)
       return;
     check(cudaMemcpyAsync(hostDst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream),
           "cudaMemcpyAsync (device to host)");
-    check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize (device to host)");
+    synchronizeStream("cudaStreamSynchronize (device to host)");
   }
   void copyWithin(void *dst, const void *src, size_t bytes) override {
     if (bytes)
@@ -293,25 +337,21 @@ public:
             "cudaMemcpyAsync (device to device)");
   }
 
-  void runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
-               llvm::function_ref<void()> issue) override {
-    // The step word: a pageable copy returns once the source is staged.
-    hostStep_ = step;
-    check(cudaMemcpyAsync(ctx_.deviceStep, &hostStep_, sizeof hostStep_, cudaMemcpyHostToDevice,
-                          ctx_.stream),
-          "cudaMemcpyAsync (step)");
+  StepLaunch runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
+                     llvm::function_ref<void()> issue) override {
+    copyToBackend(ctx_.deviceStep, &step, sizeof step);
     ProgramGraph &g = graphs_[program];
     bool same = g.exec && llvm::ArrayRef<unsigned>(g.positions) == positions;
     if (opts_.cudaGraphs && g.capturable && same) {
       check(cudaGraphLaunch(g.exec, ctx_.stream), "cudaGraphLaunch");
-      return;
+      return StepLaunch::Replayed;
     }
     // The first step runs eagerly (it fills caches and sizes nothing
     // lazily, but a failure shows up outside a capture); later ones are
     // captured while the positions stay the same.
     if (!opts_.cudaGraphs || !g.capturable || g.steps++ == 0) {
       issue();
-      return;
+      return StepLaunch::Eager;
     }
     if (g.exec) {
       check(cudaGraphExecDestroy(g.exec), "cudaGraphExecDestroy");
@@ -321,7 +361,10 @@ public:
           "cudaStreamBeginCapture");
     ctx_.capturing = true;
     ctx_.captureFailed = false;
+    ctx_.captureError.clear();
+    setCapture(&ctx_);
     issue();
+    setCapture(nullptr);
     ctx_.capturing = false;
     cudaGraph_t graph = nullptr;
     cudaError_t ended = cudaStreamEndCapture(ctx_.stream, &graph);
@@ -333,19 +376,21 @@ public:
     if (ended != cudaSuccess || made != cudaSuccess || ctx_.captureFailed) {
       // A host fallback node, or a call that cannot be captured: nothing
       // ran during the capture. Run eagerly now and from here on.
-      if (ended != cudaSuccess || made != cudaSuccess) {
-        cudaGetLastError();
+      cudaGetLastError(); // a failed capture's error is not sticky
+      if (!ctx_.captureError.empty() || ended != cudaSuccess || made != cudaSuccess)
         llvm::errs() << "warning: cuda: the step could not be captured into a CUDA graph ("
-                     << errorText(ended != cudaSuccess ? ended : made)
+                     << (!ctx_.captureError.empty()
+                             ? ctx_.captureError
+                             : errorText(ended != cudaSuccess ? ended : made))
                      << "); running it without graphs\n";
-      }
       g.exec = nullptr;
       g.capturable = false;
       issue();
-      return;
+      return StepLaunch::Eager;
     }
     g.positions.assign(positions.begin(), positions.end());
     check(cudaGraphLaunch(g.exec, ctx_.stream), "cudaGraphLaunch");
+    return StepLaunch::Captured;
   }
   void forgetProgram(const void *program) override {
     auto it = graphs_.find(program);
@@ -355,11 +400,39 @@ public:
       cudaGraphExecDestroy(it->second.exec);
     graphs_.erase(it);
   }
-  void synchronize() override {
-    check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize (end of step)");
-  }
+  void synchronize() override { synchronizeStream("the step"); }
 
 private:
+  static constexpr size_t kStagingBytes = size_t(16) << 20;
+
+  /// `bytes` (at most kStagingBytes) of pinned staging no pending copy
+  /// reads; waits for the stream when the buffer is used up.
+  char *stage(size_t bytes) {
+    if (!staging_) {
+      void *p = nullptr;
+      check(cudaHostAlloc(&p, kStagingBytes, cudaHostAllocDefault), "cudaHostAlloc (staging)");
+      staging_ = static_cast<char *>(p);
+    }
+    if (stagingUsed_ + bytes > kStagingBytes)
+      synchronizeStream("cudaStreamSynchronize (staging)");
+    char *at = staging_ + stagingUsed_;
+    stagingUsed_ += (bytes + 255) & ~size_t(255);
+    return at;
+  }
+
+  /// Waits for the stream; the staging buffer is free again. A fault that
+  /// an earlier kernel caused surfaces here, far from its op: the message
+  /// says how to find it.
+  void synchronizeStream(const char *what) {
+    cudaError_t e = cudaStreamSynchronize(ctx_.stream);
+    if (e != cudaSuccess)
+      fatal(std::string(what) + " failed: " + errorText(e) +
+            (opts_.syncEachNode ? ""
+                                : "; an asynchronous fault of an earlier kernel surfaces here: "
+                                  "rerun with AMPC_CUDA_SYNC=1 to name the op that caused it"));
+    stagingUsed_ = 0;
+  }
+
   struct ProgramGraph {
     cudaGraphExec_t exec = nullptr;
     std::vector<unsigned> positions;
@@ -419,7 +492,8 @@ private:
   std::string initError_;
   llvm::DenseMap<void *, uint64_t> sizes_;
   uint64_t inUse_ = 0;
-  uint64_t hostStep_ = 0;
+  char *staging_ = nullptr;
+  size_t stagingUsed_ = 0;
   llvm::DenseMap<const void *, ProgramGraph> graphs_;
 };
 

@@ -23,10 +23,14 @@ bool probeDevice(std::string &why, std::string *description);
 /// Switches, from the environment (docs/cuda.md):
 ///  AMPC_CUDA_TF32=1    f32 GEMMs and convolutions may use TF32 tensor cores
 ///                      (off by default: f32 means f32);
-///  AMPC_CUDA_GRAPHS=0  no CUDA-graph capture of steps (on by default).
+///  AMPC_CUDA_GRAPHS=0  no CUDA-graph capture of steps (on by default);
+///  AMPC_CUDA_SYNC=1    (or CUDA_LAUNCH_BLOCKING=1) wait after every node
+///                      and check for faults, so that one is reported
+///                      against its op; no graphs.
 struct CudaOptions {
   bool allowTf32 = false;
   bool cudaGraphs = true;
+  bool syncEachNode = false;
   static CudaOptions fromEnvironment();
 };
 

@@ -532,7 +532,7 @@ bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Progra
   for (const Restore &r : plan) {
     if (!r.from)
       continue;
-    void *dst = program.data(r.v);
+    void *dst = program.dataToOverwrite(r.v);
     if (r.fromType == r.v->dtype()) {
       std::memcpy(dst, r.from->bytes.data(), r.from->bytes.size());
       continue;

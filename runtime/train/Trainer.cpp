@@ -38,7 +38,7 @@ std::string nonFiniteInput(const Graph &g, llvm::ArrayRef<HostTensor> batch) {
 void bindBatch(Program &p, llvm::ArrayRef<HostTensor> batch) {
   const Graph &g = p.graph();
   for (size_t i = 0; i < g.inputs().size(); ++i)
-    std::memcpy(p.data(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
+    std::memcpy(p.dataToOverwrite(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
 }
 
 const Node *lossNode(const Graph &g) {
@@ -105,7 +105,7 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
         err = "evaluation graph state '" + v->name().str() + "' has no match in the training graph";
         return false;
       }
-      std::memcpy(ev->data(v), std::as_const(train_).data(src), v->type().sizeInBytes());
+      std::memcpy(ev->dataToOverwrite(v), std::as_const(train_).data(src), v->type().sizeInBytes());
     }
   }
   Program &full = *eval_.program;

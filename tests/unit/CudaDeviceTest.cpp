@@ -183,4 +183,37 @@ TEST(FakeDeviceProgramTest, StateWrittenThroughDataIsSentBeforeTheNextStep) {
   EXPECT_EQ(host.state(), fake.state());
 }
 
+// Binding a batch overwrites the whole input: nothing of it is fetched from
+// the device first (docs/cuda.md, "Transfers"). What does come back per
+// step is the loss and the loss-scaling scalars.
+TEST(FakeDeviceProgramTest, BindingABatchFetchesNothingOfTheInputs) {
+  FakeDeviceBackend device;
+  FakeRun fake;
+  ASSERT_TRUE(fake.build("O2", device)) << fake.firstError();
+  uint64_t inputBytes = 0;
+  for (const Value *v : fake.graph->inputs())
+    inputBytes += static_cast<uint64_t>(v->type().sizeInBytes());
+  uint64_t before = device.toHostBytes;
+  std::string err;
+  ASSERT_TRUE(fake.train(4, err)) << err;
+  EXPECT_LT(device.toHostBytes - before, inputBytes)
+      << "four steps fetched " << device.toHostBytes - before << " bytes";
+}
+
+// The guard bytes after each device arena are written at compile time and
+// read back by measure(): a write past an arena's end is found, as on the
+// CPU.
+TEST(FakeDeviceProgramTest, ArenaGuardsAreCheckedOnTheDevice) {
+  FakeDeviceBackend device;
+  FakeRun fake;
+  ASSERT_TRUE(fake.build("O0", device)) << fake.firstError();
+  std::string err;
+  ASSERT_TRUE(fake.train(1, err)) << err;
+  EXPECT_TRUE(fake.program->measure().guardsIntact);
+  ASSERT_EQ(device.allocations.size(), 2u); // the persistent and step arenas
+  auto [arena, bytes] = device.allocations[1];
+  arena[bytes - 1] ^= 0x5a; // the step arena's last guard byte
+  EXPECT_FALSE(fake.program->measure().guardsIntact);
+}
+
 } // namespace

@@ -10,8 +10,11 @@
 
 #include "runtime/Backend.h"
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace ampc::testing {
 
@@ -24,7 +27,11 @@ public:
   bool supports(const OpInfo &op, DType dtype) const override { return host_->supports(op, dtype); }
   kernels::KernelFn kernelFor(const Node &n) const override { return host_->kernelFor(n); }
   std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override { return host_->prepare(n); }
-  void *allocate(size_t bytes) override { return host_->allocate(bytes); }
+  void *allocate(size_t bytes) override {
+    void *p = host_->allocate(bytes);
+    allocations.push_back({static_cast<char *>(p), bytes});
+    return p;
+  }
   void deallocate(void *p) override { host_->deallocate(p); }
   bool hostAccessible() const override { return false; }
   uint64_t bytesInUse() const override { return host_->bytesInUse(); }
@@ -34,20 +41,25 @@ public:
   }
   void copyToHost(void *dst, const void *src, size_t bytes) override {
     ++toHost;
+    toHostBytes += bytes;
     std::memcpy(dst, src, bytes);
   }
   void copyWithin(void *dst, const void *src, size_t bytes) override {
     ++within;
     std::memcpy(dst, src, bytes);
   }
-  void runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
-               llvm::function_ref<void()> issue) override {
+  StepLaunch runStep(const void *program, uint64_t step, llvm::ArrayRef<unsigned> positions,
+                     llvm::function_ref<void()> issue) override {
     ++steps;
     issue();
+    return StepLaunch::Eager;
   }
   void synchronize() override { ++syncs; }
 
   unsigned toDevice = 0, toHost = 0, within = 0, steps = 0, syncs = 0;
+  uint64_t toHostBytes = 0;
+  /// Every arena handed out, in order: (memory, bytes).
+  std::vector<std::pair<char *, size_t>> allocations;
 
 private:
   std::unique_ptr<Backend> host_;

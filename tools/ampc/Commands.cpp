@@ -99,8 +99,13 @@ int runForward(api::Model &m, const Options &opts) {
       out() << o.name << " : " << o.typeStr << ", mean " << fixed6(o.value) << "\n";
   }
   out() << "memory: planned " << report->plannedBytes << " B, allocated " << report->allocatedBytes
-        << " B, step arena touched " << report->touchedStepBytes << " of " << report->stepBytes
-        << " B";
+        << " B, step arena touched ";
+  // The host reads the touched bytes off the arena's fill pattern; a
+  // device arena is not scanned.
+  if (program->device() == "cuda")
+    out() << "(not measured on the device) of " << report->stepBytes << " B";
+  else
+    out() << report->touchedStepBytes << " of " << report->stepBytes << " B";
   if (report->kernelHeldBytes)
     out() << "; kernels keep " << report->kernelHeldBytes << " B of weights in oneDNN's layout";
   out() << "\n";

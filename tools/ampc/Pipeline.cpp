@@ -162,6 +162,9 @@ void printPrecisionFooter(const api::Model &m, const api::Program *program) {
     api::CastCacheStats cache = program->castCacheStats();
     if (cache.hits > 0)
       out() << cache.str << "\n";
+    // Tests and users check "0 nodes on the host fallback, graph replayed".
+    if (program->device() != "cpu" && program->device() != "cpu-ref")
+      out() << program->deviceActivity().str << "\n";
   }
 }
 

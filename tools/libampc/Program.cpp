@@ -20,6 +20,7 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -253,7 +254,8 @@ bool copyState(const ampc::Program &from, ampc::Program &to, std::string &err) {
       err = "evaluation graph state '" + v->name().str() + "' has no match in the program";
       return false;
     }
-    std::memcpy(to.data(v), from.data(src), static_cast<size_t>(v->type().sizeInBytes()));
+    std::memcpy(to.dataToOverwrite(v), from.data(src),
+                static_cast<size_t>(v->type().sizeInBytes()));
   }
   return true;
 }
@@ -351,12 +353,24 @@ CastCacheStats Program::castCacheStats() const {
   return out;
 }
 
+DeviceActivity Program::deviceActivity() const {
+  const ampc::DeviceActivity &a = impl_->program->deviceActivity();
+  DeviceActivity out{a.hostFallbackNodes, a.hostFallbackOps, a.eagerSteps,
+                     a.capturedSteps,     a.replayedSteps,   {}};
+  llvm::raw_string_ostream os(out.str);
+  os << "device: " << a.hostFallbackNodes << " node" << (a.hostFallbackNodes == 1 ? "" : "s")
+     << " on the host fallback";
+  if (!a.hostFallbackOps.empty())
+    os << " (" << llvm::join(a.hostFallbackOps, ", ") << ")";
+  os << "; steps: " << a.eagerSteps << " eager, " << a.capturedSteps
+     << " captured into a CUDA graph, " << a.replayedSteps << " replayed";
+  os.flush();
+  return out;
+}
+
 Result<ForwardReport> Program::runForward() {
   Impl &p = *impl_;
   const Graph &g = p.graph();
-  if (!p.backend->hostAccessible())
-    return Status::error("runForward() reads the outputs in host memory; the '" +
-                         p.backend->name().str() + "' device's are not");
   DiagnosticEngine diag;
   if (!p.data) {
     p.data = createDataSource(g, p.compileOptions.baseDir, diag);
@@ -370,7 +384,7 @@ Result<ForwardReport> Program::runForward() {
   if (!batcher.next(batch, report.samples, err))
     return Status::error(err);
   for (size_t i = 0; i < g.inputs().size(); ++i)
-    std::memcpy(p.program->data(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
+    std::memcpy(p.program->dataToOverwrite(g.inputs()[i]), batch[i].data(), batch[i].sizeInBytes());
   p.program->run(0);
   MeasuredMemory measured = p.program->measure();
   report.dataKind = p.data->kind().str();
@@ -401,19 +415,15 @@ Result<ForwardReport> Program::runForward() {
 }
 int64_t Program::stepsDone() const { return impl_->stepsDone; }
 
-static Result<const ampc::Value *> findTensor(const Graph &g, std::string_view name,
-                                              const Backend &backend) {
+static Result<const ampc::Value *> findTensor(const Graph &g, std::string_view name) {
   const ampc::Value *v = g.lookup(llvm::StringRef(name.data(), name.size()));
   if (!v)
     return Status::error("no tensor named '" + std::string(name) + "' in graph " + g.name());
-  if (!backend.hostAccessible())
-    return Status::error("tensors of the '" + backend.name().str() +
-                         "' device are not in host memory");
   return v;
 }
 
 Status Program::write(std::string_view name, const std::vector<double> &values) {
-  Result<const ampc::Value *> v = findTensor(impl_->graph(), name, *impl_->backend);
+  Result<const ampc::Value *> v = findTensor(impl_->graph(), name);
   if (!v)
     return v.status();
   const ampc::Value *value = *v;
@@ -434,7 +444,7 @@ Status Program::write(std::string_view name, const std::vector<double> &values) 
 }
 
 Result<std::vector<double>> Program::read(std::string_view name) const {
-  Result<const ampc::Value *> v = findTensor(impl_->graph(), name, *impl_->backend);
+  Result<const ampc::Value *> v = findTensor(impl_->graph(), name);
   if (!v)
     return v.status();
   const ampc::Value *value = *v;
@@ -695,9 +705,6 @@ Status checkEvaluable(const Program::Impl &p, const char *what) {
     return Status::error(std::string(what) +
                          " imports the model again in inference mode; a model read from "
                          "textual IR cannot be");
-  if (!p.backend->hostAccessible())
-    return Status::error(std::string(what) + " reads the outputs in host memory; the '" +
-                         p.backend->name().str() + "' device's are not");
   return {};
 }
 } // namespace

@@ -109,6 +109,21 @@ struct CastCacheStats {
   std::string str;
 };
 
+/// What a device backend did with the program (`ampc --device cuda` prints
+/// it; all zero on the CPU): the nodes that run on the host fallback
+/// (operands copied to the host and results back: slow, and the step is
+/// never captured) and how the training steps were issued.
+struct DeviceActivity {
+  unsigned hostFallbackNodes = 0;
+  std::vector<std::string> hostFallbackOps; ///< their op names, each once
+  uint64_t eagerSteps = 0;                  ///< launched kernel by kernel
+  uint64_t capturedSteps = 0;               ///< captured into a CUDA graph (and launched)
+  uint64_t replayedSteps = 0;               ///< one launch of the captured graph
+  /// "device: 0 nodes on the host fallback; steps: 1 eager, 1 captured into
+  /// a CUDA graph, 18 replayed".
+  std::string str;
+};
+
 /// One forward batch (Program::runForward).
 struct ForwardReport {
   int64_t samples = 0;  ///< rows of the batch
@@ -267,6 +282,8 @@ public:
   MemoryPlanSummary memoryPlanSummary() const;
   /// The cast cache's counts so far (all zero when nothing cacheable ran).
   CastCacheStats castCacheStats() const;
+  /// The training program's device activity so far.
+  DeviceActivity deviceActivity() const;
 
   /// The timeline train() kept (TrainOptions::traceSteps) as a Chrome
   /// trace-event JSON file, written atomically: one event per kernel call,

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The CUDA backend's first-run checklist (docs/cuda.md), as one script for a
+# borrowed GPU machine: device facts, the CUDA unit tests, the CLI at O0-O3
+# with graphs on and off and f16, compute-sanitizer, and the PyTorch
+# comparison. Every step has its own time limit and logs to $LOG_DIR; the
+# summary at the end says which steps failed.
+#   scripts/gpu-checklist.sh [--devkit .devkit/ampc-devkit.tar.xz | --build-dir DIR]
+#                            [--quick] [--skip STEP,...]
+# --quick: shorter time limits, and the sanitizers over fewer tests.
+# Steps: facts tests cli sanitizer bench. Exit status: the number of failed steps.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+devkit="" bin="" quick=0 skip=""
+SANITIZE_ALL=${SANITIZE_ALL:-} SANITIZE_ONE=${SANITIZE_ONE:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --devkit) devkit=$2; shift 2 ;;
+    --build-dir) bin=$2/bin; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --skip) skip=$2; shift 2 ;;
+    *) echo "usage: $0 [--devkit ARCHIVE | --build-dir DIR] [--quick] [--skip STEPS]" >&2; exit 2 ;;
+  esac
+done
+LOG_DIR=${LOG_DIR:-${OUT:-/tmp/ampc-gpu-checklist}}
+mkdir -p "$LOG_DIR"
+if [ -n "$devkit" ]; then
+  tar -xJf "$devkit" -C "$root" || exit 1
+  bin=$root/devkit/bin
+  # cuBLAS and cuDNN come from the machine: the toolkit's or PyTorch's wheels.
+  libs=$root/devkit/lib
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib $(python3 -c 'import nvidia, os; p = nvidia.__path__[0]; print(" ".join(os.path.join(p, d, "lib") for d in os.listdir(p)))' 2>/dev/null); do
+    [ -d "$d" ] && libs=$libs:$d
+  done
+  export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # The tests find the examples through the source path they were built in.
+  src=$(cat "$root/devkit/SOURCE_DIR")
+fi
+bin=${bin:-$root/build-cuda/bin}
+export bin quick SANITIZE_ALL SANITIZE_ONE
+failed=()
+run_step() {  # name limit command...
+  local name=$1 limit=$2; shift 2
+  case ",$skip," in *",$name,"*) echo "== $name: skipped"; return ;; esac
+  echo "== $name (limit ${limit}s)"
+  local start=$SECONDS
+  # Shell functions run in a child bash, which timeout can stop.
+  if declare -F "$1" >/dev/null; then set -- bash -c "$(declare -f "$1"); $1"; fi
+  timeout -k 5 "$limit" "$@" >"$LOG_DIR/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$LOG_DIR/$name.log"
+  echo "== $name: rc $rc, $((SECONDS - start)) s"
+  [ $rc -eq 0 ] || failed+=("$name(rc $rc)")
+}
+facts() {
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv
+  grep PRETTY /etc/os-release; ldd --version | head -1
+  echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  ldd "$bin/ampc-unit-tests" | grep -E 'not found|cudnn|cublas|cudart'
+  ! ldd "$bin/ampc-unit-tests" | grep -q 'not found'
+}
+cli() {
+  set -e
+  "$bin/ampc" --run forward --batch 4 examples/mlp.yaml
+  "$bin/ampc" --device cuda --run forward examples/convnet-cpu.yaml
+  for level in O0 O1 O2 O3; do
+    "$bin/ampc" --device cuda --opt-level $level --steps 20 examples/convnet-cpu.yaml
+  done
+  AMPC_CUDA_SYNC=1 "$bin/ampc" --device cuda --opt-level O2 --steps 3 examples/convnet-cpu.yaml
+  AMPC_CUDA_GRAPHS=0 "$bin/ampc" --device cuda --opt-level O2 --steps 20 examples/convnet-cpu.yaml
+  "$bin/ampc" --device cuda --opt-level O2 --half-type f16 --steps 20 examples/convnet-cpu.yaml
+  "$bin/ampc" --device cuda --opt-level O1 --steps 10 examples/transformer.yaml
+  CUDA_LAUNCH_BLOCKING=1 "$bin/ampc" --device cuda --opt-level O2 --steps 5 examples/mlp.yaml
+}
+sanitizer() {
+  # memcheck over every op and the graph replay; racecheck and synccheck
+  # (slower) over the ops in one dtype: the shared-memory sums are there.
+  # SANITIZE_ALL / SANITIZE_ONE (gtest filters) replace the two sets.
+  local all='*CudaOpEquivalence*:CudaGraphTest.Replaying*'
+  [ $quick -eq 1 ] || all="$all:CudaTrainingTest*"
+  all=${SANITIZE_ALL:-$all}
+  local one=${SANITIZE_ONE:-'*CudaOpEquivalence*/bf16'}
+  local rc=0
+  for tool in memcheck racecheck synccheck; do
+    local filter=$one
+    [ $tool = memcheck ] && filter=$all
+    echo "-- compute-sanitizer --tool $tool ($filter)"
+    compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+      "$bin/ampc-unit-tests" --gtest_filter="$filter" --gtest_brief=1 || rc=1
+  done
+  return $rc
+}
+if [ -n "${src:-}" ] && [ ! -e "$src" ]; then
+  mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
+fi
+run_step facts 30 facts
+q() { [ $quick -eq 1 ] && echo "$1" || echo "$2"; }
+# Parameterised suites are named Instance/Suite: hence the leading '*'.
+run_step tests $(q 150 300) "$bin/ampc-unit-tests" --gtest_filter='*Cuda*:*FakeDevice*' --gtest_brief=1
+run_step cli $(q 90 180) cli
+run_step bench $(q 150 400) python3 bench/gpu/compare_pytorch_gpu.py --build-dir "$(dirname "$bin")"
+run_step sanitizer $(q 100 400) sanitizer
+echo "== failed steps: ${failed[*]:-none}"
+exit ${#failed[@]}

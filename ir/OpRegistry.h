@@ -104,6 +104,10 @@ struct OpInfo {
   /// memory planner then updates the state in place instead of double
   /// buffering it (runtime/MemoryPlanner.cpp).
   bool updatesStateInPlace = false;
+  /// The result is operand 0's bytes unchanged under another shape (reshape,
+  /// flatten): the memory planner gives it operand 0's buffer where that
+  /// buffer is a step value, and the kernels then find nothing to copy.
+  bool resultViewsOperand = false;
   /// Elementwise: each result element is a function of the same-index
   /// elements of the operands (which have the result's shape, or broadcast
   /// to it) and of the attributes alone, with no state, randomness or side
@@ -223,6 +227,10 @@ public:
   }
   OpRow &updatesStateInPlace() {
     info_.updatesStateInPlace = true;
+    return *this;
+  }
+  OpRow &viewsOperand() {
+    info_.resultViewsOperand = true;
     return *this;
   }
   OpRow &elementwise() {

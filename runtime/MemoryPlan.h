@@ -68,6 +68,9 @@ struct MemoryPlan {
   std::array<uint64_t, kNumBufferClasses> bytesAtPeak{};
   /// Sum of all step buffers' sizes: what no reuse would cost.
   uint64_t stepBytesWithoutReuse = 0;
+  /// Step values that share their operand's buffer (reshape, flatten:
+  /// OpInfo::resultViewsOperand) instead of holding a copy.
+  unsigned views = 0;
 
   uint64_t peakBytes() const { return persistentBytes + stepBytes; }
   const PlannedBuffer *find(const Value *v) const {
@@ -87,6 +90,9 @@ struct PlanOptions {
   /// write over the state's buffer instead of a step-arena buffer that is
   /// copied back after the step.
   bool inPlaceStateUpdates = true;
+  /// Give a reshape's or flatten's result its operand's step buffer (the
+  /// same bytes under another shape) instead of a copy.
+  bool aliasViews = true;
 };
 
 /// Plans memory for running `schedule` (nodes of g in execution order).

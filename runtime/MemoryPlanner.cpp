@@ -234,13 +234,37 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
   for (const StateUpdate &u : g.stateUpdates())
     keepToEnd(u.newValue);
 
+  // Views: the result of a reshape or flatten (OpInfo::resultViewsOperand)
+  // takes its operand's step buffer instead of a copy of it. Step values are
+  // never written after their node, so the two can share bytes; the shared
+  // buffer lives until the last reader of either. In schedule order, so a
+  // view of a view joins the first one's buffer.
+  std::vector<int> viewOf(plan.buffers.size(), -1);
+  for (int i = 0; opts.aliasViews && i < end; ++i) {
+    const Node &n = *schedule[i];
+    if (!n.op().resultViewsOperand || n.numOperands() < 1 || n.numResults() != 1)
+      continue;
+    auto from = plan.indexOf.find(n.operand(0)), to = plan.indexOf.find(n.result());
+    if (from == plan.indexOf.end() || to == plan.indexOf.end())
+      continue;
+    unsigned root = from->second;
+    while (viewOf[root] >= 0)
+      root = static_cast<unsigned>(viewOf[root]);
+    PlannedBuffer &source = plan.buffers[root], &view = plan.buffers[to->second];
+    if (source.arena != ArenaKind::Step || view.arena != ArenaKind::Step ||
+        view.cls == BufferClass::NewState || source.bytes != view.bytes)
+      continue;
+    viewOf[to->second] = static_cast<int>(root);
+    source.last = std::max(source.last, view.last);
+  }
+
   // Walk the schedule: allocate what a position defines, then free what it
   // read for the last time. A node's results never share memory with its
-  // operands (kernels may read inputs while writing outputs).
+  // operands (kernels may read inputs while writing outputs), views apart.
   std::vector<std::vector<unsigned>> definedAt(end + 1), dyingAt(end + 1);
   for (unsigned i = 0; i < plan.buffers.size(); ++i) {
     const PlannedBuffer &b = plan.buffers[i];
-    if (b.arena != ArenaKind::Step)
+    if (b.arena != ArenaKind::Step || viewOf[i] >= 0)
       continue;
     definedAt[b.first + 1].push_back(i); // -1 (inputs) maps to slot 0
     dyingAt[std::clamp(b.last, 0, end)].push_back(i);
@@ -277,6 +301,11 @@ MemoryPlan planMemory(const Graph &g, llvm::ArrayRef<const Node *> schedule,
     for (unsigned i : dyingAt[pos])
       release(i);
   }
+  for (unsigned i = 0; i < plan.buffers.size(); ++i)
+    if (viewOf[i] >= 0) {
+      plan.buffers[i].offset = plan.buffers[viewOf[i]].offset;
+      ++plan.views;
+    }
   plan.stepBytes = arenaEnd;
   return plan;
 }

@@ -303,8 +303,16 @@ static void gradBroadcastTo(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef
 }
 
 void registerShapeOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::Flatten)).operand("input").infer(inferFlatten).gradient(gradReshapeBack);
-  OpRow(r.define(OpKind::Reshape)).operand("input").infer(inferReshape).gradient(gradReshapeBack);
+  OpRow(r.define(OpKind::Flatten))
+      .operand("input")
+      .infer(inferFlatten)
+      .gradient(gradReshapeBack)
+      .viewsOperand();
+  OpRow(r.define(OpKind::Reshape))
+      .operand("input")
+      .infer(inferReshape)
+      .gradient(gradReshapeBack)
+      .viewsOperand();
   OpRow(r.define(OpKind::Transpose)).operand("input").infer(inferTranspose).gradient(gradTranspose);
   OpRow(r.define(OpKind::Permute)).operand("input").infer(inferPermute).gradient(gradPermute);
   OpRow(r.define(OpKind::Concat)).variadicOperand("inputs").infer(inferConcat).gradient(gradConcat);

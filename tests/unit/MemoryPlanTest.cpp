@@ -53,6 +53,43 @@ TEST(MemoryPlan, ChainReusesBuffers) {
   }
 }
 
+// reshape and flatten (OpInfo::resultViewsOperand) take their operand's
+// buffer: no copy, no second buffer; the shared buffer lives until the last
+// reader of any of them, and a state operand is never aliased.
+TEST(MemoryPlan, ReshapeAndFlattenShareTheirOperandsBuffer) {
+  Graph g;
+  DiagnosticEngine diag;
+  Value *x = g.addInput("x", TensorType(DType::F32, {4, 2, 8}));
+  Value *w = g.addState("w", TensorType(DType::F32, {4, 16}), StateKind::Parameter);
+  Value *a = buildNode(g, op("relu"), {x}, {}, {}, diag)->result();
+  Value *r = buildNode(g, op("reshape"), {a}, {{"shape", Attribute(std::vector<int64_t>{4, 16})}},
+                       {}, diag)
+                 ->result();
+  Value *f = buildNode(g, op("flatten"), {r}, {}, {}, diag)->result();
+  Value *b = buildNode(g, op("relu"), {f}, {}, {}, diag)->result();
+  Value *c = buildNode(g, op("add"), {b, f}, {}, {}, diag)->result();
+  Value *rw = buildNode(g, op("reshape"), {w}, {{"shape", Attribute(std::vector<int64_t>{64})}},
+                        {}, diag)
+                  ->result();
+  ASSERT_TRUE(diag.diagnostics().empty()) << diag.diagnostics()[0].str();
+  g.addOutput(c);
+  g.addOutput(rw);
+  MemoryPlan plan = planMemory(g, scheduleOf(g));
+  EXPECT_EQ(plan.views, 2u);
+  EXPECT_EQ(plan.find(r)->offset, plan.find(a)->offset);
+  EXPECT_EQ(plan.find(f)->offset, plan.find(a)->offset);
+  // f is read by the add, after b is made: b must not take a's bytes.
+  const PlannedBuffer *pa = plan.find(a), *pb = plan.find(b);
+  EXPECT_TRUE(pb->offset + pb->bytes <= pa->offset || pa->offset + pa->bytes <= pb->offset);
+  // The parameter's reshape is a copy of its own, in the step arena.
+  EXPECT_EQ(plan.find(rw)->arena, ArenaKind::Step);
+  PlanOptions noViews;
+  noViews.aliasViews = false;
+  MemoryPlan copies = planMemory(g, scheduleOf(g), noViews);
+  EXPECT_EQ(copies.views, 0u);
+  EXPECT_GT(copies.stepBytesWithoutReuse, plan.stepBytesWithoutReuse);
+}
+
 TEST(MemoryPlan, LiveBuffersNeverOverlap) {
   // A diamond with a long-lived value: x -> a; a -> b; a -> c; add(b, c).
   Graph g;

@@ -68,9 +68,9 @@ TEST(MemoryPlan, ReshapeAndFlattenShareTheirOperandsBuffer) {
   Value *f = buildNode(g, op("flatten"), {r}, {}, {}, diag)->result();
   Value *b = buildNode(g, op("relu"), {f}, {}, {}, diag)->result();
   Value *c = buildNode(g, op("add"), {b, f}, {}, {}, diag)->result();
-  Value *rw = buildNode(g, op("reshape"), {w}, {{"shape", Attribute(std::vector<int64_t>{64})}},
-                        {}, diag)
-                  ->result();
+  Value *rw =
+      buildNode(g, op("reshape"), {w}, {{"shape", Attribute(std::vector<int64_t>{64})}}, {}, diag)
+          ->result();
   ASSERT_TRUE(diag.diagnostics().empty()) << diag.diagnostics()[0].str();
   g.addOutput(c);
   g.addOutput(rw);

@@ -329,6 +329,9 @@ void MemoryPlan::print(llvm::raw_ostream &os) const {
   row("arena size", stepBytes);
   row("without reuse", stepBytesWithoutReuse);
   row("peak (persistent + step)", peakBytes());
+  if (views)
+    os << "  " << views << " reshape/flatten result"
+       << (views == 1 ? " shares its" : "s share their") << " operand's buffer (no copy)\n";
 }
 
 } // namespace ampc

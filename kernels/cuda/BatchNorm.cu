@@ -20,19 +20,6 @@
 namespace ampc::kernels::cuda {
 namespace {
 
-template <class T> __device__ T channelSum(T v, T *shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int width = kThreads / 2; width > 0; width /= 2) {
-    if (static_cast<int>(threadIdx.x) < width)
-      shared[threadIdx.x] += shared[threadIdx.x + width];
-    __syncthreads();
-  }
-  T total = shared[0];
-  __syncthreads(); // `shared` is reused by the next sum
-  return total;
-}
-
 template <DType D> __device__ ComputeT<D> param(const Tensor &t, int64_t c) {
   return static_cast<ComputeT<D>>(loadAsDouble(t.dtype, t.data, c));
 }
@@ -60,13 +47,13 @@ __device__ void channelStatistics(const void *x, const BatchNormParams &p, const
   T sum = 0;
   for (int64_t i = threadIdx.x; i < count; i += kThreads)
     sum += load<D>(x, channelIndex(s, c, i));
-  mean = channelSum(sum, shared) / static_cast<T>(count);
+  mean = blockSum(sum, shared) / static_cast<T>(count);
   T squares = 0;
   for (int64_t i = threadIdx.x; i < count; i += kThreads) {
     T deviation = load<D>(x, channelIndex(s, c, i)) - mean;
     squares += deviation * deviation;
   }
-  variance = channelSum(squares, shared) / static_cast<T>(count);
+  variance = blockSum(squares, shared) / static_cast<T>(count);
   invStdDev = inverseStdDev(variance, eps);
 }
 
@@ -124,8 +111,8 @@ __global__ void backwardStatsKernel(const void *dy, const void *x, BatchNormPara
     sumDy += g;
     sumDyXhat += g * (load<D>(x, at) - mean) * invStdDev;
   }
-  sumDy = channelSum(sumDy, shared);
-  sumDyXhat = channelSum(sumDyXhat, shared);
+  sumDy = blockSum(sumDy, shared);
+  sumDyXhat = blockSum(sumDyXhat, shared);
   if (threadIdx.x != 0)
     return;
   T w = param<D>(p.weight, c);

@@ -84,6 +84,22 @@ __host__ __device__ inline unsigned dtypeSizeOnDevice(DType t) {
   return 1;
 }
 
+/// Sum of one value per thread of a kThreads block, by a fixed tree
+/// (deterministic); every thread gets it. Ends with a barrier, so the next
+/// sum may reuse `shared` at once.
+template <class T> __device__ T blockSum(T v, T *shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (static_cast<int>(threadIdx.x) < width)
+      shared[threadIdx.x] += shared[threadIdx.x + width];
+    __syncthreads();
+  }
+  T total = shared[0];
+  __syncthreads();
+  return total;
+}
+
 /// A scalar operand as double (0 when absent).
 __device__ inline double readScalar(const Scalar &s) {
   return s.data ? loadAsDouble(s.dtype, s.data, 0) : 0.0;

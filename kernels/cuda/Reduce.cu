@@ -17,19 +17,6 @@
 namespace ampc::kernels::cuda {
 namespace {
 
-/// Sum of one value per thread of a kThreads block, by a fixed tree; the
-/// result is valid in thread 0.
-template <class T> __device__ T blockSum(T v, T *shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int width = kThreads / 2; width > 0; width /= 2) {
-    if (static_cast<int>(threadIdx.x) < width)
-      shared[threadIdx.x] += shared[threadIdx.x + width];
-    __syncthreads();
-  }
-  return shared[0];
-}
-
 // --- softmax -------------------------------------------------------------------
 
 template <DType D> __global__ void softmaxKernel(const void *x, void *y, AxisShape s, bool log) {

@@ -7,7 +7,8 @@
 #   scripts/gpu-checklist.sh [--devkit .devkit/ampc-devkit.tar.xz | --build-dir DIR]
 #                            [--quick] [--skip STEP,...]
 # --quick: shorter time limits, and the sanitizers over fewer tests.
-# Steps: facts tests cli sanitizer bench. Exit status: the number of failed steps.
+# Steps: facts tests cli sanitizer bench profile. Exit status: the number of
+# failed steps.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -90,6 +91,28 @@ sanitizer() {
   done
   return $rc
 }
+profile() {
+  # Each node's device time: AMPC_CUDA_SYNC=1 waits for a node's kernels
+  # inside the timed call, and graphs are off so that every step runs the
+  # nodes one by one. nsys, where the machine has it, adds the kernels.
+  set -e
+  # The workloads of bench/gpu/compare_pytorch_gpu.py.
+  for model in gpu/mlp-4096 convnet; do
+    for level in O0 O2; do
+      echo "-- $model $level"
+      AMPC_CUDA_SYNC=1 AMPC_CUDA_GRAPHS=0 "$bin/ampc" --device cuda --opt-level $level \
+        --half-type f16 --steps 12 --profile --progress none examples/$model.yaml
+    done
+  done
+  if command -v nsys >/dev/null; then
+    nsys profile -o "$LOG_DIR/mlp-O2" --force-overwrite true "$bin/ampc" --device cuda \
+      --opt-level O2 --half-type f16 --steps 30 --progress none examples/gpu/mlp-4096.yaml >/dev/null
+    nsys stats -q --report cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_api_sum \
+      "$LOG_DIR/mlp-O2.nsys-rep" | cut -c1-200 | head -n 120
+  else
+    echo "nsys: not on this machine"
+  fi
+}
 if [ -n "${src:-}" ] && [ ! -e "$src" ]; then
   mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
 fi
@@ -100,5 +123,6 @@ run_step tests $(q 150 300) "$bin/ampc-unit-tests" --gtest_filter='*Cuda*:*FakeD
 run_step cli $(q 90 180) cli
 run_step bench $(q 150 400) python3 bench/gpu/compare_pytorch_gpu.py --build-dir "$(dirname "$bin")"
 run_step sanitizer $(q 100 400) sanitizer
+run_step profile $(q 150 300) profile
 echo "== failed steps: ${failed[*]:-none}"
 exit ${#failed[@]}

@@ -181,9 +181,11 @@ cudaError_t layerNormGrad(const Launch &l, DType t, const void *dy, const void *
 
 // --- Losses -------------------------------------------------------------------------
 
-/// mean of (input - target)^2 (one block, a fixed summation tree).
+/// mean of (input - target)^2: blocks sum fixed parts by a tree into
+/// `scratch` (mseLossScratchBytes), one block adds the parts (deterministic).
+size_t mseLossScratchBytes(DType t, int64_t n);
 cudaError_t mseLoss(const Launch &l, DType t, const void *input, const void *target, void *out,
-                    int64_t n);
+                    int64_t n, void *scratch);
 /// dx = 2 (input - target) * dy / n.
 cudaError_t mseLossGrad(const Launch &l, DType t, const void *dy, const void *input,
                         const void *target, void *dx, int64_t n);

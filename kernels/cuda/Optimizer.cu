@@ -35,7 +35,53 @@ __device__ inline void copyThrough(const Tensor &from, const MutableTensor &to, 
     copyElement(from.dtype, from.data, to.data, i);
 }
 
-template <class T> __global__ void updateKernel(UpdateArgs a, const uint64_t *stepPtr) {
+/// How updateKernel reads and writes its operands. AnyTypes reads each
+/// operand's dtype per element (any combination); F32Master<G, M> is the
+/// common case fixed at compile time: f32 parameter and state, gradients
+/// in G, the model weight written in M (M = Bool: no model weight). Both
+/// give the same values; the typed one spends no instructions on dtypes.
+struct AnyTypes {
+  template <class T> static __device__ T param(const UpdateArgs &a, int64_t i) {
+    return loadAs<T>(a.param, i);
+  }
+  template <class T> static __device__ T grad(const UpdateArgs &a, int64_t i) {
+    return loadAs<T>(a.grad, i);
+  }
+  template <class T> static __device__ T state(const UpdateArgs &a, int s, int64_t i) {
+    return loadAs<T>(a.state[s], i);
+  }
+  template <class T> static __device__ void storeParam(const UpdateArgs &a, int64_t i, T v) {
+    storeAs<T>(a.paramOut, i, v);
+    if (a.modelParam.data)
+      storeAs<T>(a.modelOut, i, v);
+  }
+  template <class T> static __device__ void storeState(const UpdateArgs &a, int s, int64_t i, T v) {
+    storeAs<T>(a.stateOut[s], i, v);
+  }
+};
+
+template <DType G, DType M> struct F32Master {
+  template <class T> static __device__ T param(const UpdateArgs &a, int64_t i) {
+    return load<DType::F32>(a.param.data, i);
+  }
+  template <class T> static __device__ T grad(const UpdateArgs &a, int64_t i) {
+    return load<G>(a.grad.data, i);
+  }
+  template <class T> static __device__ T state(const UpdateArgs &a, int s, int64_t i) {
+    return load<DType::F32>(a.state[s].data, i);
+  }
+  template <class T> static __device__ void storeParam(const UpdateArgs &a, int64_t i, T v) {
+    store<DType::F32>(a.paramOut.data, i, v);
+    if constexpr (M != DType::Bool)
+      store<M>(a.modelOut.data, i, v);
+  }
+  template <class T> static __device__ void storeState(const UpdateArgs &a, int s, int64_t i, T v) {
+    store<DType::F32>(a.stateOut[s].data, i, v);
+  }
+};
+
+template <class T, class Access>
+__global__ void updateKernel(UpdateArgs a, const uint64_t *stepPtr) {
   bool apply = endsAccumulation(*stepPtr, a.accumulate);
   if (a.skip.data && readScalar(a.skip) != 0)
     apply = false;
@@ -54,28 +100,24 @@ template <class T> __global__ void updateKernel(UpdateArgs a, const uint64_t *st
   bool hasGradScale = a.gradScale.data != nullptr;
   T gradScale = static_cast<T>(hasGradScale ? readScalar(a.gradScale) : 1.0);
   auto grad = [&](int64_t i) {
-    T g = loadAs<T>(a.grad, i);
+    T g = Access::template grad<T>(a, i);
     return hasGradScale ? g * gradScale : g;
   };
-  auto storeParam = [&](int64_t i, T param) {
-    storeAs<T>(a.paramOut, i, param);
-    if (a.modelParam.data)
-      storeAs<T>(a.modelOut, i, param);
-  };
+  auto storeParam = [&](int64_t i, T param) { Access::template storeParam<T>(a, i, param); };
   switch (a.kind) {
   case UpdateKind::Sgd: {
     SgdScalars<T> s = makeSgdScalars<T>(lr, a.weightDecay, 0, 0, false);
-    AMPC_GRID_STRIDE(i, n) storeParam(i, sgdStep<T>(loadAs<T>(a.param, i), grad(i), s));
+    AMPC_GRID_STRIDE(i, n) storeParam(i, sgdStep<T>(Access::template param<T>(a, i), grad(i), s));
     return;
   }
   case UpdateKind::SgdMomentum: {
     bool firstStep = readScalar(a.stepCount) <= 1;
     SgdScalars<T> s = makeSgdScalars<T>(lr, a.weightDecay, a.momentum, a.dampening, a.nesterov);
     AMPC_GRID_STRIDE(i, n) {
-      T buf = loadAs<T>(a.state[0], i);
-      T param = sgdMomentumStep<T>(loadAs<T>(a.param, i), grad(i), buf, firstStep, s);
+      T buf = Access::template state<T>(a, 0, i);
+      T param = sgdMomentumStep<T>(Access::template param<T>(a, i), grad(i), buf, firstStep, s);
       storeParam(i, param);
-      storeAs<T>(a.stateOut[0], i, buf);
+      Access::template storeState<T>(a, 0, i, buf);
     }
     return;
   }
@@ -83,11 +125,11 @@ template <class T> __global__ void updateKernel(UpdateArgs a, const uint64_t *st
     AdamScalars<T> s = makeAdamScalars<T>(lr, a.beta1, a.beta2, a.eps, a.weightDecay,
                                           a.decoupledWeightDecay, readScalar(a.stepCount));
     AMPC_GRID_STRIDE(i, n) {
-      T expAvg = loadAs<T>(a.state[0], i), expAvgSq = loadAs<T>(a.state[1], i);
-      T param = adamStep<T>(loadAs<T>(a.param, i), grad(i), expAvg, expAvgSq, s);
+      T expAvg = Access::template state<T>(a, 0, i), expAvgSq = Access::template state<T>(a, 1, i);
+      T param = adamStep<T>(Access::template param<T>(a, i), grad(i), expAvg, expAvgSq, s);
       storeParam(i, param);
-      storeAs<T>(a.stateOut[0], i, expAvg);
-      storeAs<T>(a.stateOut[1], i, expAvgSq);
+      Access::template storeState<T>(a, 0, i, expAvg);
+      Access::template storeState<T>(a, 1, i, expAvgSq);
     }
     return;
   }
@@ -215,10 +257,48 @@ cudaError_t optimizerUpdate(const Launch &l, const UpdateArgs &a) {
   int64_t n = a.paramOut.n;
   if (n == 0)
     return cudaSuccess;
-  if (a.param.dtype == DType::F64)
-    updateKernel<double><<<blocksFor(n), kThreads, 0, l.stream>>>(a, l.step);
-  else
-    updateKernel<float><<<blocksFor(n), kThreads, 0, l.stream>>>(a, l.step);
+  unsigned blocks = blocksFor(n);
+  if (a.param.dtype == DType::F64) {
+    updateKernel<double, AnyTypes><<<blocks, kThreads, 0, l.stream>>>(a, l.step);
+    return cudaGetLastError();
+  }
+  // The typed kernels: f32 parameter and state, a float gradient, a half
+  // (or no) model weight; anything else reads dtypes per element.
+  bool f32Master = a.param.dtype == DType::F32 && a.paramOut.dtype == DType::F32;
+  for (int s = 0; s < a.numState; ++s)
+    f32Master = f32Master && a.state[s].dtype == DType::F32 && a.stateOut[s].dtype == DType::F32;
+  DType model = a.modelParam.data ? a.modelOut.dtype : DType::Bool;
+  auto launch = [&](auto gradTag, auto modelTag) {
+    constexpr DType G = decltype(gradTag)::value, M = decltype(modelTag)::value;
+    updateKernel<float, F32Master<G, M>><<<blocks, kThreads, 0, l.stream>>>(a, l.step);
+    return cudaGetLastError();
+  };
+  auto withModel = [&](auto gradTag) {
+    switch (model) {
+    case DType::Bool:
+      return launch(gradTag, DTypeTag<DType::Bool>{});
+    case DType::F16:
+      return launch(gradTag, DTypeTag<DType::F16>{});
+    case DType::BF16:
+      return launch(gradTag, DTypeTag<DType::BF16>{});
+    default:
+      updateKernel<float, AnyTypes><<<blocks, kThreads, 0, l.stream>>>(a, l.step);
+      return cudaGetLastError();
+    }
+  };
+  if (f32Master) {
+    switch (a.grad.dtype) {
+    case DType::F32:
+      return withModel(DTypeTag<DType::F32>{});
+    case DType::F16:
+      return withModel(DTypeTag<DType::F16>{});
+    case DType::BF16:
+      return withModel(DTypeTag<DType::BF16>{});
+    default:
+      break;
+    }
+  }
+  updateKernel<float, AnyTypes><<<blocks, kThreads, 0, l.stream>>>(a, l.step);
   return cudaGetLastError();
 }
 

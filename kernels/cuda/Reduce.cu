@@ -93,32 +93,63 @@ template <class T> __device__ T finishSum(T sum, const ReduceShape &s) {
   return s.mean ? meanOfSum(sum, s.reducedCount) : sum;
 }
 
-template <DType D> __global__ void reduceSumKernel(const void *x, void *y, ReduceShape s) {
+// Three plans (reducePlanOf). Direct: a thread per output adds its elements
+// in the reference's order (short sums). Rows: the input's innermost
+// dimension is reduced, so an output's elements lie in runs; a block per
+// (output, chunk) reads its chunk coalesced and adds it by blockSum's tree.
+// Columns: the innermost dimension is kept, so neighbouring outputs are
+// neighbours in memory; a thread per (output, chunk), neighbouring threads on
+// neighbouring outputs. Chunked plans then add each output's chunk sums in
+// order. Every plan is fixed by the shape: deterministic run to run.
+
+template <DType D> __global__ void reduceDirectKernel(const void *x, void *y, ReduceShape s) {
   AMPC_GRID_STRIDE(out, s.outputs)
   store<D>(y, out, finishSum(sumRange<D>(x, s, out, 0, s.reducedCount), s));
 }
 
-constexpr int64_t kReduceChunk = 1024;
-constexpr int64_t kDirectReduceLimit = 4096;
-
+/// Block b sums chunk b % chunks of output b / chunks; with one chunk it
+/// stores the output, else its partial sum (partial[b]).
 template <DType D>
-__global__ void reducePartialKernel(const void *x, ComputeT<D> *partial, ReduceShape s,
-                                    int64_t chunks) {
+__global__ void reduceRowsKernel(const void *x, void *y, ComputeT<D> *partial, ReduceShape s,
+                                 int64_t chunks, int64_t chunkLength) {
+  using T = ComputeT<D>;
+  __shared__ T shared[kThreads];
+  for (int64_t b = blockIdx.x; b < s.outputs * chunks; b += gridDim.x) {
+    int64_t out = b / chunks, begin = (b % chunks) * chunkLength;
+    int64_t end = begin + chunkLength < s.reducedCount ? begin + chunkLength : s.reducedCount;
+    int64_t base = keptOffset(s, out);
+    T acc = 0;
+    for (int64_t r = begin + threadIdx.x; r < end; r += kThreads)
+      acc += load<D>(x, base + reducedOffset(s, r));
+    T total = blockSum(acc, shared);
+    if (threadIdx.x == 0) {
+      if (chunks == 1)
+        store<D>(y, out, finishSum(total, s));
+      else
+        partial[b] = total;
+    }
+  }
+}
+
+/// Thread i sums chunk i / outputs of output i % outputs into partial[i].
+template <DType D>
+__global__ void reduceColumnsKernel(const void *x, ComputeT<D> *partial, ReduceShape s,
+                                    int64_t chunks, int64_t chunkLength) {
   AMPC_GRID_STRIDE(i, s.outputs * chunks) {
-    int64_t out = i / chunks, chunk = i % chunks;
-    int64_t begin = chunk * kReduceChunk;
-    int64_t end = begin + kReduceChunk < s.reducedCount ? begin + kReduceChunk : s.reducedCount;
+    int64_t out = i % s.outputs, begin = (i / s.outputs) * chunkLength;
+    int64_t end = begin + chunkLength < s.reducedCount ? begin + chunkLength : s.reducedCount;
     partial[i] = sumRange<D>(x, s, out, begin, end);
   }
 }
 
+/// Output out's chunk sums, in chunk order: partial[out * outStride + c * chunkStride].
 template <DType D>
 __global__ void reduceChunksKernel(const ComputeT<D> *partial, void *y, ReduceShape s,
-                                   int64_t chunks) {
+                                   int64_t chunks, int64_t outStride, int64_t chunkStride) {
   AMPC_GRID_STRIDE(out, s.outputs) {
     ComputeT<D> acc = 0;
     for (int64_t c = 0; c < chunks; ++c)
-      acc += partial[out * chunks + c];
+      acc += partial[out * outStride + c * chunkStride];
     store<D>(y, out, finishSum(acc, s));
   }
 }
@@ -335,13 +366,30 @@ __global__ void layerNormGradParamsKernel(const void *dy, const void *x, Mutable
 
 // --- losses -------------------------------------------------------------------------------
 
+/// Block b's part of sum (input - target)^2: elements [b * chunk, (b + 1) * chunk).
 template <DType D>
-__global__ void mseLossKernel(const void *input, const void *target, void *out, int64_t n) {
+__global__ void mseLossPartialKernel(const void *input, const void *target, ComputeT<D> *partial,
+                                     int64_t n, int64_t chunk) {
+  using T = ComputeT<D>;
+  __shared__ T shared[kThreads];
+  int64_t begin = static_cast<int64_t>(blockIdx.x) * chunk;
+  int64_t end = begin + chunk < n ? begin + chunk : n;
+  T sum = 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads)
+    sum += squaredErrorTerm(load<D>(input, i), load<D>(target, i));
+  sum = blockSum(sum, shared);
+  if (threadIdx.x == 0)
+    partial[blockIdx.x] = sum;
+}
+
+/// One block: the parts' total over n.
+template <DType D>
+__global__ void mseLossTotalKernel(const ComputeT<D> *partial, int64_t parts, void *out, int64_t n) {
   using T = ComputeT<D>;
   __shared__ T shared[kThreads];
   T sum = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads)
-    sum += squaredErrorTerm(load<D>(input, i), load<D>(target, i));
+  for (int64_t i = threadIdx.x; i < parts; i += kThreads)
+    sum += partial[i];
   sum = blockSum(sum, shared);
   if (threadIdx.x == 0)
     store<D>(out, 0, sum / T(n));
@@ -476,36 +524,83 @@ cudaError_t softmaxGrad(const Launch &l, DType t, const void *dy, const void *y,
   });
 }
 
-static int64_t reduceChunks(const ReduceShape &s) {
-  if (s.reducedCount <= kDirectReduceLimit)
-    return 0;
-  return (s.reducedCount + kReduceChunk - 1) / kReduceChunk;
+namespace {
+enum class ReduceKind { Direct, Rows, Columns };
+struct ReducePlan {
+  ReduceKind kind = ReduceKind::Direct;
+  int64_t chunks = 1, chunkLength = 0;
+};
+
+/// Rows: a block's chunk, 32 elements a thread. Columns: enough threads to
+/// fill the device, each adding at least kMinColumnChunk elements.
+constexpr int64_t kRowChunk = 32 * kThreads;
+constexpr int64_t kMinRowReduction = 2 * kThreads;
+constexpr int64_t kThreadsWanted = 1 << 17;
+constexpr int64_t kMinColumnChunk = 16;
+
+ReducePlan reducePlanOf(const ReduceShape &s) {
+  ReducePlan p;
+  p.chunkLength = s.reducedCount;
+  bool innermostReduced = s.reducedRank > 0 && s.reducedStrides[s.reducedRank - 1] == 1;
+  if (innermostReduced && s.reducedCount >= kMinRowReduction) {
+    p.kind = ReduceKind::Rows;
+    p.chunkLength = kRowChunk;
+    p.chunks = (s.reducedCount + kRowChunk - 1) / kRowChunk;
+    return p;
+  }
+  int64_t wanted = (kThreadsWanted + s.outputs - 1) / s.outputs;
+  int64_t most = (s.reducedCount + kMinColumnChunk - 1) / kMinColumnChunk;
+  int64_t chunks = wanted < most ? wanted : most;
+  if (chunks <= 1)
+    return p;
+  p.kind = ReduceKind::Columns;
+  p.chunkLength = (s.reducedCount + chunks - 1) / chunks;
+  p.chunks = (s.reducedCount + p.chunkLength - 1) / p.chunkLength;
+  return p;
 }
+} // namespace
 
 size_t reduceSumScratchBytes(DType t, const ReduceShape &s) {
+  ReducePlan p = reducePlanOf(s);
+  if (p.chunks <= 1)
+    return 0;
   size_t element = t == DType::F64 ? sizeof(double) : sizeof(float);
-  return static_cast<size_t>(s.outputs * reduceChunks(s)) * element;
+  return static_cast<size_t>(s.outputs * p.chunks) * element;
 }
 
 cudaError_t reduceSum(const Launch &l, DType t, const void *x, void *y, const ReduceShape &s,
                       void *scratch) {
   if (s.outputs == 0)
     return cudaSuccess;
-  int64_t chunks = reduceChunks(s);
+  ReducePlan p = reducePlanOf(s);
   return withFloat(t, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
-    if (chunks == 0) {
-      reduceSumKernel<D><<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(x, y, s);
+    auto *partial = static_cast<ComputeT<D> *>(scratch);
+    switch (p.kind) {
+    case ReduceKind::Direct:
+      reduceDirectKernel<D><<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(x, y, s);
+      return cudaGetLastError();
+    case ReduceKind::Rows: {
+      int64_t blocks = s.outputs * p.chunks;
+      reduceRowsKernel<D><<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0,
+                            l.stream>>>(x, y, partial, s, p.chunks, p.chunkLength);
+      if (cudaError_t err = cudaGetLastError(); err != cudaSuccess || p.chunks == 1)
+        return err;
+      reduceChunksKernel<D>
+          <<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(partial, y, s, p.chunks, p.chunks, 1);
       return cudaGetLastError();
     }
-    auto *partial = static_cast<ComputeT<D> *>(scratch);
-    reducePartialKernel<D>
-        <<<blocksFor(s.outputs * chunks), kThreads, 0, l.stream>>>(x, partial, s, chunks);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-      return err;
-    reduceChunksKernel<D><<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(partial, y, s, chunks);
-    return cudaGetLastError();
+    case ReduceKind::Columns: {
+      reduceColumnsKernel<D><<<blocksFor(s.outputs * p.chunks), kThreads, 0, l.stream>>>(
+          x, partial, s, p.chunks, p.chunkLength);
+      if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+        return err;
+      reduceChunksKernel<D>
+          <<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(partial, y, s, p.chunks, 1, s.outputs);
+      return cudaGetLastError();
+    }
+    }
+    return cudaErrorInvalidValue;
   });
 }
 
@@ -610,10 +705,31 @@ cudaError_t layerNormGrad(const Launch &l, DType t, const void *dy, const void *
   });
 }
 
+namespace {
+/// The MSE sum's parts: at least kRowChunk elements each, at most kMseParts of them.
+constexpr int64_t kMseParts = 4096;
+int64_t mseChunk(int64_t n) {
+  int64_t chunk = (n + kMseParts - 1) / kMseParts;
+  return chunk > kRowChunk ? chunk : kRowChunk;
+}
+int64_t mseParts(int64_t n) { return n == 0 ? 1 : (n + mseChunk(n) - 1) / mseChunk(n); }
+} // namespace
+
+size_t mseLossScratchBytes(DType t, int64_t n) {
+  return static_cast<size_t>(mseParts(n)) * (t == DType::F64 ? sizeof(double) : sizeof(float));
+}
+
 cudaError_t mseLoss(const Launch &l, DType t, const void *input, const void *target, void *out,
-                    int64_t n) {
+                    int64_t n, void *scratch) {
   return withFloat(t, [&](auto tag) {
-    mseLossKernel<decltype(tag)::value><<<1, kThreads, 0, l.stream>>>(input, target, out, n);
+    constexpr DType D = decltype(tag)::value;
+    auto *partial = static_cast<ComputeT<D> *>(scratch);
+    int64_t parts = mseParts(n);
+    mseLossPartialKernel<D><<<static_cast<unsigned>(parts), kThreads, 0, l.stream>>>(
+        input, target, partial, n, mseChunk(n));
+    if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+      return err;
+    mseLossTotalKernel<D><<<1, kThreads, 0, l.stream>>>(partial, parts, out, n);
     return cudaGetLastError();
   });
 }

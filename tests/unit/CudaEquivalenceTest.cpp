@@ -204,11 +204,17 @@ std::vector<OpCase> opCases() {
   c.push_back({"cast", {{F, {5, 7}}}, {{"to", Attribute(DType::F16)}}, 1});
   c.push_back({"cast", {{F, {5, 7}}}, {{"to", Attribute(DType::BF16)}}, 1});
   c.push_back({"mse_loss", {{T, {6, 7}}, {T, {6, 7}}}, {}, 1});
+  c.push_back({"mse_loss", {{T, {300, 100}}, {T, {300, 100}}}, {}, 4}); // four parts
   c.push_back({"cross_entropy", {{T, {6, 10}}, {L, {6}, 10}}, {}, 1});
   c.push_back({"reduce_sum", {{T, {5, 6, 7}}}, {{"dims", Attribute(Ints{0, 2})}}, 1});
   c.push_back({"reduce_sum", {{T, {64, 80}}}, {{"dims", Attribute(Ints{0, 1})}}, 4});
   c.push_back({"reduce_mean", {{T, {5, 6, 7}}}, {{"dims", Attribute(Ints{0, 2})}}, 1});
   c.push_back({"reduce_mean", {{T, {64, 80}}}, {{"dims", Attribute(Ints{})}}, 4});
+  // Each of reduce_sum's device plans (Reduce.cu): rows in two chunks (a
+  // convolution's bias gradient, H and W merged), rows in three, columns.
+  c.push_back({"reduce_sum", {{T, {4, 8, 48, 48}}}, {{"dims", Attribute(Ints{0, 2, 3})}}, 4});
+  c.push_back({"reduce_mean", {{T, {3, 20000}}}, {{"dims", Attribute(Ints{1})}}, 4});
+  c.push_back({"reduce_sum", {{T, {600, 1, 40}}}, {{"dims", Attribute(Ints{0})}}, 4});
   c.push_back({"relu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"gelu_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
   c.push_back({"sigmoid_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});

@@ -85,7 +85,7 @@ std::string signature(const Node &n) {
   for (const Value *v : n.operands())
     s += " " + v->type().str();
   for (const auto &[name, value] : n.attrs())
-    s += " " + name + "=" + value.str();
+    s += " " + name.str() + "=" + value.str();
   return s;
 }
 

@@ -7,7 +7,6 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -65,9 +64,9 @@ private:
 /// Shortest round-tripping decimal for a double, with a '.' or exponent.
 std::string formatDouble(double d);
 
-/// Attributes by name. std::map keeps the order deterministic (sorted by name).
-using AttrMap = std::map<std::string, Attribute, std::less<>>;
-
 } // namespace ampc
+
+// AttrMap, the attributes by name, comes with the Attribute.
+#include "ir/AttrMap.h"
 
 #endif

@@ -25,7 +25,7 @@ bool normalizeAttrs(const OpInfo &op, AttrMap &attrs, std::string &err) {
       continue;
     const AttrSpec *spec = op.findAttr(name);
     if (!spec) {
-      err = "unknown attribute '" + name + "'";
+      err = "unknown attribute '" + name.str() + "'";
       return false;
     }
     if (value.type() == spec->type)
@@ -39,7 +39,7 @@ bool normalizeAttrs(const OpInfo &op, AttrMap &attrs, std::string &err) {
       value = Attribute(std::move(v));
       continue;
     }
-    err = "attribute '" + name + "' must be " + attrTypeName(spec->type).str() + ", got " +
+    err = "attribute '" + name.str() + "' must be " + attrTypeName(spec->type).str() + ", got " +
           attrTypeName(value.type()).str();
     return false;
   }
@@ -61,11 +61,11 @@ bool checkAttrs(const OpInfo &op, const AttrMap &attrs, std::string &err) {
       continue;
     const AttrSpec *spec = op.findAttr(name);
     if (!spec) {
-      err = "unknown attribute '" + name + "'";
+      err = "unknown attribute '" + name.str() + "'";
       return false;
     }
     if (value.type() != spec->type) {
-      err = "attribute '" + name + "' must be " + attrTypeName(spec->type).str() + ", got " +
+      err = "attribute '" + name.str() + "' must be " + attrTypeName(spec->type).str() + ", got " +
             attrTypeName(value.type()).str();
       return false;
     }

@@ -187,7 +187,7 @@ public:
   const Attribute *findAttr(llvm::StringRef n) const;
   /// Attribute value or the op's default. Asserts the op declares it.
   const Attribute &attr(llvm::StringRef n) const;
-  void setAttr(llvm::StringRef n, Attribute a) { attrs_[n.str()] = std::move(a); }
+  void setAttr(llvm::StringRef n, Attribute a) { attrs_.insert_or_assign(n, std::move(a)); }
 
   const Location &loc() const { return loc_; }
   void setLoc(Location l) { loc_ = std::move(l); }

@@ -106,7 +106,7 @@ private:
       if (isBareKey(key))
         os_ << key;
       else
-        os_ << Attribute(key).str();
+        os_ << Attribute(key.str()).str();
       os_ << " = " << value.str();
     }
     os_ << '}';

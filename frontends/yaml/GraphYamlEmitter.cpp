@@ -48,7 +48,7 @@ void emitAttribute(YAML::Emitter &out, const Attribute &a) {
 void emitAttrMap(YAML::Emitter &out, const AttrMap &attrs) {
   out << YAML::BeginMap;
   for (const auto &[name, value] : attrs) {
-    out << YAML::Key << name << YAML::Value;
+    out << YAML::Key << name.str() << YAML::Value;
     emitAttribute(out, value);
   }
   out << YAML::EndMap;

@@ -384,7 +384,8 @@ __global__ void mseLossPartialKernel(const void *input, const void *target, Comp
 
 /// One block: the parts' total over n.
 template <DType D>
-__global__ void mseLossTotalKernel(const ComputeT<D> *partial, int64_t parts, void *out, int64_t n) {
+__global__ void mseLossTotalKernel(const ComputeT<D> *partial, int64_t parts, void *out,
+                                   int64_t n) {
   using T = ComputeT<D>;
   __shared__ T shared[kThreads];
   T sum = 0;
@@ -582,8 +583,9 @@ cudaError_t reduceSum(const Launch &l, DType t, const void *x, void *y, const Re
       return cudaGetLastError();
     case ReduceKind::Rows: {
       int64_t blocks = s.outputs * p.chunks;
-      reduceRowsKernel<D><<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0,
-                            l.stream>>>(x, y, partial, s, p.chunks, p.chunkLength);
+      reduceRowsKernel<D>
+          <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, l.stream>>>(
+              x, y, partial, s, p.chunks, p.chunkLength);
       if (cudaError_t err = cudaGetLastError(); err != cudaSuccess || p.chunks == 1)
         return err;
       reduceChunksKernel<D>

@@ -273,7 +273,7 @@ TEST(AssignPrecisionTest, GradientNodesDoNotInheritDecisions) {
       continue;
     ++backward;
     for (const auto &[name, value] : n.attrs())
-      EXPECT_FALSE(isAnnotationAttr(name)) << n.opName().str() << " has " << name;
+      EXPECT_FALSE(isAnnotationAttr(name)) << n.opName().str() << " has " << name.str();
   }
   EXPECT_GE(backward, 3u);
   // The parameter's gradient comes back in its f32 storage dtype.

@@ -145,7 +145,7 @@ TEST(GraphYamlReaderTest, AttributeTypesComeFromTheirSpelling) {
   ASSERT_TRUE(back);
   ASSERT_EQ(back->meta().size(), meta.size());
   for (const auto &[key, value] : meta) {
-    SCOPED_TRACE(key);
+    SCOPED_TRACE(key.str());
     ASSERT_TRUE(back->meta().count(key));
     const Attribute &read = back->meta().at(key);
     EXPECT_EQ(read.type(), value.type());

@@ -342,15 +342,15 @@ TEST(TextualIR, RoundTripPreservesValues) {
     ASSERT_EQ(n.attrs().size(), orig.attrs().size());
     for (const auto &[name, value] : orig.attrs()) {
       const Attribute *parsed = n.findAttr(name);
-      ASSERT_NE(parsed, nullptr) << name;
-      EXPECT_EQ(parsed->type(), value.type()) << name;
+      ASSERT_NE(parsed, nullptr) << name.str();
+      EXPECT_EQ(parsed->type(), value.type()) << name.str();
       if (value.is(AttrType::Float) && std::isnan(value.getFloat())) {
         EXPECT_TRUE(std::isnan(parsed->getFloat()));
       } else {
-        EXPECT_EQ(*parsed, value) << name;
+        EXPECT_EQ(*parsed, value) << name.str();
       }
       if (value.is(AttrType::Float)) {
-        EXPECT_EQ(std::signbit(parsed->getFloat()), std::signbit(value.getFloat())) << name;
+        EXPECT_EQ(std::signbit(parsed->getFloat()), std::signbit(value.getFloat())) << name.str();
       }
     }
     for (unsigned i = 0; i < n.numOperands(); ++i)

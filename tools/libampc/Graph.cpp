@@ -105,7 +105,7 @@ std::string NodeView::location() const { return n_->loc().known() ? n_->loc().st
 std::vector<std::string> NodeView::attrNames() const {
   std::vector<std::string> out;
   for (const auto &[name, value] : n_->attrs())
-    out.push_back(name);
+    out.push_back(name.str());
   return out;
 }
 

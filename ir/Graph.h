@@ -297,6 +297,20 @@ public:
   /// optimizer and training settings), printed in the textual IR's meta block.
   AttrMap &meta() { return meta_; }
   const AttrMap &meta() const { return meta_; }
+  /// Where a meta key was written (the model file's or the IR's position),
+  /// for errors about it found later (the precision policy); unknown when
+  /// the key came from elsewhere (a command-line override, a pass).
+  Location metaLocation(llvm::StringRef key) const {
+    auto it = metaLocations_.find(key);
+    return it == metaLocations_.end() ? Location() : it->second;
+  }
+  void setMetaLocation(llvm::StringRef key, Location loc) { metaLocations_[key] = std::move(loc); }
+  const llvm::StringMap<Location> &metaLocations() const { return metaLocations_; }
+
+  /// Where the graph was defined (the model file, the IR's first line), for
+  /// errors about the graph as a whole ("the graph has no loss").
+  const Location &loc() const { return loc_; }
+  void setLoc(Location loc) { loc_ = std::move(loc); }
 
   /// Fresh numeric value name (used for unnamed results).
   std::string freshName();
@@ -327,6 +341,8 @@ private:
   /// Name entries in an arena of their own, for the same reason.
   llvm::StringMap<Value *, llvm::BumpPtrAllocator> names_;
   AttrMap meta_;
+  llvm::StringMap<Location> metaLocations_;
+  Location loc_;
   uint64_t nextId_ = 0;
   uint64_t nextFreshName_ = 0;
 

@@ -305,6 +305,7 @@ public:
   std::unique_ptr<Graph> parse() {
     unsigned errorsBefore = diag_.numErrors();
     graph_ = std::make_unique<Graph>();
+    graph_->setLoc(locAt({1, 1}));
     advance();
     if (!parseGraphBody() || !resolveForwardReferences() || diag_.numErrors() != errorsBefore)
       return nullptr;
@@ -443,7 +444,11 @@ private:
     if (tok_.kind != Tok::LBrace)
       return expected("'{' after 'meta'");
     llvm::SmallVector<std::pair<std::string, Pos>, 8> keyPositions;
-    return parseDict(graph_->meta(), keyPositions);
+    if (!parseDict(graph_->meta(), keyPositions))
+      return false;
+    for (const auto &[key, pos] : keyPositions)
+      graph_->setMetaLocation(key, locAt(pos));
+    return true;
   }
 
   bool parseInput() {

@@ -573,7 +573,7 @@ PassResult AssignPrecisionPass::run(Graph &g, PassContext &ctx) {
                                   "autodiff");
       return PassResult::Failed;
     }
-  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), ctx.diag);
+  std::optional<PrecisionPolicy> policy = resolvePolicy(g, ctx.diag);
   if (!policy)
     return PassResult::Failed;
   if (!policy->mixed())

@@ -55,7 +55,7 @@ void pruneDeadBackwardNodes(Graph &g) {
 PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
   Value *loss = findLoss(g);
   if (!loss) {
-    ctx.diag.error(Location(), "autodiff: the graph has no loss (a node with role loss)");
+    ctx.diag.error(g.loc(), "autodiff: the graph has no loss (a node with role loss)");
     return PassResult::Failed;
   }
   for (Node &n : g.nodes())

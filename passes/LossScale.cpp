@@ -62,7 +62,7 @@ private:
     return false;
   }
   bool requireFreeName(llvm::StringRef name) {
-    return g_.isNameFree(name) || error(Location(), "the name '" + name + "' is taken");
+    return g_.isNameFree(name) || error(g_.loc(), "the name '" + name + "' is taken");
   }
   Node *build(OpKind kind, llvm::ArrayRef<Value *> operands, AttrMap attrs,
               llvm::ArrayRef<std::string> names, Node *before) {
@@ -239,12 +239,12 @@ bool LossScaleSplicer::run() {
       return error(n.loc(), "the graph already has loss scaling");
   loss_ = findLoss(g_);
   if (!loss_)
-    return error(Location(), "the graph has no loss (a node with role loss)");
+    return error(g_.loc(), "the graph has no loss (a node with role loss)");
   loc_ = loss_->loc();
   SkippableNodes nodes = findSkippable(g_);
   if (nodes.updates.empty())
-    return error(Location(), "the graph has no optimizer updates (run the optimizer pass "
-                             "before loss-scale)");
+    return error(g_.loc(), "the graph has no optimizer updates (run the optimizer pass "
+                           "before loss-scale)");
   bool dynamic = policy_.dynamicLossScale;
   const char *scaleName = "loss_scale.scale", *trackerName = "loss_scale.growth_tracker";
   for (const char *name : {scaleName, "loss_scale", "skipped"})
@@ -306,7 +306,7 @@ bool LossScaleSplicer::run() {
 } // namespace
 
 PassResult LossScalePass::run(Graph &g, PassContext &ctx) {
-  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), ctx.diag);
+  std::optional<PrecisionPolicy> policy = resolvePolicy(g, ctx.diag);
   if (!policy)
     return PassResult::Failed;
   if (!policy->scalesLoss())

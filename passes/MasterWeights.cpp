@@ -101,7 +101,7 @@ Value *optimizerConstant(Graph &g, llvm::StringRef name, double value, Diagnosti
 
 PassResult MasterWeightsPass::run(Graph &g, PassContext &ctx) {
   DiagnosticEngine &diag = ctx.diag;
-  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), diag);
+  std::optional<PrecisionPolicy> policy = resolvePolicy(g, diag);
   if (!policy)
     return PassResult::Failed;
   if (!policy->masterWeights)

@@ -122,7 +122,7 @@ private:
     return false;
   }
   bool requireFreeName(const std::string &name) {
-    return g_.isNameFree(name) || error(Location(), "the name '" + name + "' is taken");
+    return g_.isNameFree(name) || error(g_.loc(), "the name '" + name + "' is taken");
   }
   Node *build(OpKind kind, llvm::ArrayRef<Value *> operands, AttrMap attrs,
               llvm::ArrayRef<std::string> names, const Location &loc) {
@@ -193,7 +193,7 @@ bool OptimizerLowering::readSettings() {
   if (!schedule_)
     return false;
   if (paramGrads_.empty())
-    return error(Location(), "the graph has no parameter gradients (run autodiff first)");
+    return error(g_.loc(), "the graph has no parameter gradients (run autodiff first)");
   return true;
 }
 

@@ -79,7 +79,7 @@ bool PassManager::run(Graph &g, DiagnosticEngine &diag) {
     if (afterPass_)
       afterPass_(pass->name(), g);
     if (verifyEach_ && !verifyGraph(g, diag)) {
-      diag.error(Location(), "the graph is invalid after pass '" + pass->name() + "'");
+      diag.error(g.loc(), "the graph is invalid after pass '" + pass->name() + "'");
       return false;
     }
   }

@@ -84,7 +84,9 @@ std::optional<bool> parseBool(llvm::StringRef s) {
 /// Reads one policy from meta, reporting every bad key (not just the first).
 class PolicyReader {
 public:
-  PolicyReader(const AttrMap &meta, DiagnosticEngine &diag) : meta_(meta), diag_(diag) {}
+  PolicyReader(const AttrMap &meta, DiagnosticEngine &diag,
+               const llvm::StringMap<Location> *locations)
+      : meta_(meta), diag_(diag), locations_(locations) {}
 
   std::optional<PrecisionPolicy> read() {
     unsigned errorsBefore = diag_.numErrors();
@@ -164,7 +166,7 @@ public:
     readOpList("half_ops", p.halfOps);
     for (const std::string &op : p.fp32Ops)
       if (llvm::is_contained(p.halfOps, op))
-        diag_.error(Location(), "op '" + op + "' is in both amp.fp32_ops and amp.half_ops");
+        diag_.error(where("half_ops"), "op '" + op + "' is in both amp.fp32_ops and amp.half_ops");
 
     if (diag_.numErrors() != errorsBefore)
       return std::nullopt;
@@ -178,7 +180,14 @@ private:
     return it == meta_.end() ? nullptr : &it->second;
   }
   void bad(llvm::StringRef property, const llvm::Twine &msg) {
-    diag_.error(Location(), kPrefix + property + " " + msg);
+    diag_.error(where(property), kPrefix + property + " " + msg);
+  }
+  /// Where amp.<property> was written, if the graph knows.
+  Location where(llvm::StringRef property) const {
+    if (!locations_)
+      return Location();
+    auto it = locations_->find((kPrefix + property).str());
+    return it == locations_->end() ? Location() : it->second;
   }
   std::optional<std::string> string(llvm::StringRef property, const Attribute &a) {
     if (a.is(AttrType::String))
@@ -236,6 +245,7 @@ private:
 
   const AttrMap &meta_;
   DiagnosticEngine &diag_;
+  const llvm::StringMap<Location> *locations_;
 };
 
 std::string joined(llvm::ArrayRef<std::string> names) {
@@ -312,7 +322,11 @@ std::vector<std::string> splitOpList(llvm::StringRef list) {
 }
 
 std::optional<PrecisionPolicy> resolvePolicy(const AttrMap &meta, DiagnosticEngine &diag) {
-  return PolicyReader(meta, diag).read();
+  return PolicyReader(meta, diag, nullptr).read();
+}
+
+std::optional<PrecisionPolicy> resolvePolicy(const Graph &g, DiagnosticEngine &diag) {
+  return PolicyReader(g.meta(), diag, &g.metaLocations()).read();
 }
 
 void warnPolicy(const PrecisionPolicy &p, DiagnosticEngine &diag) {

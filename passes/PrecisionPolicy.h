@@ -14,6 +14,7 @@
 
 #include "ir/Attribute.h"
 #include "ir/Diagnostics.h"
+#include "ir/Graph.h"
 #include "ir/OpRegistry.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -92,6 +93,9 @@ llvm::ArrayRef<llvm::StringRef> policyPropertyNames();
 /// parameters is off); warnPolicy explains them. Keys that are not policy
 /// properties are ignored (other passes keep their own amp.* state there).
 std::optional<PrecisionPolicy> resolvePolicy(const AttrMap &meta, DiagnosticEngine &diag);
+/// The same from a graph's meta; errors point at the keys where the graph
+/// was written (Graph::metaLocation).
+std::optional<PrecisionPolicy> resolvePolicy(const Graph &g, DiagnosticEngine &diag);
 
 /// Warnings for explicitly set properties that have no effect in the
 /// resolved combination (Apex refuses most of these; we explain and go on).

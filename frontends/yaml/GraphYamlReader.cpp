@@ -89,6 +89,7 @@ public:
   std::unique_ptr<Graph> run(const YAML::Node &root) {
     unsigned errorsBefore = r_.diag().numErrors();
     g_ = std::make_unique<Graph>();
+    g_->setLoc(r_.fileLoc());
     if (!readTop(Bound{root}) || !resolvePending() || r_.diag().numErrors() != errorsBefore ||
         !verify())
       return nullptr;
@@ -141,6 +142,7 @@ private:
       if (!readAttr(e.value, "meta '" + e.key + "'", value))
         return false;
       g_->meta()[e.key] = std::move(value);
+      g_->setMetaLocation(e.key, r_.loc(e.keyNode));
     }
     return true;
   }

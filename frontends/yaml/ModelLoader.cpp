@@ -51,6 +51,7 @@ public:
 
   std::unique_ptr<Graph> run(const YAML::Node &root) {
     auto g = std::make_unique<Graph>();
+    g->setLoc(r_.fileLoc());
     ModelContext ctx{r_, *g, opts_, {}};
     if (!import(Bound{root}, ctx))
       return nullptr;

@@ -88,7 +88,7 @@ bool applyPolicyOverrides(Graph &g, const LoadOptions &opts, DiagnosticEngine &d
 /// Warnings ride along.
 Result<Model> finishImport(std::unique_ptr<Graph> g, DiagnosticEngine &diag, ModelSource source) {
   if (!g || !verifyGraph(*g, diag) || !applyPolicyOverrides(*g, source.load, diag) ||
-      !resolvePolicy(g->meta(), diag))
+      !resolvePolicy(*g, diag))
     return toStatus(diag);
   auto impl = std::make_unique<Model::Impl>();
   impl->graph = std::move(g);
@@ -101,7 +101,7 @@ Result<Model> finishImport(std::unique_ptr<Graph> g, DiagnosticEngine &diag, Mod
 /// stage it holds recorded, so that rewrite() refuses it.
 Result<Model> finishGraphLoad(std::unique_ptr<Graph> g, DiagnosticEngine &diag,
                               ModelSource source) {
-  if (!g || !resolvePolicy(g->meta(), diag) ||
+  if (!g || !resolvePolicy(*g, diag) ||
       !checkLoadKeepsGraph(*g, source.bufferName, source.load, diag))
     return toStatus(diag);
   auto impl = std::make_unique<Model::Impl>();
@@ -418,7 +418,7 @@ Status Model::rewrite(const PipelineOptions &opts) {
                          "again or clone() it before rewriting)");
   Graph &g = *impl_->graph;
   DiagnosticEngine diag;
-  std::optional<PrecisionPolicy> policy = resolvePolicy(g.meta(), diag);
+  std::optional<PrecisionPolicy> policy = resolvePolicy(g, diag);
   if (!policy)
     return toStatus(diag);
   if (opts.stage == Stage::Train && !trainable())

@@ -10,6 +10,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -67,8 +68,16 @@ public:
   // Program moves inputs, state and outputs through these; host backends
   // keep the defaults (memcpy, run `issue` as it is, nothing to wait for).
 
+  /// Host memory for a value the host rewrites every step (a batch input).
+  /// A device backend may hand out page-locked memory, which copyToBackend
+  /// then sends without staging it first.
+  virtual void *allocateHostBuffer(size_t bytes) { return std::malloc(bytes ? bytes : 1); }
+  virtual void freeHostBuffer(void *p) { std::free(p); }
+
   /// Host memory -> allocate()d memory. May return before the copy is done
-  /// but not before `hostSrc` may be reused.
+  /// but not before `hostSrc` may be reused -- except from memory that
+  /// allocateHostBuffer gave, which the copy may still be reading until
+  /// synchronize() (the end of every Program::run).
   virtual void copyToBackend(void *dst, const void *hostSrc, size_t bytes) {
     if (bytes)
       std::memcpy(dst, hostSrc, bytes);

@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace ampc {
 
@@ -254,8 +255,14 @@ void *Program::hostView(const Value *v, bool writable, bool overwrite) const {
     return stored;
   HostCopy &copy = hostCopies_[v];
   size_t bytes = static_cast<size_t>(v->type().sizeInBytes());
-  if (!copy.bytes)
-    copy.bytes = std::make_unique<char[]>(bytes ? bytes : 1);
+  if (!copy.bytes) {
+    if (v->isInput())
+      copy.bytes = {static_cast<char *>(backend_.allocateHostBuffer(bytes)), HostBufferFree(&backend_)};
+    else
+      copy.bytes = {new char[bytes ? bytes : 1], HostBufferFree()};
+    if (!copy.bytes)
+      throw std::bad_alloc();
+  }
   // A copy handed out writable holds the newest value until it is sent.
   if (!copy.pendingWrite && !(overwrite && (v->isInput() || v->isState())))
     backend_.copyToHost(copy.bytes.get(), stored, bytes);

@@ -227,9 +227,22 @@ private:
   std::vector<KernelEvent> trace_;
   /// The clock's zero for trace events: the first profiled run's start.
   std::optional<std::chrono::steady_clock::time_point> traceZero_;
-  /// Device backends: host copies of values handed out by data().
+  /// Device backends: host copies of values handed out by data(). Inputs'
+  /// come from Backend::allocateHostBuffer (pinned on CUDA: a batch goes to
+  /// the device without a staging copy), the rest from the heap.
+  struct HostBufferFree {
+    HostBufferFree() noexcept : backend(nullptr) {}
+    explicit HostBufferFree(Backend *b) noexcept : backend(b) {}
+    Backend *backend; ///< null: new[]'d
+    void operator()(char *p) const {
+      if (backend)
+        backend->freeHostBuffer(p);
+      else
+        delete[] p;
+    }
+  };
   struct HostCopy {
-    std::unique_ptr<char[]> bytes;
+    std::unique_ptr<char, HostBufferFree> bytes;
     bool pendingWrite = false; ///< handed out writable: send before the next step
   };
   mutable llvm::DenseMap<const Value *, HostCopy> hostCopies_;

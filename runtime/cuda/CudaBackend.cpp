@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <vector>
 
 namespace ampc::cuda {
@@ -309,10 +310,41 @@ public:
   bool hostAccessible() const override { return false; }
   uint64_t bytesInUse() const override { return inUse_; }
 
-  /// Through pinned staging: an asynchronous copy from pageable memory
+  /// Page-locked, so that a batch goes to the device straight from where
+  /// the data source wrote it (no copy into the staging buffer first).
+  /// Pageable memory when pinning fails (the process's locked-memory limit).
+  void *allocateHostBuffer(size_t bytes) override {
+    std::string err;
+    void *p = nullptr;
+    if (initialize(err) &&
+        cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) == cudaSuccess) {
+      pinned_[static_cast<const char *>(p)] = bytes;
+      return p;
+    }
+    cudaGetLastError();
+    return Backend::allocateHostBuffer(bytes);
+  }
+  void freeHostBuffer(void *p) override {
+    auto it = pinned_.find(static_cast<const char *>(p));
+    if (it == pinned_.end())
+      return Backend::freeHostBuffer(p);
+    // A copy from it may be in flight.
+    cudaStreamSynchronize(ctx_.stream);
+    cudaFreeHost(p);
+    pinned_.erase(it);
+  }
+
+  /// From an allocateHostBuffer buffer: one asynchronous copy (the buffer
+  /// is not written again before synchronize()). From anywhere else:
+  /// through pinned staging, as an asynchronous copy from pageable memory
   /// that the caller frees or rewrites at once would rely on the driver
-  /// having staged it. Large copies go through in chunks.
+  /// having staged it; large copies go through in chunks.
   void copyToBackend(void *dst, const void *hostSrc, size_t bytes) override {
+    if (bytes && inPinnedBuffer(hostSrc, bytes)) {
+      check(cudaMemcpyAsync(dst, hostSrc, bytes, cudaMemcpyHostToDevice, ctx_.stream),
+            "cudaMemcpyAsync (host to device)");
+      return;
+    }
     auto *to = static_cast<char *>(dst);
     const auto *from = static_cast<const char *>(hostSrc);
     while (bytes) {
@@ -420,6 +452,16 @@ private:
     return at;
   }
 
+  /// Whether [p, p + bytes) lies in one allocateHostBuffer buffer.
+  bool inPinnedBuffer(const void *p, size_t bytes) const {
+    const char *at = static_cast<const char *>(p);
+    auto it = pinned_.upper_bound(at);
+    if (it == pinned_.begin())
+      return false;
+    --it;
+    return at + bytes <= it->first + it->second;
+  }
+
   /// Waits for the stream; the staging buffer is free again. A fault that
   /// an earlier kernel caused surfaces here, far from its op: the message
   /// says how to find it.
@@ -494,6 +536,8 @@ private:
   uint64_t inUse_ = 0;
   char *staging_ = nullptr;
   size_t stagingUsed_ = 0;
+  /// allocateHostBuffer's page-locked buffers: start -> bytes.
+  std::map<const char *, size_t> pinned_;
   llvm::DenseMap<const void *, ProgramGraph> graphs_;
 };
 

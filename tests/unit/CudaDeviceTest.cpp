@@ -200,6 +200,23 @@ TEST(FakeDeviceProgramTest, BindingABatchFetchesNothingOfTheInputs) {
       << "four steps fetched " << device.toHostBytes - before << " bytes";
 }
 
+// A batch is written into host buffers the backend hands out
+// (allocateHostBuffer: pinned on CUDA) and sent from there, one copy per
+// input per step; the buffers go with the program.
+TEST(FakeDeviceProgramTest, BatchesAreSentFromTheBackendsHostBuffers) {
+  FakeDeviceBackend device;
+  {
+    FakeRun fake;
+    ASSERT_TRUE(fake.build("O2", device)) << fake.firstError();
+    size_t inputs = fake.graph->inputs().size();
+    std::string err;
+    ASSERT_TRUE(fake.train(4, err)) << err;
+    EXPECT_EQ(device.hostBuffers.size(), inputs);
+    EXPECT_GE(device.fromHostBuffers, 4 * inputs);
+  }
+  EXPECT_TRUE(device.hostBuffers.empty()) << "host buffers outlived their program";
+}
+
 // The guard bytes after each device arena are written at compile time and
 // read back by measure(): a write past an arena's end is found, as on the
 // CPU.

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -35,8 +36,21 @@ public:
   void deallocate(void *p) override { host_->deallocate(p); }
   bool hostAccessible() const override { return false; }
   uint64_t bytesInUse() const override { return host_->bytesInUse(); }
+  void *allocateHostBuffer(size_t bytes) override {
+    void *p = Backend::allocateHostBuffer(bytes);
+    hostBuffers[static_cast<const char *>(p)] = bytes;
+    return p;
+  }
+  void freeHostBuffer(void *p) override {
+    hostBuffers.erase(static_cast<const char *>(p));
+    Backend::freeHostBuffer(p);
+  }
   void copyToBackend(void *dst, const void *src, size_t bytes) override {
     ++toDevice;
+    auto *from = static_cast<const char *>(src);
+    for (const auto &[buffer, size] : hostBuffers)
+      if (from >= buffer && from + bytes <= buffer + size)
+        ++fromHostBuffers;
     std::memcpy(dst, src, bytes);
   }
   void copyToHost(void *dst, const void *src, size_t bytes) override {
@@ -57,6 +71,9 @@ public:
   void synchronize() override { ++syncs; }
 
   unsigned toDevice = 0, toHost = 0, within = 0, steps = 0, syncs = 0;
+  /// Live allocateHostBuffer buffers (start -> bytes), and the copies sent from them.
+  std::map<const char *, size_t> hostBuffers;
+  unsigned fromHostBuffers = 0;
   uint64_t toHostBytes = 0;
   /// Every arena handed out, in order: (memory, bytes).
   std::vector<std::pair<char *, size_t>> allocations;

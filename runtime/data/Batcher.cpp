@@ -19,10 +19,12 @@ static constexpr uint64_t kShuffleStreamBase = 0x7368756666000000ull; // + epoch
 
 Batcher::Batcher(DataSource &source, BatchOptions options) : source_(source), options_(options) {
   assert(options_.batchSize > 0 && "batch size must be positive");
+  assert(options_.ranks > 0 && options_.rank >= 0 && options_.rank < options_.ranks &&
+         "rank out of range");
 }
 
 int64_t Batcher::batchesPerEpoch() const {
-  int64_t n = source_.numSamples(), b = options_.batchSize;
+  int64_t n = source_.numSamples(), b = options_.batchSize * options_.ranks;
   return options_.dropLast ? n / b : (n + b - 1) / b;
 }
 
@@ -91,7 +93,11 @@ bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::
   rows = 0;
   if (batchesPerEpoch() == 0) {
     err = "the data has " + std::to_string(n) + " samples, fewer than one batch of " +
-          std::to_string(b) + "; use a smaller batch or drop_last: false";
+          std::to_string(b * options_.ranks) +
+          (options_.ranks > 1
+               ? " (" + std::to_string(options_.ranks) + " ranks x " + std::to_string(b) + ")"
+               : std::string()) +
+          "; use a smaller batch or drop_last: false";
     return false;
   }
   for (const HostTensor &t : batch)
@@ -101,9 +107,11 @@ bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::
       return false;
     }
   int64_t perEpoch = batchesPerEpoch();
-  int64_t epochIndex = step_ / perEpoch, begin = (step_ % perEpoch) * b;
+  int64_t epochIndex = step_ / perEpoch;
+  int64_t begin = (step_ % perEpoch) * b * options_.ranks + options_.rank * b;
   ensureOrder(epochIndex);
-  int64_t count = std::min(b, n - begin);
+  // A kept partial last global batch may leave a rank fewer rows, or none.
+  int64_t count = std::clamp<int64_t>(n - begin, 0, b);
   if (!loadRows(batch, begin, count, err))
     return false;
   if (count < b)

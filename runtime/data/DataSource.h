@@ -76,6 +76,11 @@ struct BatchOptions {
   bool shuffle = true;
   uint64_t seed = 0;
   bool dropLast = true;
+  /// Data-parallel training: `ranks` processes walk the same seeded order
+  /// in global batches of ranks x batchSize samples, and rank r takes rows
+  /// [r x batchSize, (r + 1) x batchSize) of each. Together they see what
+  /// one process with the global batch would, step for step.
+  int64_t ranks = 1, rank = 0;
 };
 
 /// batch (meta "batch", else dim 0 of the first input), train.shuffle,
@@ -94,7 +99,8 @@ public:
   /// or the data cannot make a batch (the step is then not advanced).
   bool next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::string &err);
 
-  /// Batches per epoch: floor(N / B) with drop_last, else ceil(N / B).
+  /// Batches per epoch: floor(N / G) with drop_last, else ceil(N / G), G
+  /// the global batch (ranks x batch size).
   int64_t batchesPerEpoch() const;
   /// Batches handed out so far (the global step of the next batch).
   int64_t step() const { return step_; }

@@ -538,6 +538,53 @@ TEST(Batcher, DropLastAndUnshuffledOrder) {
   EXPECT_EQ(batcher.epoch(), 1);
 }
 
+// Data-parallel shards (issue 21): at every step rank 0's rows followed by
+// rank 1's are the rows one process with the global batch gets, shuffled or
+// not, across epochs, and after a resume.
+TEST(Batcher, RanksSplitEachGlobalBatchInRankOrder) {
+  TempDir dir;
+  auto g = classifier(4, 2, 2, 4);
+  writeIndexedNpy(dir, *g, 22, 4);
+  auto global = classifier(8, 2, 2, 4);
+  DiagnosticEngine diag;
+  auto src = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(src) << firstError(diag);
+  for (bool shuffle : {false, true}) {
+    SCOPED_TRACE(shuffle ? "shuffled" : "in order");
+    Batcher whole(*src, {8, shuffle, 3, true});
+    Batcher rank0(*src, {4, shuffle, 3, true, /*ranks=*/2, /*rank=*/0});
+    Batcher rank1(*src, {4, shuffle, 3, true, 2, 1});
+    EXPECT_EQ(rank0.batchesPerEpoch(), whole.batchesPerEpoch());
+    EXPECT_EQ(whole.batchesPerEpoch(), 2); // 22 samples, global batch 8
+    auto big = makeBatchTensors(*global), small = makeBatchTensors(*g);
+    std::string err;
+    for (int step = 0; step < 5; ++step) {
+      if (step == 3) { // resume mid-epoch
+        for (Batcher *b : {&whole, &rank0, &rank1})
+          b->skipTo(3);
+      }
+      int64_t rows;
+      ASSERT_TRUE(whole.next(big, rows, err)) << err;
+      std::vector<int64_t> want = rowsOf(big[0], rows), got;
+      for (Batcher *b : {&rank0, &rank1}) {
+        ASSERT_TRUE(b->next(small, rows, err)) << err;
+        EXPECT_EQ(rows, 4);
+        for (int64_t id : rowsOf(small[0], rows))
+          got.push_back(id);
+      }
+      EXPECT_EQ(got, want) << "step " << step;
+    }
+  }
+  // Too few samples for one global batch names the ranks.
+  Batcher tooBig(*src, {8, false, 0, true, /*ranks=*/3, /*rank=*/2});
+  auto batch = makeBatchTensors(*classifier(8, 2, 2, 4));
+  int64_t rows;
+  std::string err;
+  EXPECT_FALSE(tooBig.next(batch, rows, err));
+  EXPECT_EQ(err, "the data has 22 samples, fewer than one batch of 24 (3 ranks x 8); use a "
+                 "smaller batch or drop_last: false");
+}
+
 TEST(Batcher, SeedDecidesTheOrderAndSkipToResumes) {
   TempDir dir;
   auto g = classifier(4, 2, 2, 4);

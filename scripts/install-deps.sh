@@ -18,6 +18,7 @@ packages=(
   python3-torchvision python3-onnx  # ONNX cross-checks (tests/onnx): exports, helper-built models
   graphviz libgraphviz-dev    # ampc view lays graphs out (libgvc); tests check --emit dot with dot
   chromium                    # ampc view's page is tested in headless Chromium (tests/view)
+  libopenmpi-dev openmpi-bin  # data-parallel training across processes (runtime/dist, mpirun)
 )
 
 missing=()

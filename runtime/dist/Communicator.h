@@ -1,0 +1,64 @@
+//===- Communicator.h - Collectives across the processes of a job -*- C++ -*-===//
+//
+// Data-parallel training (docs/distributed.md) runs one process per rank;
+// what they exchange goes through a Communicator: the gradients' all-reduce,
+// the loss and the overflow flag, a broadcast of rank 0's checkpoint. The
+// implementations are an existing engine's, never a home-made transport:
+// Open MPI for processes on the CPU (MpiCommunicator.cpp, the one file that
+// includes mpi.h), and a single-process one that makes every collective
+// the identity. Nothing outside runtime/dist/ includes MPI's headers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_DIST_COMMUNICATOR_H
+#define AMPC_RUNTIME_DIST_COMMUNICATOR_H
+
+#include "ir/DType.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ampc::dist {
+
+enum class ReduceOp { Sum, Mean, Max };
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  /// "local" or "mpi".
+  virtual llvm::StringRef name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Reduces `count` elements of dtype `t` in place; every rank ends with
+  /// the same bits. f32 and f64 reduce as they are; f16 and bf16 through
+  /// f32 (each rank's values widened, the result rounded once), as a
+  /// half all-reduce in f32 does. Mean divides the sum by size() in the
+  /// reduction's type. Integers (i64, i32) take Sum and Max. False with
+  /// `err` when the engine fails or the dtype cannot be reduced.
+  virtual bool allReduce(void *data, int64_t count, DType t, ReduceOp op, std::string &err) = 0;
+  /// `bytes` from rank `root` to every rank.
+  virtual bool broadcast(void *data, size_t bytes, int root, std::string &err) = 0;
+  virtual bool barrier(std::string &err) = 0;
+};
+
+/// One process: every collective leaves the data as it is.
+std::unique_ptr<Communicator> createLocalCommunicator();
+
+/// Whether a launcher that starts ranks (mpirun, srun with PMI) started this
+/// process: its environment names a world size.
+bool launchedByMpiLauncher();
+
+/// Whether this build has the MPI communicator (Open MPI found at configure).
+bool mpiAvailable();
+
+/// The MPI world, initialising MPI on first use (finalised at exit); nullptr
+/// with `err` when this build has no MPI or MPI does not start.
+std::unique_ptr<Communicator> createMpiCommunicator(std::string &err);
+
+} // namespace ampc::dist
+
+#endif

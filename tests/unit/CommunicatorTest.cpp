@@ -1,0 +1,45 @@
+//===- CommunicatorTest.cpp - The single-process communicator --------------===//
+//
+// The MPI one is tested under mpirun (tests/dist, ctest label dist).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/dist/Communicator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+using namespace ampc;
+using namespace ampc::dist;
+
+TEST(CommunicatorTest, OneProcessLeavesDataAsItIs) {
+  std::unique_ptr<Communicator> c = createLocalCommunicator();
+  EXPECT_EQ(c->name(), "local");
+  EXPECT_EQ(c->rank(), 0);
+  EXPECT_EQ(c->size(), 1);
+  std::vector<float> v = {1.5f, -2.0f, 3.25f};
+  std::string err;
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max})
+    EXPECT_TRUE(c->allReduce(v.data(), 3, DType::F32, op, err)) << err;
+  EXPECT_EQ(v, (std::vector<float>{1.5f, -2.0f, 3.25f}));
+  EXPECT_TRUE(c->broadcast(v.data(), sizeof(float) * 3, 0, err));
+  EXPECT_FALSE(c->broadcast(v.data(), sizeof(float) * 3, 1, err));
+  EXPECT_EQ(err, "broadcast from rank 1 of a 1-process job");
+  EXPECT_TRUE(c->barrier(err));
+}
+
+TEST(CommunicatorTest, ALauncherIsRecognisedByItsEnvironment) {
+  const char *saved = std::getenv("OMPI_COMM_WORLD_SIZE");
+  std::string keep = saved ? saved : "";
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  unsetenv("PMIX_RANK");
+  unsetenv("PMI_SIZE");
+  EXPECT_FALSE(launchedByMpiLauncher());
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  EXPECT_TRUE(launchedByMpiLauncher());
+  if (saved)
+    setenv("OMPI_COMM_WORLD_SIZE", keep.c_str(), 1);
+  else
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+}

@@ -257,7 +257,8 @@ void *Program::hostView(const Value *v, bool writable, bool overwrite) const {
   size_t bytes = static_cast<size_t>(v->type().sizeInBytes());
   if (!copy.bytes) {
     if (v->isInput())
-      copy.bytes = {static_cast<char *>(backend_.allocateHostBuffer(bytes)), HostBufferFree(&backend_)};
+      copy.bytes = {static_cast<char *>(backend_.allocateHostBuffer(bytes)),
+                    HostBufferFree(&backend_)};
     else
       copy.bytes = {new char[bytes ? bytes : 1], HostBufferFree()};
     if (!copy.bytes)

@@ -11,15 +11,17 @@ namespace ampc::kernels::cuda {
 
 constexpr int kThreads = 256;
 
-/// Blocks for n elements with grid-stride loops (capped; the loops cover the rest).
-inline unsigned blocksFor(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
+/// A grid of `blocks` blocks, capped (grid-stride loops cover the rest).
+inline unsigned gridOf(int64_t blocks) {
   if (blocks < 1)
     blocks = 1;
   if (blocks > 65535)
     blocks = 65535;
   return static_cast<unsigned>(blocks);
 }
+
+/// Blocks for n elements with grid-stride loops.
+inline unsigned blocksFor(int64_t n) { return gridOf((n + kThreads - 1) / kThreads); }
 
 #define AMPC_GRID_STRIDE(i, n)                                                                     \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);           \

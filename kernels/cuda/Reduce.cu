@@ -582,10 +582,8 @@ cudaError_t reduceSum(const Launch &l, DType t, const void *x, void *y, const Re
       reduceDirectKernel<D><<<blocksFor(s.outputs), kThreads, 0, l.stream>>>(x, y, s);
       return cudaGetLastError();
     case ReduceKind::Rows: {
-      int64_t blocks = s.outputs * p.chunks;
-      reduceRowsKernel<D>
-          <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, l.stream>>>(
-              x, y, partial, s, p.chunks, p.chunkLength);
+      reduceRowsKernel<D><<<gridOf(s.outputs * p.chunks), kThreads, 0, l.stream>>>(
+          x, y, partial, s, p.chunks, p.chunkLength);
       if (cudaError_t err = cudaGetLastError(); err != cudaSuccess || p.chunks == 1)
         return err;
       reduceChunksKernel<D>

@@ -114,6 +114,11 @@ struct OpInfo {
   /// effects. A backend may then run a chain of such nodes in one pass over
   /// the elements (Backend::prepareFused, runtime/Program.cpp).
   bool elementwise = false;
+  /// A collective across the ranks of a data-parallel job (all_reduce): the
+  /// runtime binds it to its communicator (runtime/dist/) instead of asking
+  /// the backend for a kernel, and no pass may drop it (every rank must
+  /// take part), so it also has side effects.
+  bool collective = false;
   /// The gradient rule; nullptr for ops that are not differentiated (backward
   /// and optimizer ops themselves).
   GradientFn gradient = nullptr;
@@ -231,6 +236,11 @@ public:
   }
   OpRow &viewsOperand() {
     info_.resultViewsOperand = true;
+    return *this;
+  }
+  OpRow &collective() {
+    info_.collective = true;
+    info_.hasSideEffects = true;
     return *this;
   }
   OpRow &elementwise() {

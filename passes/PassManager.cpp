@@ -4,6 +4,7 @@
 #include "passes/AssignPrecision.h"
 #include "passes/Autodiff.h"
 #include "passes/CastOptimize.h"
+#include "passes/DataParallel.h"
 #include "passes/DeadCodeElimination.h"
 #include "passes/EvalMode.h"
 #include "passes/InferTypes.h"

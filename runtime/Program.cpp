@@ -1,5 +1,6 @@
 //===- Program.cpp ----------------------------------------------------------===//
 #include "runtime/Program.h"
+#include "runtime/dist/CollectiveKernel.h"
 
 #include "ir/support/NpyFile.h"
 #include "ir/support/TensorFile.h"
@@ -39,13 +40,23 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
   std::unique_ptr<Program> p(new Program(g, backend));
   unsigned errors = diag.numErrors();
   for (const Node &n : g.nodes()) {
-    std::unique_ptr<kernels::NodeKernel> kernel = backend.prepare(n);
+    std::unique_ptr<kernels::NodeKernel> kernel;
+    if (n.op().collective) {
+      std::string err;
+      kernel = dist::prepareCollective(n, opts.communicator, backend.hostAccessible(), err);
+      if (!kernel) {
+        diag.error(n.loc(), err);
+        continue;
+      }
+    } else {
+      kernel = backend.prepare(n);
+    }
     if (!kernel) {
       diag.error(n.loc(), n.opName() + ": no kernel on backend '" + backend.name() + "'");
       continue;
     }
     for (const Value *v : n.operands())
-      if (isFloating(v->dtype()) && !backend.supports(n.op(), v->dtype())) {
+      if (!n.op().collective && isFloating(v->dtype()) && !backend.supports(n.op(), v->dtype())) {
         diag.error(n.loc(), n.opName() + ": backend '" + backend.name() + "' cannot run it in " +
                                 dtypeName(v->dtype()));
         break;

@@ -24,6 +24,10 @@
 
 namespace ampc {
 
+namespace dist {
+class Communicator;
+}
+
 struct CompileOptions {
   /// Seeds state initialisation (uniform/normal InitSpecs).
   uint64_t initSeed = 0;
@@ -57,6 +61,10 @@ struct CompileOptions {
   /// limit). An over-committing OS would otherwise hand out the arenas and
   /// kill the process when a step touches them.
   uint64_t maxPlannedBytes = 0;
+  /// The job's communicator, which runs the graph's collective ops
+  /// (all_reduce, inserted by the data-parallel pass); it must outlive the
+  /// Program. Null: a graph with collectives does not compile.
+  dist::Communicator *communicator = nullptr;
 };
 
 /// Bytes the executor actually holds and touched, to set against the plan.

@@ -15,6 +15,7 @@ void registerLossOps(OpRegistry &r);          // ops/Loss.cpp
 void registerReductionOps(OpRegistry &r);     // ops/Reduction.cpp
 void registerOptimizerOps(OpRegistry &r);     // ops/Optimizer.cpp
 void registerLossScaleOps(OpRegistry &r);     // ops/LossScale.cpp
+void registerCollectiveOps(OpRegistry &r);    // ops/Collective.cpp
 
 inline void registerAllOpFamilies(OpRegistry &r) {
   registerLinearAlgebraOps(r);
@@ -27,6 +28,7 @@ inline void registerAllOpFamilies(OpRegistry &r) {
   registerReductionOps(r);
   registerOptimizerOps(r);
   registerLossScaleOps(r);
+  registerCollectiveOps(r);
 }
 
 } // namespace ampc

@@ -131,6 +131,9 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::unscaleCheck;
   case OpKind::UpdateLossScale:
     return ref::updateLossScale;
+  // Collectives run through the runtime's communicator, not a backend
+  // (runtime/dist/CollectiveKernel.cpp); custom ops through their table.
+  case OpKind::AllReduce:
   case OpKind::Custom:
     return nullptr;
   }

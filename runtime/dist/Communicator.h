@@ -40,13 +40,47 @@ public:
   /// reduction's type. Integers (i64, i32) take Sum and Max. False with
   /// `err` when the engine fails or the dtype cannot be reduced.
   virtual bool allReduce(void *data, int64_t count, DType t, ReduceOp op, std::string &err) = 0;
+  /// Like allReduce of f16 or bf16 data (`t`), but the 16-bit values travel
+  /// as they are: half the bytes of the f32 route, and each partial sum is
+  /// computed in f32 and rounded to `t` (as NCCL's half all-reduce does);
+  /// Mean divides the sum in f32 and rounds once more. Every rank ends with
+  /// the same bits. Sum and Mean only.
+  virtual bool allReduceHalfWire(uint16_t *data, int64_t count, DType t, ReduceOp op,
+                                 std::string &err) = 0;
   /// `bytes` from rank `root` to every rank.
   virtual bool broadcast(void *data, size_t bytes, int root, std::string &err) = 0;
   virtual bool barrier(std::string &err) = 0;
+
+  /// How long one collective may wait for the other ranks (seconds; 0, the
+  /// default: for ever). Past it the process reports which collective timed
+  /// out on which rank and exits with kCollectiveTimeoutExit, and the
+  /// launcher ends the job: a rank that died, hangs or took another path
+  /// ends the job instead of hanging it.
+  virtual void setTimeout(double seconds) {}
+  /// Ends every process of the job now with exit status `code` (a rank that
+  /// fails alone: the others would wait for it in the next collective).
+  /// Returns only where there is one process.
+  virtual void abort(int code) {}
+
+  /// Set when the ranks agreed, through a collective, that they all stop
+  /// with an error: each can then exit normally instead of aborting the job.
+  void setFailedTogether() { failedTogether_ = true; }
+  bool failedTogether() const { return failedTogether_; }
+
+private:
+  bool failedTogether_ = false;
 };
+
+/// The exit status of a rank whose collective timed out (docs/cli.md).
+constexpr int kCollectiveTimeoutExit = 3;
 
 /// One process: every collective leaves the data as it is.
 std::unique_ptr<Communicator> createLocalCommunicator();
+
+/// A stand-in for a job of `size` ranks, to compile and plan a program of
+/// that job in one process (`ampc plan --data-parallel N`): every
+/// collective fails, saying so.
+std::unique_ptr<Communicator> createPlanningCommunicator(int size);
 
 /// Whether a launcher that starts ranks (mpirun, srun with PMI) started this
 /// process: its environment names a world size.

@@ -6,6 +6,9 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/TrainLog.h"
 
+#include "ir/Printer.h"
+#include "runtime/dist/Communicator.h"
+
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -90,6 +93,61 @@ void countCorrect(const Program &p, const Node &loss, int64_t &correct, int64_t 
     correct += best == label;
     correct5 += above < 5;
   }
+}
+
+uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) {
+  auto *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(uint64_t h) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+/// Whether every rank holds the same `mine` as rank 0. False on every rank
+/// when any differs, with `err` saying which and marking the communicator
+/// as failed together (every rank stops; none needs to abort the job).
+/// `what` names the value ("training graph").
+bool agreeWithRankZero(dist::Communicator &comm, uint64_t mine, const std::string &what,
+                       const std::string &advice, std::string &err) {
+  uint64_t rankZero = mine;
+  int64_t firstDiffering = 0; // rank + 1, the largest that differs
+  if (!comm.broadcast(&rankZero, sizeof rankZero, 0, err))
+    return false;
+  if (rankZero != mine)
+    firstDiffering = comm.rank() + 1;
+  if (!comm.allReduce(&firstDiffering, 1, DType::I64, dist::ReduceOp::Max, err))
+    return false;
+  if (firstDiffering == 0)
+    return true;
+  comm.setFailedTogether();
+  if (rankZero != mine)
+    err = "rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) + ": its " +
+          what + " differs from rank 0's (hash " + hex(mine) + " against " + hex(rankZero) +
+          "); " + advice;
+  else
+    err = "rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
+          ": rank " + std::to_string(firstDiffering - 1) + "'s " + what +
+          " differs from rank 0's; " + advice;
+  return false;
+}
+
+/// The bits of the state every replica must share: parameters, optimizer
+/// and scaler state (batchnorm's running statistics are each rank's own
+/// unless batchnorm is synchronised).
+uint64_t replicatedStateHash(const Program &p) {
+  uint64_t h = fnv1a("state", 5);
+  for (const Value *v : p.graph().state()) {
+    if (v->stateKind() == StateKind::Buffer)
+      continue;
+    h = fnv1a(v->name().data(), v->name().size(), h);
+    h = fnv1a(p.data(v), v->type().sizeInBytes(), h);
+  }
+  return h;
 }
 
 } // namespace
@@ -263,6 +321,21 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   if (!log.openMetrics(options_.metricsPath, !options_.resumePath.empty(), err))
     return false;
 
+  dist::Communicator *comm =
+      options_.communicator && options_.communicator->size() > 1 ? options_.communicator : nullptr;
+  if (comm) {
+    // A rank with another model, opt level, step count or resume point
+    // would wait in collectives the others never make.
+    std::string text = printGraphToString(g) + "\nsteps " + std::to_string(options_.steps) +
+                       " accumulate " + std::to_string(k) + " from step " +
+                       std::to_string(info.step) + "\n";
+    if (!agreeWithRankZero(*comm, fnv1a(text.data(), text.size()), "training graph or run",
+                           "every rank must run the same model file with the same options "
+                           "(opt level, batch, steps, resume checkpoint)",
+                           err))
+      return false;
+  }
+
   double timedMs = 0, timedDataMs = 0;
   int64_t timedSteps = 0;
   auto writeCheckpoint = [&](int64_t step) {
@@ -299,6 +372,10 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     rec.step = step;
     rec.epoch = epochOf(step);
     rec.loss = lossSum / k;
+    // The global batch's loss: the mean over the ranks' equal shards. Every
+    // rank then sees the same value (and agrees on a non-finite one).
+    if (comm && !comm->allReduce(&rec.loss, 1, DType::F64, dist::ReduceOp::Mean, err))
+      return false;
     if (lrValue)
       rec.lr = readScalar(train_, lrValue);
     if (scaleValue)
@@ -310,7 +387,8 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     rec.stepMs = ms;
     rec.dataMs = dataMs;
     result.stepMs.push_back(ms);
-    rec.samplesPerSecond = ms > 0 ? 1000.0 * k * batching_.batchSize / ms : 0;
+    rec.samplesPerSecond =
+        ms > 0 ? 1000.0 * k * batching_.batchSize * std::max<int64_t>(1, batching_.ranks) / ms : 0;
     if (step > result.firstStep + 1 || options_.steps == result.firstStep + 1) {
       timedMs += ms;
       timedDataMs += dataMs;
@@ -347,6 +425,8 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     }
     if (!std::isfinite(rec.loss) && !skippedValue) {
       log.finish();
+      if (comm)
+        comm->setFailedTogether(); // every rank saw the same mean loss
       // Bad data and a learning rate past the edge of stability look alike
       // from the loss; the batch tells them apart.
       std::string badInput = nonFiniteInput(g, batch);
@@ -361,6 +441,9 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       return false;
   }
   log.finish();
+  if (comm && !agreeWithRankZero(*comm, replicatedStateHash(train_), "parameters and optimizer state",
+                                 "the replicas diverged (a bug: please report it)", err))
+    return false;
   if (!options_.checkpointPath.empty() && !writeCheckpoint(result.steps))
     return false;
   result.meanStepMs = timedSteps ? timedMs / timedSteps : 0;

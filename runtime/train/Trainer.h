@@ -28,6 +28,10 @@
 
 namespace ampc {
 
+namespace dist {
+class Communicator;
+}
+
 enum class ProgressStyle {
   Auto,  ///< a progress bar on a terminal, lines otherwise
   Bar,   ///< one line redrawn in place
@@ -59,6 +63,14 @@ struct TrainOptions {
   /// it is the only one): Program::setProfiling with traceSteps.
   bool profile = false;
   size_t traceSteps = 0;
+  /// Data-parallel training (docs/distributed.md): this rank's job, of more
+  /// than one rank. The ranks first agree that they run the same training
+  /// graph from the same step (else every rank fails, saying so); the
+  /// logged loss is the mean over the ranks' shards (the global batch's),
+  /// and at the end the ranks check that their parameters, optimizer and
+  /// scaler state kept the same bits. The caller gives rank 0 alone the
+  /// metrics file, checkpoint and progress. Null: one process.
+  dist::Communicator *communicator = nullptr;
 };
 
 struct EvalResult {

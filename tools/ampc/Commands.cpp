@@ -28,11 +28,13 @@ std::optional<api::DeviceChoice> selectDevice(const Options &opts) {
 }
 
 std::optional<api::Program> compileProgram(const api::Model &m, const std::string &device,
-                                           const Options &opts, int &failureCode) {
+                                           const Options &opts, int &failureCode,
+                                           std::shared_ptr<api::World> world) {
   api::CompileOptions copts;
   copts.device = device;
   copts.castCache = opts.castCache;
   copts.maxMemoryBytes = static_cast<uint64_t>(opts.maxMemory);
+  copts.world = world ? world : jobWorld();
   // Data paths resolve against the model file's folder (the default).
   api::Result<api::Program> program = api::Program::compile(m, copts);
   if (!program) {
@@ -50,12 +52,19 @@ int runPlan(const api::Model &m, const Options &opts) {
     return kRuntimeFailure;
   showPolicy(m, device->name);
   int failureCode = kBadInput;
-  std::optional<api::Program> program = compileProgram(m, device->name, opts, failureCode);
+  // A job's program planned without its launcher (--data-parallel N).
+  std::shared_ptr<api::World> planning;
+  if (opts.dataParallel > 1 && (!jobWorld() || jobWorld()->size() == 1))
+    planning = api::World::planning(static_cast<int>(opts.dataParallel));
+  std::optional<api::Program> program =
+      compileProgram(m, device->name, opts, failureCode, planning);
   if (!program)
     return failureCode;
   out() << "model " << m.name() << ", opt level " << optLevelOf(m) << ", "
         << program->numScheduledOps() << " scheduled ops on " << program->device() << "\n";
   out() << program->memoryPlan();
+  if (std::string c = program->collectives(); !c.empty())
+    out() << c << " (the plan is each rank's)\n";
   return kSuccess;
 }
 

@@ -79,6 +79,11 @@ struct Options {
   std::string reference; ///< "" or "f64"
   double tolerance = api::CompareOptions().tolerance;
   int64_t worst = 10;
+  // Data-parallel training (docs/distributed.md).
+  int64_t dataParallel = 0;            ///< --data-parallel N; 0: the launcher's world size
+  std::string allreduceDtype = "f32";  ///< --allreduce-dtype f32|half
+  double bucketMb = 25;                ///< --bucket-mb
+  double collectiveTimeout = 300;      ///< --collective-timeout seconds (0: none)
 };
 
 /// Where results go (stdout) and where diagnostics go (stderr); main() sets
@@ -110,8 +115,21 @@ std::optional<api::DeviceChoice> selectDevice(const Options &opts);
 /// data paths); nullopt after printing the diagnostics, with the exit code
 /// in `failureCode`: 1 when the machine lacked the memory, 2 when the model
 /// cannot run.
+/// `world`: the job the program is a rank of; jobWorld() when null.
 std::optional<api::Program> compileProgram(const api::Model &m, const std::string &device,
-                                           const Options &opts, int &failureCode);
+                                           const Options &opts, int &failureCode,
+                                           std::shared_ptr<api::World> world = nullptr);
+
+/// Data-parallel jobs (DataParallel.cpp). joinJob joins the launcher's world
+/// (a world of one without a launcher), silences stdout on ranks other than
+/// 0 and resolves opts.dataParallel to the ranks the graph is rewritten
+/// for; false after printing why not.
+bool joinJob(Options &opts);
+/// The world joinJob joined (null before).
+std::shared_ptr<api::World> jobWorld();
+/// What main returns: on a rank of a job of several that fails alone, the
+/// whole job is ended (the others would wait for it in a collective).
+int endJob(int code);
 
 /// Imports `opts.model` (with --batch, --max-elements and the command
 /// line's policy and training overrides) and verifies it; nullopt after

@@ -59,6 +59,9 @@ bool runPipeline(api::Model &m, const Options &opts, api::Stage stage) {
   // Training plans its steps (epochs need the data) before the pipeline;
   // inspecting the graph does not open the data.
   p.resolveEpochs = false;
+  p.ranks = static_cast<int>(std::max<int64_t>(1, opts.dataParallel));
+  p.allreduceDtype = opts.allreduceDtype;
+  p.bucketBytes = std::max<int64_t>(1, static_cast<int64_t>(opts.bucketMb * 1024 * 1024));
   api::Status s = m.rewrite(p);
   printDiagnostics(s);
   return s.ok();

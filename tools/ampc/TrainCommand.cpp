@@ -32,7 +32,8 @@ int prepareTraining(api::Model &m, const std::string &device, const Options &opt
   }
   // The held-out split (when evaluating) and the step count: what the
   // data cannot do is a runtime failure, as when training meets it.
-  api::Result<api::DataInfo> plan = m.planTraining();
+  api::Result<api::DataInfo> plan =
+      m.planTraining(static_cast<int>(std::max<int64_t>(1, opts.dataParallel)));
   if (!plan) {
     printDiagnostics(plan.status());
     return kRuntimeFailure;
@@ -74,13 +75,18 @@ int runTraining(api::Model &m, const Options &opts) {
     return code;
   const api::DataInfo &d = run.data;
   out() << "training " << m.name() << " at " << optLevelOf(m) << " on " << run.program->device()
-        << ": " << d.steps << " steps of " << d.batchSize << " samples";
+        << ": " << d.steps << " steps of ";
+  if (opts.dataParallel > 1)
+    out() << opts.dataParallel << " ranks x ";
+  out() << d.batchSize << " samples";
   if (d.accumulate > 1)
     out() << " x " << d.accumulate << " micro-batches";
   out() << " (" << d.kind << " data, " << d.trainSamples << " training samples";
   if (d.heldOut)
     out() << ", " << d.heldOut << " held out";
   out() << ")\n";
+  if (std::string c = run.program->collectives(); !c.empty())
+    out() << c << "\n";
 
   if (!opts.resume.empty())
     if (api::Status s = run.program->loadCheckpoint(opts.resume); !s) {

@@ -266,6 +266,30 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
   app.add_flag("!--no-cast-cache", opts.castCache,
                "recast state tensors at every use (the runtime's cast cache off)")
       ->group(amp);
+
+  auto *dp = "Data-parallel training (mpirun -np N ampc ...; docs/distributed.md)";
+  only(app.add_option("--data-parallel", opts.dataParallel,
+                      "rewrite the training graph for N ranks (default: the launcher's; to "
+                      "inspect it with --emit or plan without one)")
+           ->check(CLI::PositiveNumber)
+           ->group(dp),
+       isMain || isPlan);
+  only(app.add_option("--allreduce-dtype", opts.allreduceDtype,
+                      "what the gradients' all-reduce moves and sums: f32 (default) or half")
+           ->check(CLI::IsMember({"f32", "half"}))
+           ->group(dp),
+       isMain || isPlan);
+  only(app.add_option("--bucket-mb", opts.bucketMb,
+                      "most MiB one all-reduce bucket holds (default 25)")
+           ->check(CLI::PositiveNumber)
+           ->group(dp),
+       isMain || isPlan);
+  only(app.add_option("--collective-timeout", opts.collectiveTimeout,
+                      "seconds a collective may wait for the other ranks before the job ends "
+                      "(default 300; 0: for ever)")
+           ->check(CLI::NonNegativeNumber)
+           ->group(dp),
+       isMain);
 }
 
 int emitGraph(const api::Model &m, const Options &opts) {
@@ -340,7 +364,7 @@ int main(int argc, char **argv) {
   // limits let through) or a bug. Either is a message and exit 1, not an
   // abort.
   try {
-    return runCommandLine(argc, argv);
+    return endJob(runCommandLine(argc, argv));
   } catch (const std::bad_alloc &) {
     err() << "error: out of memory (a smaller --batch or model may fit; docs/cli.md, "
              "\"Limits\")\n";
@@ -535,6 +559,8 @@ int runCommandLine(int argc, char **argv) {
   if (!checkOutputsWritable(opts))
     return kBadInput;
 
+  if (!joinJob(opts))
+    return kRuntimeFailure;
   std::optional<api::Model> model = loadModel(opts);
   if (!model)
     return kBadInput;

@@ -299,7 +299,7 @@ Result<DataInfo> Model::openData() {
   return m.dataInfo;
 }
 
-Result<DataInfo> Model::planTraining() {
+Result<DataInfo> Model::planTraining(int ranks) {
   Result<DataInfo> opened = openData();
   if (!opened)
     return opened.status();
@@ -349,12 +349,15 @@ Result<DataInfo> Model::planTraining() {
     info.heldOut = heldOut;
   }
   // Steps: the model's, or epochs over the training samples.
+  batching.ranks = std::max(1, ranks);
   Batcher probe(*trainData, batching);
   info.batchesPerEpoch = probe.batchesPerEpoch();
   if (info.batchesPerEpoch == 0)
     return Status::error("the data has " + std::to_string(trainData->numSamples()) +
-                         " training samples, fewer than one batch of " +
-                         std::to_string(batching.batchSize));
+                         " training samples, fewer than one " +
+                         (ranks > 1 ? "global batch (" + std::to_string(ranks) + " ranks x " +
+                                          std::to_string(batching.batchSize) + ")"
+                                    : "batch of " + std::to_string(batching.batchSize)));
   AttrMap &meta = g.meta();
   if (meta.count("train.steps"))
     info.steps = metaInt(g, "train.steps", 1);
@@ -494,6 +497,16 @@ Status Model::rewrite(const PipelineOptions &opts) {
       opts.afterPass(std::string_view(pass.data(), pass.size()), Access::graph(&graph));
   });
 
+  if (opts.stage == Stage::Train && opts.ranks > 1) {
+    if (opts.allreduceDtype != "f32" && opts.allreduceDtype != "half")
+      return Status::error("the all-reduce dtype must be f32 or half, got '" +
+                           opts.allreduceDtype + "'");
+    if (opts.bucketBytes < 1)
+      return Status::error("the all-reduce bucket must hold at least 1 byte");
+    g.meta()["dist.ranks"] = Attribute(int64_t(opts.ranks));
+    g.meta()["dist.allreduce_dtype"] = Attribute(opts.allreduceDtype);
+    g.meta()["dist.bucket_bytes"] = Attribute(opts.bucketBytes);
+  }
   if (opts.stage == Stage::Train && opts.resolveEpochs && !g.meta().count("train.steps") &&
       g.meta().count("train.epochs"))
     if (Result<DataInfo> plan = planTraining(); !plan)

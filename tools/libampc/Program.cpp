@@ -9,6 +9,7 @@
 #include "ampc/ModelExport.h"
 
 #include "frontends/yaml/ModelLoader.h"
+#include "ir/OpAttrs.h"
 #include "ir/Verifier.h"
 #include "kernels/common/Storage.h"
 #include "passes/EvalMode.h"
@@ -20,12 +21,15 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
 
+#include "WorldInternal.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <set>
 #include <cstring>
 #include <unistd.h>
 
@@ -36,6 +40,7 @@ struct Program::Impl {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ampc::Program> program;
   ampc::CompileOptions compileOptions;
+  std::shared_ptr<World> world;
   int64_t stepsDone = 0;
   uint64_t microSteps = 0;
   /// The checkpoint loadCheckpoint restored: train() resumes from it.
@@ -293,6 +298,8 @@ Result<Program> Program::compile(const Model &model, const CompileOptions &opts)
   c.castCache = opts.castCache;
   c.fuseElementwise = opts.fuseElementwise;
   c.maxPlannedBytes = opts.maxMemoryBytes;
+  impl->world = opts.world;
+  c.communicator = opts.world ? opts.world->impl().comm.get() : nullptr;
   if (!c.maxPlannedBytes && impl->backend->hostAccessible())
     c.maxPlannedBytes = physicalMemoryBytes();
   DiagnosticEngine diag;
@@ -319,6 +326,29 @@ Result<Program> Program::compile(const Model &model, const CompileOptions &opts)
 std::string Program::device() const { return impl_->backend->name().str(); }
 uint64_t Program::plannedBytes() const { return impl_->program->plan().peakBytes(); }
 size_t Program::numScheduledOps() const { return impl_->program->schedule().size(); }
+
+std::string Program::collectives() const {
+  uint64_t buckets = 0, bytes = 0, ranks = 0;
+  std::set<std::string> types;
+  for (const ampc::Node &n : impl_->graph().nodes()) {
+    if (n.kind() != OpKind::AllReduce)
+      continue;
+    attrs::AllReduce a(n);
+    ++buckets;
+    ranks = static_cast<uint64_t>(a.ranks());
+    types.insert(dtypeName(a.dtype()).str());
+    for (const ampc::Value *v : n.operands())
+      bytes += uint64_t(v->type().numElements()) * dtypeSize(a.dtype());
+  }
+  if (!buckets)
+    return "";
+  std::string dtypes;
+  for (const std::string &t : types)
+    dtypes += (dtypes.empty() ? "" : ", ") + t;
+  return "data-parallel: " + std::to_string(ranks) + " ranks, " + std::to_string(buckets) +
+         " all-reduce bucket" + (buckets == 1 ? "" : "s") + ", " + std::to_string(bytes) +
+         " bytes of gradients per optimizer step (" + dtypes + ")";
+}
 
 std::string Program::memoryPlan() const {
   std::string s;
@@ -522,11 +552,29 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   Evaluator evaluator;
   if (evalEvery > 0)
     evaluator = {p.evalProgram.get(), p.evalPart.get(), p.evalTail.get()};
-  ampc::Trainer trainer(*p.program, trainData, batchOptionsFromMeta(g), t, evaluator);
+  BatchOptions batching = batchOptionsFromMeta(g);
+  dist::Communicator *comm = p.compileOptions.communicator;
+  bool silent = false;
+  if (comm && comm->size() > 1) {
+    // Each rank its shard of every global batch; rank 0 alone writes.
+    batching.ranks = comm->size();
+    batching.rank = comm->rank();
+    t.communicator = comm;
+    if (comm->rank() != 0) {
+      t.metricsPath.clear();
+      t.checkpointPath.clear();
+      t.progress = ProgressStyle::None;
+      silent = true;
+    }
+  }
+  ampc::Trainer trainer(*p.program, trainData, batching, t, evaluator);
   ampc::TrainResult r;
   std::string err;
   bool ok;
-  if (opts.output) {
+  if (silent) {
+    llvm::raw_null_ostream out;
+    ok = trainer.run(out, r, err);
+  } else if (opts.output) {
     TextStream out(opts.output);
     ok = trainer.run(out, r, err);
   } else if (opts.log) {

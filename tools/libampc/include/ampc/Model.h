@@ -134,8 +134,10 @@ public:
   /// `train.eval_every` > 0, and resolves the step count (`train.steps`, or
   /// epochs over the training samples) into the model. Beyond openData()'s
   /// errors, fails when the data cannot fill a batch (or a batch beside the
-  /// held-out tenth). Call it before rewrite().
-  Result<DataInfo> planTraining();
+  /// held-out tenth). Call it before rewrite(). `ranks` > 1: a
+  /// data-parallel job's (World::size()), whose every step takes a global
+  /// batch of ranks x the batch, so an epoch has fewer steps.
+  Result<DataInfo> planTraining(int ranks = 1);
 
   struct Impl;
 

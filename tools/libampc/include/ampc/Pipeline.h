@@ -3,7 +3,7 @@
 // The standard pipeline (docs/opt-levels.md):
 //   forward:  assign-precision, cast-optimize
 //   train:    assign-precision, autodiff, optimizer, master-weights,
-//             loss-scale, cast-optimize, dce
+//             data-parallel, loss-scale, cast-optimize, dce
 // A host program can watch the graph after every pass and insert passes of
 // its own before or after any named pass.
 //
@@ -51,6 +51,16 @@ struct AMPC_API PipelineOptions {
   /// `train.forward_training` (default false: the forward graph is an
   /// inference graph, batchnorm uses its running statistics, dropout is off).
   std::optional<bool> training;
+  /// Train stage, data-parallel training (docs/distributed.md): the ranks
+  /// of the job the graph is for (World::size()); more than one inserts the
+  /// gradients' all-reduce (the data-parallel pass). 1: one process.
+  int ranks = 1;
+  /// What the all-reduce moves and sums: "f32" (half gradients widened,
+  /// the average rounded once) or "half" (half gradients in their own type:
+  /// half the bytes).
+  std::string allreduceDtype = "f32";
+  /// Most bytes one all-reduce bucket holds (DistributedDataParallel's 25 MiB).
+  int64_t bucketBytes = int64_t(25) << 20;
   /// Called after every pass (built-in and host) with its name and the graph.
   std::function<void(std::string_view pass, const GraphView &graph)> afterPass;
   /// Passes after which the textual IR is handed to `print` ("all": every pass).

@@ -8,6 +8,7 @@
 #include "ampc/Profile.h"
 #include "ampc/Status.h"
 #include "ampc/Types.h"
+#include "ampc/World.h"
 
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,12 @@ struct CompileOptions {
   /// Run chains of elementwise nodes as one kernel; off keeps every node's
   /// result written (Program::calibrate reads them all).
   bool fuseElementwise = true;
+  /// The data-parallel job the program is a rank of (World::join()), which
+  /// runs the graph's all-reduces; needed when the model was rewritten for
+  /// more than one rank (PipelineOptions::ranks), whose count it must have.
+  /// train() then trains on this rank's shard of each global batch, and
+  /// only rank 0 writes the metrics, the checkpoint and progress.
+  std::shared_ptr<World> world;
 };
 
 /// Data to evaluate or predict on (Program::evaluate, Program::predict),
@@ -278,6 +285,11 @@ public:
   /// The memory plan as `ampc plan` prints it: peak bytes by what they hold
   /// (parameters, optimizer state, activations, ...), one row a line.
   std::string memoryPlan() const;
+  /// The gradients' all-reduce of a data-parallel program, per rank and
+  /// step: "data-parallel: 2 ranks, 3 all-reduce buckets, 12595200 bytes
+  /// per step each way (f32)"; "" for a program of one rank. Every rank's
+  /// memory is the plan's (each holds a whole replica).
+  std::string collectives() const;
   /// The same plan as numbers.
   MemoryPlanSummary memoryPlanSummary() const;
   /// The cast cache's counts so far (all zero when nothing cacheable ran).

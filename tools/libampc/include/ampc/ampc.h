@@ -30,5 +30,6 @@
 #include "ampc/Types.h"
 #include "ampc/Version.h"
 #include "ampc/View.h"
+#include "ampc/World.h"
 
 #endif

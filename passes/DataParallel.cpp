@@ -83,8 +83,7 @@ private:
 
 /// One all_reduce of `grads`, right after the node that produces the last
 /// of them; every later reader of a gradient reads its average.
-bool GradientAllReduce::emitBucket(llvm::ArrayRef<Value *> grads, DType wire,
-                                   int64_t accumulate) {
+bool GradientAllReduce::emitBucket(llvm::ArrayRef<Value *> grads, DType wire, int64_t accumulate) {
   Node *last = nullptr;
   for (Value *grad : grads)
     if (grad->isResult() &&

@@ -137,7 +137,7 @@ std::unique_ptr<kernels::NodeKernel> prepareCollective(const Node &n, Communicat
     return nullptr;
   }
   int64_t ranks = attrs::AllReduce(n).ranks();
-  if (!comm) {
+  if (!comm || (comm->size() == 1 && ranks > 1)) {
     err = "all_reduce: the graph was rewritten for " + std::to_string(ranks) +
           " ranks of a data-parallel job; run it under a launcher (mpirun -np " +
           std::to_string(ranks) + " ampc ...)";

@@ -41,8 +41,10 @@ public:
 
 private:
   bool fail(std::string &err) {
-    err = "a job of " + std::to_string(size_) + " ranks planned in one process cannot run "
-          "collectives; start it with mpirun -np " + std::to_string(size_);
+    err = "a job of " + std::to_string(size_) +
+          " ranks planned in one process cannot run "
+          "collectives; start it with mpirun -np " +
+          std::to_string(size_);
     return false;
   }
   int size_;

@@ -127,22 +127,30 @@ bool agreeWithRankZero(dist::Communicator &comm, uint64_t mine, const std::strin
   comm.setFailedTogether();
   if (rankZero != mine)
     err = "rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) + ": its " +
-          what + " differs from rank 0's (hash " + hex(mine) + " against " + hex(rankZero) +
-          "); " + advice;
+          what + " differs from rank 0's (hash " + hex(mine) + " against " + hex(rankZero) + "); " +
+          advice;
   else
-    err = "rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
-          ": rank " + std::to_string(firstDiffering - 1) + "'s " + what +
-          " differs from rank 0's; " + advice;
+    err = "rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) + ": rank " +
+          std::to_string(firstDiffering - 1) + "'s " + what + " differs from rank 0's; " + advice;
+  return false;
+}
+
+/// Whether `state` is a gradient accumulator (accumulate_grad's `acc`): it
+/// sums this rank's micro-batches, before the all-reduce.
+bool isRankLocal(const Value *state) {
+  for (const Use &u : state->uses())
+    if (u.user->kind() == OpKind::AccumulateGrad && u.operandIndex == 0)
+      return true;
   return false;
 }
 
 /// The bits of the state every replica must share: parameters, optimizer
-/// and scaler state (batchnorm's running statistics are each rank's own
-/// unless batchnorm is synchronised).
+/// and scaler state. Batchnorm's running statistics (buffers) and gradient
+/// accumulators hold each rank's own.
 uint64_t replicatedStateHash(const Program &p) {
   uint64_t h = fnv1a("state", 5);
   for (const Value *v : p.graph().state()) {
-    if (v->stateKind() == StateKind::Buffer)
+    if (v->stateKind() == StateKind::Buffer || isRankLocal(v))
       continue;
     h = fnv1a(v->name().data(), v->name().size(), h);
     h = fnv1a(p.data(v), v->type().sizeInBytes(), h);
@@ -441,7 +449,8 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       return false;
   }
   log.finish();
-  if (comm && !agreeWithRankZero(*comm, replicatedStateHash(train_), "parameters and optimizer state",
+  if (comm && !agreeWithRankZero(*comm, replicatedStateHash(train_),
+                                 "replica (parameters, optimizer and loss-scaler state)",
                                  "the replicas diverged (a bug: please report it)", err))
     return false;
   if (!options_.checkpointPath.empty() && !writeCheckpoint(result.steps))

@@ -217,6 +217,9 @@ std::vector<ValidCase> validCases() {
       // its inverse; the gradients are only read.
       {"unscale_check", {"f32[]", "bf16[8,4]", "f32[4]"}, {}, "f32[], f32[], f32[]"},
       {"update_loss_scale", {"f32[]", "f32[]", "f32[]"}, {}, "f32[], f32[]"},
+
+      // Collectives (ir/ops/Collective.cpp): each result is its operand's type.
+      {"all_reduce", {"bf16[8,4]", "f32[4]"}, {{"ranks", 2}}, "bf16[8,4], f32[4]"},
   };
 }
 
@@ -351,6 +354,18 @@ TEST(OpInference, Conv2d) {
             "f32[1,1,2,2]");
   EXPECT_EQ(infer("conv2d", {"f32[1,1,8,8]", "f32[1,1,3,3]"}, {{"stride", Ints{0, 1}}}),
             "error: stride and dilation must be >= 1 and padding >= 0");
+}
+
+TEST(OpInference, AllReduce) {
+  EXPECT_EQ(infer("all_reduce", {"bf16[3]", "bf16[2,2]"}, {{"ranks", 4}, {"dtype", DType::BF16}}),
+            "bf16[3], bf16[2,2]");
+  EXPECT_EQ(infer("all_reduce", {"f32[3]"}, {{"ranks", 0}}), "error: ranks must be >= 1, got 0");
+  EXPECT_EQ(infer("all_reduce", {"f32[3]"}, {{"ranks", 2}, {"dtype", DType::BF16}}),
+            "error: a bf16 all-reduce takes bf16 operands only, operand 0 is f32");
+  EXPECT_EQ(infer("all_reduce", {"f64[3]"}, {{"ranks", 2}}),
+            "error: operand 0 is f64; all_reduce takes f32, f16, bf16");
+  EXPECT_EQ(infer("all_reduce", {"f32[3]"}, {{"ranks", 2}, {"accumulate", 0}}),
+            "error: accumulate must be >= 1, got 0");
 }
 
 TEST(OpInference, Attention) {

@@ -30,8 +30,8 @@ bool joinJob(Options &opts) {
       out().setstate(std::ios::badbit);
     w.setCollectiveTimeout(opts.collectiveTimeout);
     if (opts.dataParallel && opts.dataParallel != w.size()) {
-      err() << "error: --data-parallel " << opts.dataParallel << " asks for "
-            << opts.dataParallel << " ranks, but the launcher started " << w.size() << "\n";
+      err() << "error: --data-parallel " << opts.dataParallel << " asks for " << opts.dataParallel
+            << " ranks, but the launcher started " << w.size() << "\n";
       return false;
     }
   }

@@ -80,10 +80,10 @@ struct Options {
   double tolerance = api::CompareOptions().tolerance;
   int64_t worst = 10;
   // Data-parallel training (docs/distributed.md).
-  int64_t dataParallel = 0;            ///< --data-parallel N; 0: the launcher's world size
-  std::string allreduceDtype = "f32";  ///< --allreduce-dtype f32|half
-  double bucketMb = 25;                ///< --bucket-mb
-  double collectiveTimeout = 300;      ///< --collective-timeout seconds (0: none)
+  int64_t dataParallel = 0;           ///< --data-parallel N; 0: the launcher's world size
+  std::string allreduceDtype = "f32"; ///< --allreduce-dtype f32|half
+  double bucketMb = 25;               ///< --bucket-mb
+  double collectiveTimeout = 300;     ///< --collective-timeout seconds (0: none)
 };
 
 /// Where results go (stdout) and where diagnostics go (stderr); main() sets

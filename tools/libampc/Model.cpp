@@ -499,8 +499,8 @@ Status Model::rewrite(const PipelineOptions &opts) {
 
   if (opts.stage == Stage::Train && opts.ranks > 1) {
     if (opts.allreduceDtype != "f32" && opts.allreduceDtype != "half")
-      return Status::error("the all-reduce dtype must be f32 or half, got '" +
-                           opts.allreduceDtype + "'");
+      return Status::error("the all-reduce dtype must be f32 or half, got '" + opts.allreduceDtype +
+                           "'");
     if (opts.bucketBytes < 1)
       return Status::error("the all-reduce bucket must hold at least 1 byte");
     g.meta()["dist.ranks"] = Attribute(int64_t(opts.ranks));

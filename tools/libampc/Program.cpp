@@ -29,8 +29,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <set>
 #include <cstring>
+#include <set>
 #include <unistd.h>
 
 namespace ampc::api {

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Data-parallel training end to end: `mpirun -np 2 ampc ...` against one
+process (docs/distributed.md). Each check prints one line; any failure exits 1.
+
+  equivalence  2 ranks of batch B match 1 rank of batch 2B step by step:
+               1e-5 relative at O0, 1e-3 at O2 (also with half all-reduce,
+               gradient accumulation and clipping)
+  overflow     an f16 overflow on rank 1 alone makes both ranks skip the
+               step and back the scale off (the run's final replica check
+               fails if rank 1 did not skip with rank 0)
+  resume       6 steps on 2 ranks, or 3 + resume + 3, give the same
+               checkpoint bytes
+  mismatch     a rank with another learning rate: every rank fails, naming it
+  killed rank  SIGKILL on rank 1: the job ends, non-zero, within the timeout
+  hung rank    SIGSTOP on rank 1: rank 0's collective times out (exit 3)
+
+Usage: check_data_parallel.py --ampc BIN --mpirun MPIEXEC --inputs DIR
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+FAILED = []
+
+
+def report(name, ok, detail=""):
+    print(("ok     " if ok else "FAILED ") + name + (": " + detail if detail else ""), flush=True)
+    if not ok:
+        FAILED.append(name)
+
+
+def run(cmd, cwd, timeout=240, env=None):
+    start = time.monotonic()
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    return p, time.monotonic() - start
+
+
+def mpirun(args, ranks=2):
+    # --allow-run-as-root: CI may run as root; --oversubscribe: more ranks
+    # than cores is fine for a test. One thread a rank.
+    return [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)]
+
+
+def losses(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def train(args, tmp, model, extra, ranks, metrics, timeout=240):
+    cmd = [args.ampc, model, "--threads", "1", "--progress", "none", "--metrics-out", metrics]
+    cmd += extra
+    if ranks > 1:
+        cmd = mpirun(args, ranks) + cmd
+    p, _ = run(cmd, tmp, timeout)
+    if p.returncode != 0:
+        raise RuntimeError(" ".join(cmd) + " failed (" + str(p.returncode) + "):\n" + p.stdout +
+                           p.stderr)
+    return losses(metrics), p.stdout
+
+
+def max_relative(a, b):
+    worst = 0.0
+    for x, y in zip(a, b):
+        worst = max(worst, abs(x["loss"] - y["loss"]) / max(abs(y["loss"]), 1e-12))
+    return worst
+
+
+def check_equivalence(args, tmp, name, model, batch, extra, tolerance):
+    one, _ = train(args, tmp, model, extra + ["--batch", str(2 * batch)], 1,
+                   os.path.join(tmp, name + "-1.jsonl"))
+    two, out = train(args, tmp, model, extra + ["--batch", str(batch)], 2,
+                     os.path.join(tmp, name + "-2.jsonl"))
+    ok = len(one) == len(two) and len(one) > 0
+    worst = max_relative(two, one) if ok else float("inf")
+    # The losses must move, or matching them proves little.
+    moved = ok and abs(one[-1]["loss"] - one[0]["loss"]) > 1e-3 * abs(one[0]["loss"])
+    report("equivalence " + name, ok and moved and worst <= tolerance and "2 ranks" in out,
+           "%d steps, largest relative loss difference %.2e (tolerance %.0e), loss %.5f -> %.5f" %
+           (len(one), worst, tolerance, one[0]["loss"], one[-1]["loss"]))
+
+
+def check_overflow(args, tmp):
+    shutil.copy(os.path.join(args.inputs, "classifier-csv.yaml"), tmp)
+    # Global batches of 2 ranks x 4 rows, unshuffled: step 2 is rows 8..15,
+    # rank 1's part rows 12..15. Row 13 overflows f16 (max 65504).
+    with open(os.path.join(tmp, "overflow.csv"), "w") as f:
+        for i in range(64):
+            scale = 1.0e6 if i == 13 else 1.0
+            f.write("%g,%g,%g,%g,%d\n" % (scale * ((i % 7) - 3) / 3, ((i * 5) % 11) / 11.0,
+                                         ((i * 3) % 5) / 5.0 - 0.5, (i % 2) - 0.5, i % 3))
+    model = os.path.join(tmp, "classifier-csv.yaml")
+    metrics = os.path.join(tmp, "overflow.jsonl")
+    rows, out = train(args, tmp, model, ["-O", "O2", "--half-type", "f16"], 2, metrics)
+    skipped = [r["step"] for r in rows if r.get("skipped")]
+    scales = [r.get("loss_scale") for r in rows]
+    # A record's scale is the one its step ran with: step 3 runs at half.
+    ok = skipped == [2] and scales[2] == scales[1] / 2 and "1 of 4 steps skipped" in out
+    report("overflow on one rank skips on both", ok,
+           "skipped steps %s, scales %s" % (skipped, scales))
+
+
+def check_resume(args, tmp):
+    model = os.path.join(args.inputs, "mlp-small.yaml")
+    whole, half, resumed = (os.path.join(tmp, n) for n in ("whole.ckpt", "half.ckpt", "res.ckpt"))
+    base = ["-O", "O2", "--batch", "16"]
+    train(args, tmp, model, base + ["--steps", "6", "--checkpoint", whole], 2,
+          os.path.join(tmp, "r1.jsonl"))
+    train(args, tmp, model, base + ["--steps", "3", "--checkpoint", half], 2,
+          os.path.join(tmp, "r2.jsonl"))
+    train(args, tmp, model, base + ["--steps", "6", "--resume", half, "--checkpoint", resumed], 2,
+          os.path.join(tmp, "r3.jsonl"))
+    with open(whole, "rb") as a, open(resumed, "rb") as b:
+        same = a.read() == b.read()
+    report("resume on 2 ranks is bit-exact", same, "6 steps == 3 steps + resume + 3 steps")
+
+
+def check_mismatch(args, tmp):
+    model = os.path.join(args.inputs, "mlp-small.yaml")
+    # Rank 1 asks for another learning rate: a different training graph.
+    script = ('lr=0.5; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && lr=0.25; exec "$0" "$@" --lr "$lr"')
+    cmd = mpirun(args) + ["sh", "-c", script, args.ampc, model, "--threads", "1", "--progress",
+                          "none", "--collective-timeout", "60"]
+    p, seconds = run(cmd, tmp, 120)
+    text = p.stdout + p.stderr
+    ok = (p.returncode != 0 and "rank 1 of 2: its training graph or run differs from rank 0's" in
+          text and "rank 0 of 2: rank 1's training graph or run differs" in text)
+    report("a mismatched model fails on every rank", ok,
+           "exit %d after %.1f s%s" % (p.returncode, seconds, "" if ok else ":\n" + text))
+
+
+def check_killed(args, tmp):
+    model = os.path.join(args.inputs, "mlp-small.yaml")
+    script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -9 $$) & exec "$0" "$@"')
+    cmd = mpirun(args) + ["sh", "-c", script, args.ampc, model, "--threads", "1", "--steps",
+                          "100000000", "--progress", "none", "--collective-timeout", "20"]
+    p, seconds = run(cmd, tmp, 120)
+    report("a killed rank ends the job", p.returncode != 0 and seconds < 60,
+           "exit %d after %.1f s" % (p.returncode, seconds))
+
+
+def check_hung(args, tmp):
+    model = os.path.join(args.inputs, "mlp-small.yaml")
+    script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -STOP $$) & exec "$0" "$@"')
+    cmd = mpirun(args) + ["sh", "-c", script, args.ampc, model, "--threads", "1", "--steps",
+                          "100000000", "--progress", "none", "--collective-timeout", "3"]
+    p, seconds = run(cmd, tmp, 120)
+    text = p.stdout + p.stderr
+    ok = p.returncode != 0 and seconds < 60 and "waited 3 s for the other ranks" in text
+    report("a hung rank times out", ok, "exit %d after %.1f s%s" %
+           (p.returncode, seconds, "" if ok else ":\n" + text[-2000:]))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ampc", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--inputs", required=True)
+    args = parser.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ampc-dist-")
+    try:
+        small = os.path.join(args.inputs, "mlp-small.yaml")
+        accumulate = os.path.join(args.inputs, "mlp-accumulate.yaml")
+        check_equivalence(args, tmp, "O0", small, 16, ["-O", "O0"], 1e-5)
+        check_equivalence(args, tmp, "O2", small, 16, ["-O", "O2"], 1e-3)
+        check_equivalence(args, tmp, "O2-half-allreduce", small, 16,
+                          ["-O", "O2", "--allreduce-dtype", "half", "--bucket-mb", "0.01"], 1e-2)
+        check_equivalence(args, tmp, "O1-accumulate-clip", accumulate, 8, ["-O", "O1"], 1e-3)
+        check_overflow(args, tmp)
+        check_resume(args, tmp)
+        check_mismatch(args, tmp)
+        check_killed(args, tmp)
+        check_hung(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if FAILED:
+        print("%d check(s) failed: %s" % (len(FAILED), ", ".join(FAILED)))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -133,9 +133,7 @@ bool GradientAllReduce::emitBucket(llvm::ArrayRef<Value *> grads, DType wire, in
 }
 
 bool GradientAllReduce::run() {
-  for (const Node &n : g_.nodes())
-    if (n.op().collective)
-      return error(n.loc(), "the graph already has collectives");
+  // (Collectives of SyncBatchNorm's statistics may be there already.)
   size_t i = 0;
   for (Node &n : g_.nodes())
     position_[&n] = i++;
@@ -153,6 +151,8 @@ bool GradientAllReduce::run() {
       return error(n.loc(), "the updates disagree on the accumulation count");
     accumulate = k;
     Value *grad = n.operand(*operandIndex(n.op(), "grad"));
+    if (grad->isResult() && grad->definingNode()->op().collective)
+      return error(n.loc(), "the gradients are all-reduced already");
     if (seen.insert(grad).second)
       grads.push_back(grad);
   }

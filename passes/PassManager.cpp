@@ -11,6 +11,7 @@
 #include "passes/LossScale.h"
 #include "passes/MasterWeights.h"
 #include "passes/Optimizer.h"
+#include "passes/SyncBatchNorm.h"
 #include "passes/WidenToF64.h"
 
 #include "ir/Printer.h"

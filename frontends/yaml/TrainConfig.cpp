@@ -283,6 +283,7 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   known.push_back("data");
   known.push_back("eval_data");
   known.push_back("forward_training");
+  known.push_back("sync_batchnorm");
   known.push_back("lr_schedule");
   known.push_back("clip_grad_norm");
   known.push_back("non_finite_data");
@@ -323,6 +324,14 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   if (const MapEntry *forward = findEntry(args, "forward_training")) {
     const Setting setting = {"forward_training", AttrType::Bool, false};
     if (!readSettings(r, args, llvm::ArrayRef<Setting>(setting), "train", r.loc(forward->keyNode),
+                      "'train'", meta))
+      return false;
+  }
+  // Data-parallel training's SyncBatchNorm (passes/SyncBatchNorm.h); only
+  // when given, so that other models' meta stays as it was.
+  if (const MapEntry *sync = findEntry(args, "sync_batchnorm")) {
+    const Setting setting = {"sync_batchnorm", AttrType::Bool, false};
+    if (!readSettings(r, args, llvm::ArrayRef<Setting>(setting), "train", r.loc(sync->keyNode),
                       "'train'", meta))
       return false;
   }

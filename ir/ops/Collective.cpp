@@ -14,9 +14,11 @@
 //               only, when the accumulated gradients are complete; on the
 //               others y_i = x_i
 // Every rank ends with the same bits (runtime/dist/Communicator.h), so the
-// loss scaler's check of the reduced gradients agrees everywhere.
+// loss scaler's check of the reduced gradients agrees everywhere. Its
+// gradient is the same all-reduce of the gradients (SyncBatchNorm).
 //
 //===----------------------------------------------------------------------===//
+#include "ir/GradientBuilder.h"
 #include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
 #include "ir/ops/OpFamilies.h"
@@ -49,10 +51,29 @@ bool inferAllReduce(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &result
   return true;
 }
 
+// Differentiating the sum of every rank's loss: y = reduce_r(x_r) on every
+// rank, so each x_q's gradient is the same reduction of the ranks'
+// gradients of y (SyncBatchNorm's backward, passes/SyncBatchNorm.cpp).
+void gradAllReduce(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                   llvm::MutableArrayRef<Value *> dxs) {
+  AttrMap attrs = fwd.attrs();
+  for (unsigned i = 0; i < dys.size(); ++i) {
+    if (!dys[i] || !gb.needsGradient(i))
+      continue;
+    auto grads = gb.build(OpKind::AllReduce, {dys[i]}, attrs);
+    if (!grads.empty())
+      dxs[i] = grads[0];
+  }
+}
+
 } // namespace
 
 void registerCollectiveOps(OpRegistry &r) {
-  OpRow(r.define(OpKind::AllReduce)).variadicOperand("x").collective().infer(inferAllReduce);
+  OpRow(r.define(OpKind::AllReduce))
+      .variadicOperand("x")
+      .collective()
+      .infer(inferAllReduce)
+      .gradient(gradAllReduce);
 }
 
 } // namespace ampc

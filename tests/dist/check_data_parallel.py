@@ -4,7 +4,8 @@ process (docs/distributed.md). Each check prints one line; any failure exits 1.
 
   equivalence  2 ranks of batch B match 1 rank of batch 2B step by step:
                1e-5 relative at O0, 1e-3 at O2 (also with half all-reduce,
-               gradient accumulation and clipping)
+               gradient accumulation and clipping); SyncBatchNorm on 2 ranks
+               matches batchnorm over the global batch in one process
   overflow     an f16 overflow on rank 1 alone makes both ranks skip the
                step and back the scale off (the run's final replica check
                fails if rank 1 did not skip with rank 0)
@@ -71,7 +72,8 @@ def max_relative(a, b):
 
 
 def check_equivalence(args, tmp, name, model, batch, extra, tolerance):
-    one, _ = train(args, tmp, model, extra + ["--batch", str(2 * batch)], 1,
+    single = [a for a in extra if a != "--sync-batchnorm"]  # one process has no ranks to sync
+    one, _ = train(args, tmp, model, single + ["--batch", str(2 * batch)], 1,
                    os.path.join(tmp, name + "-1.jsonl"))
     two, out = train(args, tmp, model, extra + ["--batch", str(batch)], 2,
                      os.path.join(tmp, name + "-2.jsonl"))
@@ -170,6 +172,16 @@ def main():
         check_equivalence(args, tmp, "O2-half-allreduce", small, 16,
                           ["-O", "O2", "--allreduce-dtype", "half", "--bucket-mb", "0.01"], 1e-2)
         check_equivalence(args, tmp, "O1-accumulate-clip", accumulate, 8, ["-O", "O1"], 1e-3)
+        # SyncBatchNorm (the model file asks for it; one process has plain
+        # batchnorm over the whole batch), and the done-when: the
+        # seed ConvNet at O2 (a few steps: Adam amplifies bf16 rounding).
+        check_equivalence(args, tmp, "sync-batchnorm-O0", os.path.join(args.inputs,
+                                                                      "convnet-small.yaml"),
+                          8, ["-O", "O0"], 1e-5)
+        check_equivalence(args, tmp, "convnet-cpu-O2-sync-batchnorm",
+                          os.path.join(args.inputs, "..", "..", "..", "examples",
+                                       "convnet-cpu.yaml"),
+                          16, ["-O", "O2", "--steps", "3", "--sync-batchnorm"], 1e-3)
         check_overflow(args, tmp)
         check_resume(args, tmp)
         check_mismatch(args, tmp)

@@ -176,7 +176,8 @@ TEST(ApiTest, RewriteO1WithHooksAndInspection) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(hostSawDecision);
   std::vector<std::string> expected = standardPasses(Stage::Train);
-  expected.insert(expected.begin() + 1, "check-decisions");
+  expected.insert(std::find(expected.begin(), expected.end(), "assign-precision") + 1,
+                  "check-decisions");
   EXPECT_EQ(seen, expected);
   EXPECT_EQ(printed, std::vector<std::string>{"autodiff"});
   EXPECT_EQ(m.rewrittenStage(), Stage::Train);

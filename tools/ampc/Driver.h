@@ -84,6 +84,7 @@ struct Options {
   std::string allreduceDtype = "f32"; ///< --allreduce-dtype f32|half
   double bucketMb = 25;               ///< --bucket-mb
   double collectiveTimeout = 300;     ///< --collective-timeout seconds (0: none)
+  bool syncBatchnorm = false;         ///< --sync-batchnorm
 };
 
 /// Where results go (stdout) and where diagnostics go (stderr); main() sets

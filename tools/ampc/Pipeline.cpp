@@ -61,6 +61,7 @@ bool runPipeline(api::Model &m, const Options &opts, api::Stage stage) {
   p.resolveEpochs = false;
   p.ranks = static_cast<int>(std::max<int64_t>(1, opts.dataParallel));
   p.allreduceDtype = opts.allreduceDtype;
+  p.syncBatchnorm = opts.syncBatchnorm;
   p.bucketBytes = std::max<int64_t>(1, static_cast<int64_t>(opts.bucketMb * 1024 * 1024));
   api::Status s = m.rewrite(p);
   printDiagnostics(s);

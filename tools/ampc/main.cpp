@@ -269,8 +269,8 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
 
   auto *dp = "Data-parallel training (mpirun -np N ampc ...; docs/distributed.md)";
   only(app.add_option("--data-parallel", opts.dataParallel,
-                      "rewrite the training graph for N ranks (default: the launcher's; to "
-                      "inspect it with --emit or plan without one)")
+                      "rewrite the training graph for N ranks (default: the launcher's; "
+                      "without a launcher, to inspect the job's graph and plan)")
            ->check(CLI::PositiveNumber)
            ->group(dp),
        isMain || isPlan);
@@ -282,6 +282,11 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
   only(app.add_option("--bucket-mb", opts.bucketMb,
                       "most MiB one all-reduce bucket holds (default 25)")
            ->check(CLI::PositiveNumber)
+           ->group(dp),
+       isMain || isPlan);
+  only(app.add_flag("--sync-batchnorm", opts.syncBatchnorm,
+                    "batchnorm over the global batch's statistics, reduced across the ranks "
+                    "(as the model file's train.sync_batchnorm)")
            ->group(dp),
        isMain || isPlan);
   only(app.add_option("--collective-timeout", opts.collectiveTimeout,

@@ -506,6 +506,8 @@ Status Model::rewrite(const PipelineOptions &opts) {
     g.meta()["dist.ranks"] = Attribute(int64_t(opts.ranks));
     g.meta()["dist.allreduce_dtype"] = Attribute(opts.allreduceDtype);
     g.meta()["dist.bucket_bytes"] = Attribute(opts.bucketBytes);
+    if (opts.syncBatchnorm)
+      g.meta()["train.sync_batchnorm"] = Attribute(true);
   }
   if (opts.stage == Stage::Train && opts.resolveEpochs && !g.meta().count("train.steps") &&
       g.meta().count("train.epochs"))

@@ -2,8 +2,8 @@
 //
 // The standard pipeline (docs/opt-levels.md):
 //   forward:  assign-precision, cast-optimize
-//   train:    assign-precision, autodiff, optimizer, master-weights,
-//             data-parallel, loss-scale, cast-optimize, dce
+//   train:    sync-batchnorm, assign-precision, autodiff, optimizer,
+//             master-weights, data-parallel, loss-scale, cast-optimize, dce
 // A host program can watch the graph after every pass and insert passes of
 // its own before or after any named pass.
 //
@@ -61,6 +61,10 @@ struct AMPC_API PipelineOptions {
   std::string allreduceDtype = "f32";
   /// Most bytes one all-reduce bucket holds (DistributedDataParallel's 25 MiB).
   int64_t bucketBytes = int64_t(25) << 20;
+  /// With ranks > 1: batchnorm over the global batch's statistics
+  /// (SyncBatchNorm; the sync-batchnorm pass), as the model file's
+  /// `train.sync_batchnorm: true` asks.
+  bool syncBatchnorm = false;
   /// Called after every pass (built-in and host) with its name and the graph.
   std::function<void(std::string_view pass, const GraphView &graph)> afterPass;
   /// Passes after which the textual IR is handed to `print` ("all": every pass).

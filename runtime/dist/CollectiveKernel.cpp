@@ -37,19 +37,26 @@ void widen(const kernels::TensorArg &in, float *to) {
   }
 }
 
-void narrow(const float *from, const kernels::TensorArg &out) {
+/// The sums in `from`, divided by `divisor` (the mean; 1 for the sum) as
+/// they are stored: the division rides on the pass that stores them.
+void narrow(const float *from, float divisor, const kernels::TensorArg &out) {
   int64_t n = out.numElements();
   switch (out.dtype()) {
   case DType::F32:
-    std::memcpy(out.data, from, size_t(n) * sizeof(float));
+    if (divisor == 1) {
+      std::memcpy(out.data, from, size_t(n) * sizeof(float));
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      out.as<float>()[i] = from[i] / divisor;
     return;
   case DType::BF16:
     for (int64_t i = 0; i < n; ++i)
-      out.as<uint16_t>()[i] = floatToBf16Bits(from[i]);
+      out.as<uint16_t>()[i] = floatToBf16Bits(from[i] / divisor);
     return;
   default:
     for (int64_t i = 0; i < n; ++i)
-      out.as<uint16_t>()[i] = floatToHalfBits(from[i]);
+      out.as<uint16_t>()[i] = floatToHalfBits(from[i] / divisor);
     return;
   }
 }
@@ -86,10 +93,13 @@ public:
         widen(in, wide_.data() + at);
         at += in.numElements();
       }
-      ok = comm_.allReduce(wide_.data(), at, DType::F32, op_, err);
+      // The communicator sums; the mean's division (in f32, as
+      // Communicator::allReduce's Mean does it) happens while unpacking.
+      ok = comm_.allReduce(wide_.data(), at, DType::F32, ReduceOp::Sum, err);
+      float divisor = op_ == ReduceOp::Mean ? float(comm_.size()) : 1.0f;
       at = 0;
       for (const kernels::TensorArg &out : args.outputs) {
-        narrow(wide_.data() + at, out);
+        narrow(wide_.data() + at, divisor, out);
         at += out.numElements();
       }
     } else {

@@ -601,6 +601,8 @@ int runCommandLine(int argc, char **argv) {
     return emitGraph(*model, opts);
   if (opts.explain) {
     out() << model->graph().explain() << model->graph().precisionStats().str << "\n";
+    if (std::string c = model->graph().collectives(); !c.empty())
+      out() << c << "\n";
     return kSuccess;
   }
   printSummary(*model, opts);

@@ -1,5 +1,7 @@
 //===- Graph.cpp - Views of a graph and the host passes' editor -----------===//
 #include "Internal.h"
+#include "ir/OpAttrs.h"
+#include <set>
 
 #include "ir/support/AtomicFile.h"
 
@@ -173,6 +175,42 @@ std::string GraphView::toDot() const {
   llvm::raw_string_ostream os(s);
   printDot(*g_, os);
   return os.str();
+}
+
+std::string GraphView::collectives() const {
+  // The data-parallel pass's buckets average gradients; the sums are
+  // SyncBatchNorm's statistics and their gradients.
+  uint64_t buckets = 0, bytes = 0, ranks = 0, statistics = 0, statisticBytes = 0;
+  std::set<std::string> types;
+  for (const ampc::Node &n : g_->nodes()) {
+    if (n.kind() != OpKind::AllReduce)
+      continue;
+    attrs::AllReduce a(n);
+    ranks = static_cast<uint64_t>(a.ranks());
+    uint64_t nodeBytes = 0;
+    for (const ampc::Value *v : n.operands())
+      nodeBytes += uint64_t(v->type().numElements()) * dtypeSize(a.dtype());
+    if (a.reduce() == CollectiveReduce::Mean) {
+      ++buckets;
+      bytes += nodeBytes;
+      types.insert(dtypeName(a.dtype()).str());
+    } else {
+      ++statistics;
+      statisticBytes += nodeBytes;
+    }
+  }
+  if (!buckets && !statistics)
+    return "";
+  std::string dtypes;
+  for (const std::string &t : types)
+    dtypes += (dtypes.empty() ? "" : ", ") + t;
+  std::string s = "data-parallel: " + std::to_string(ranks) + " ranks, " + std::to_string(buckets) +
+                  " all-reduce bucket" + (buckets == 1 ? "" : "s") + ", " + std::to_string(bytes) +
+                  " bytes of gradients per optimizer step (" + dtypes + ")";
+  if (statistics)
+    s += "; sync batchnorm: " + std::to_string(statistics) + " all-reduces of statistics, " +
+         std::to_string(statisticBytes) + " bytes per step";
+  return s;
 }
 
 std::string GraphView::explain() const {

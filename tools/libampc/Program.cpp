@@ -327,41 +327,7 @@ std::string Program::device() const { return impl_->backend->name().str(); }
 uint64_t Program::plannedBytes() const { return impl_->program->plan().peakBytes(); }
 size_t Program::numScheduledOps() const { return impl_->program->schedule().size(); }
 
-std::string Program::collectives() const {
-  // The data-parallel pass's buckets average gradients; the sums are
-  // SyncBatchNorm's statistics and their gradients.
-  uint64_t buckets = 0, bytes = 0, ranks = 0, statistics = 0, statisticBytes = 0;
-  std::set<std::string> types;
-  for (const ampc::Node &n : impl_->graph().nodes()) {
-    if (n.kind() != OpKind::AllReduce)
-      continue;
-    attrs::AllReduce a(n);
-    ranks = static_cast<uint64_t>(a.ranks());
-    uint64_t nodeBytes = 0;
-    for (const ampc::Value *v : n.operands())
-      nodeBytes += uint64_t(v->type().numElements()) * dtypeSize(a.dtype());
-    if (a.reduce() == CollectiveReduce::Mean) {
-      ++buckets;
-      bytes += nodeBytes;
-      types.insert(dtypeName(a.dtype()).str());
-    } else {
-      ++statistics;
-      statisticBytes += nodeBytes;
-    }
-  }
-  if (!buckets && !statistics)
-    return "";
-  std::string dtypes;
-  for (const std::string &t : types)
-    dtypes += (dtypes.empty() ? "" : ", ") + t;
-  std::string s = "data-parallel: " + std::to_string(ranks) + " ranks, " + std::to_string(buckets) +
-                  " all-reduce bucket" + (buckets == 1 ? "" : "s") + ", " + std::to_string(bytes) +
-                  " bytes of gradients per optimizer step (" + dtypes + ")";
-  if (statistics)
-    s += "; sync batchnorm: " + std::to_string(statistics) + " all-reduces of statistics, " +
-         std::to_string(statisticBytes) + " bytes per step";
-  return s;
-}
+std::string Program::collectives() const { return Access::graph(&impl_->graph()).collectives(); }
 
 std::string Program::memoryPlan() const {
   std::string s;

@@ -154,6 +154,11 @@ public:
   std::string toDot() const;
   /// One line per node: its precision and the rule that chose it (`ampc --explain`).
   std::string explain() const;
+  /// A data-parallel training graph's all-reduces, per rank and step:
+  /// "data-parallel: 2 ranks, 3 all-reduce buckets, 12595200 bytes of
+  /// gradients per optimizer step (f32)" (and SyncBatchNorm's statistics);
+  /// "" for a graph of one rank (docs/distributed.md).
+  std::string collectives() const;
   PrecisionStats precisionStats() const;
   /// A graph-level setting (the textual IR's meta block: "amp.opt_level",
   /// "optimizer.lr", ...) as the textual IR spells it; nullopt when absent.

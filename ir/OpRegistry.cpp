@@ -32,6 +32,13 @@ const AttrSpec *OpInfo::findAttr(llvm::StringRef n) const {
   return nullptr;
 }
 
+std::optional<unsigned> OpInfo::operandIndex(llvm::StringRef n) const {
+  for (unsigned i = 0; i < operands.size(); ++i)
+    if (operands[i].name == n)
+      return i;
+  return std::nullopt;
+}
+
 unsigned OpInfo::minOperands() const {
   unsigned n = 0;
   for (const OperandSpec &o : operands)

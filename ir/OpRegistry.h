@@ -127,6 +127,9 @@ struct OpInfo {
   FlopsFn flops = nullptr;
 
   const AttrSpec *findAttr(llvm::StringRef n) const;
+  /// The position of the operand named `n` in the row, if it has one (the
+  /// passes find an update's `grad` or `skip` by name).
+  std::optional<unsigned> operandIndex(llvm::StringRef n) const;
   /// Smallest and largest operand count the signature allows (max = ~0u if variadic).
   unsigned minOperands() const;
   unsigned maxOperands() const;

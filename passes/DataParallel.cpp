@@ -19,17 +19,10 @@ namespace {
 
 constexpr int64_t kDefaultBucketBytes = int64_t(25) << 20;
 
-std::optional<unsigned> operandIndex(const OpInfo &op, llvm::StringRef name) {
-  for (unsigned i = 0; i < op.operands.size(); ++i)
-    if (op.operands[i].name == name)
-      return i;
-  return std::nullopt;
-}
-
 /// A parameter update: an optimizer op that reads a parameter and its gradient.
 bool isUpdate(const Node &n) {
-  return n.role() == NodeRole::Optimizer && operandIndex(n.op(), "param") &&
-         operandIndex(n.op(), "grad");
+  return n.role() == NodeRole::Optimizer && n.op().operandIndex("param") &&
+         n.op().operandIndex("grad");
 }
 
 struct Settings {
@@ -150,7 +143,7 @@ bool GradientAllReduce::run() {
     if (accumulate && *accumulate != k)
       return error(n.loc(), "the updates disagree on the accumulation count");
     accumulate = k;
-    Value *grad = n.operand(*operandIndex(n.op(), "grad"));
+    Value *grad = n.operand(*n.op().operandIndex("grad"));
     if (grad->isResult() && grad->definingNode()->op().collective)
       return error(n.loc(), "the gradients are all-reduced already");
     if (seen.insert(grad).second)

@@ -19,13 +19,6 @@ namespace ampc {
 
 namespace {
 
-std::optional<unsigned> operandIndex(const OpInfo &op, llvm::StringRef name) {
-  for (unsigned i = 0; i < op.operands.size(); ++i)
-    if (op.operands[i].name == name)
-      return i;
-  return std::nullopt;
-}
-
 /// The optimizer nodes the pass conditions on "all finite": parameter
 /// updates (a `grad` and a `skip` operand) and step counters (a `skip` only).
 struct SkippableNodes {
@@ -36,9 +29,9 @@ struct SkippableNodes {
 SkippableNodes findSkippable(Graph &g) {
   SkippableNodes s;
   for (Node &n : g.nodes()) {
-    if (n.role() != NodeRole::Optimizer || !operandIndex(n.op(), "skip"))
+    if (n.role() != NodeRole::Optimizer || !n.op().operandIndex("skip"))
       continue;
-    (operandIndex(n.op(), "grad") ? s.updates : s.counters).push_back(&n);
+    (n.op().operandIndex("grad") ? s.updates : s.counters).push_back(&n);
   }
   return s;
 }
@@ -140,8 +133,8 @@ Node *LossScaleSplicer::insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *>
     for (const Use &u : grad->uses()) {
       if (!later.count(u.user))
         continue;
-      bool isUpdateGrad = operandIndex(u.user->op(), "grad") == u.operandIndex &&
-                          operandIndex(u.user->op(), "grad_scale");
+      bool isUpdateGrad = u.user->op().operandIndex("grad") == u.operandIndex &&
+                          u.user->op().operandIndex("grad_scale");
       if (u.user->kind() == OpKind::GlobalNorm) {
         if (!llvm::is_contained(norms, u.user))
           norms.push_back(u.user);
@@ -195,7 +188,7 @@ bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Node *chec
   Node *afterCheck = nextNode(g_, check);
   assert(afterCheck && "the updates come after the unscale check");
   for (Node *counter : nodes.counters) {
-    unsigned skipIndex = *operandIndex(counter->op(), "skip");
+    unsigned skipIndex = *counter->op().operandIndex("skip");
     llvm::SmallVector<Value *, 2> operands(counter->operands().begin(),
                                            counter->operands().begin() + skipIndex);
     operands.push_back(skipped);
@@ -206,8 +199,8 @@ bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Node *chec
   llvm::DenseMap<Value *, Value *> unscaledScales;
   Value *inverse = check->result(2);
   for (Node *update : nodes.updates) {
-    unsigned gradScaleIndex = *operandIndex(update->op(), "grad_scale");
-    unsigned skipIndex = *operandIndex(update->op(), "skip");
+    unsigned gradScaleIndex = *update->op().operandIndex("grad_scale");
+    unsigned skipIndex = *update->op().operandIndex("skip");
     Value *current =
         update->numOperands() > gradScaleIndex ? update->operand(gradScaleIndex) : nullptr;
     Value *&unscaled = unscaledScales[current];
@@ -264,7 +257,7 @@ bool LossScaleSplicer::run() {
   // The gradients the updates apply, in update order.
   std::vector<Value *> grads;
   llvm::DenseSet<const Value *> seenGrads; // a scan of `grads` would be quadratic
-  unsigned gradIndex = *operandIndex(nodes.updates.front()->op(), "grad");
+  unsigned gradIndex = *nodes.updates.front()->op().operandIndex("grad");
   int64_t accumulate = attrs::SgdUpdate(*nodes.updates.front()).accumulate();
   for (Node *update : nodes.updates) {
     if (attrs::SgdUpdate(*update).accumulate() != accumulate)

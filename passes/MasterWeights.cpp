@@ -12,14 +12,6 @@
 
 namespace ampc {
 
-/// The position of the operand named `name` in `op`'s row, if it has one.
-static std::optional<unsigned> operandIndex(const OpInfo &op, llvm::StringRef name) {
-  for (unsigned i = 0; i < op.operands.size(); ++i)
-    if (op.operands[i].name == name)
-      return i;
-  return std::nullopt;
-}
-
 Node *rebuildNode(Graph &g, Node *old, llvm::ArrayRef<Value *> operands,
                   llvm::ArrayRef<std::string> extraNames, DiagnosticEngine &diag, Node *before) {
   // The node is rewritten in place rather than replaced: its results keep
@@ -111,7 +103,7 @@ PassResult MasterWeightsPass::run(Graph &g, PassContext &ctx) {
   // parameters.
   std::vector<Node *> updates;
   for (Node &n : g.nodes()) {
-    if (n.role() != NodeRole::Optimizer || !operandIndex(n.op(), "model_param"))
+    if (n.role() != NodeRole::Optimizer || !n.op().operandIndex("model_param"))
       continue;
     Value *param = n.operand(0);
     if (!param->isState() || param->stateKind() != StateKind::Parameter ||
@@ -170,8 +162,8 @@ PassResult MasterWeightsPass::run(Graph &g, PassContext &ctx) {
                                StateKind::MasterWeight, param->init(), param->loc());
 
     const OpInfo &op = update->op();
-    unsigned gradScaleIndex = *operandIndex(op, "grad_scale");
-    unsigned skipIndex = *operandIndex(op, "skip");
+    unsigned gradScaleIndex = *op.operandIndex("grad_scale");
+    unsigned skipIndex = *op.operandIndex("skip");
     llvm::SmallVector<Value *, 10> operands(update->operands().begin(), update->operands().end());
     operands[0] = master;
     if (operands.size() == gradScaleIndex) {

@@ -1,6 +1,8 @@
 //===- Checkpoint.cpp -------------------------------------------------------===//
 #include "runtime/train/Checkpoint.h"
 
+#include "ir/support/Hash.h"
+
 #include "ir/MetaReader.h"
 #include "ir/support/AtomicFile.h"
 #include "kernels/common/Storage.h"
@@ -23,14 +25,6 @@ namespace {
 
 constexpr char kMagic[8] = {'A', 'M', 'P', 'C', 'C', 'K', 'P', 'T'};
 
-uint64_t fnv1a(const char *data, size_t n, uint64_t h = 1469598103934665603ull) {
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 std::string dimsText(llvm::ArrayRef<int64_t> dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -40,12 +34,6 @@ std::string dimsText(llvm::ArrayRef<int64_t> dims) {
   }
   s += ']';
   return s;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 class Writer {

@@ -7,6 +7,7 @@
 #include "runtime/train/TrainLog.h"
 
 #include "ir/Printer.h"
+#include "ir/support/Hash.h"
 #include "runtime/dist/Communicator.h"
 
 #include "llvm/Support/Format.h"
@@ -95,19 +96,6 @@ void countCorrect(const Program &p, const Node &loss, int64_t &correct, int64_t 
   }
 }
 
-uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) {
-  auto *p = static_cast<const unsigned char *>(data);
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-std::string hex(uint64_t h) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-  return text;
-}
-
 /// Whether every rank holds the same `mine` as rank 0. False on every rank
 /// when any differs, with `err` saying which and marking the communicator
 /// as failed together (every rank stops; none needs to abort the job).
@@ -127,8 +115,8 @@ bool agreeWithRankZero(dist::Communicator &comm, uint64_t mine, const std::strin
   comm.setFailedTogether();
   if (rankZero != mine)
     err = "rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) + ": its " +
-          what + " differs from rank 0's (hash " + hex(mine) + " against " + hex(rankZero) + "); " +
-          advice;
+          what + " differs from rank 0's (hash " + hex64(mine) + " against " + hex64(rankZero) +
+          "); " + advice;
   else
     err = "rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) + ": rank " +
           std::to_string(firstDiffering - 1) + "'s " + what + " differs from rank 0's; " + advice;

@@ -8,13 +8,14 @@ llvm::StringRef standardPipeline(PipelineStage stage) {
   case PipelineStage::Forward:
     return "assign-precision,cast-optimize";
   case PipelineStage::Train:
-    // SyncBatchNorm's rewrite first (nothing with one rank or without
-    // train.sync_batchnorm), precision next (autodiff then derives the
-    // casts' backward), the
+    // Precision first (autodiff then derives the casts' backward), then
+    // SyncBatchNorm's rewrite (nothing with one rank or without
+    // train.sync_batchnorm; after precision, which keeps batchnorm's
+    // parameters in f32 under keep_batchnorm_fp32), the
     // gradients' all-reduce (data-parallel; nothing with one rank) before
     // the loss scaling checks them, the loss scaling after the optimizer it
     // conditions, the cast clean-up last.
-    return "sync-batchnorm,assign-precision,autodiff,optimizer,master-weights,data-parallel,"
+    return "assign-precision,sync-batchnorm,autodiff,optimizer,master-weights,data-parallel,"
            "loss-scale,cast-optimize,dce";
   }
   return "";

@@ -6,8 +6,9 @@
 
 namespace ampc {
 
-/// SyncBatchNorm for data-parallel training (docs/distributed.md), first in
-/// the training pipeline, when the meta asks for it (`train.sync_batchnorm`,
+/// SyncBatchNorm for data-parallel training (docs/distributed.md), right
+/// after assign-precision (which has kept batchnorm's parameters in f32
+/// under keep_batchnorm_fp32 and given the input its dtype), when the meta asks for it (`train.sync_batchnorm`,
 /// from the model file or --sync-batchnorm) and for more than one rank
 /// (`dist.ranks`). Every training-mode batchnorm2d becomes its arithmetic
 /// over the statistics of the global batch, two passes as one process
@@ -18,8 +19,9 @@ namespace ampc {
 ///   y    = (x - mean) (var + eps)^-0.5 weight + bias
 ///   running_mean, running_var: as batchnorm2d (var unbiased: M / (M - 1))
 ///
-/// in f32 whatever the opt level (the nodes carry an fp32 precision
-/// override; a half input is cast). all_reduce's gradient is the all-reduce
+/// in f32 whatever the opt level (a half input is cast to f32 and the
+/// result back; the nodes carry an fp32 precision override, so that a
+/// later precision pass leaves them so). all_reduce's gradient is the all-reduce
 /// of the gradients, so autodiff then gives the backward its two reductions
 /// across the ranks too. Eval-mode batchnorm (the evaluation graph) is left
 /// alone: the running statistics are the same on every rank.

@@ -103,14 +103,14 @@ void countCorrect(const Program &p, const Node &loss, int64_t &correct, int64_t 
 bool agreeWithRankZero(dist::Communicator &comm, uint64_t mine, const std::string &what,
                        const std::string &advice, std::string &err) {
   uint64_t rankZero = mine;
-  int64_t firstDiffering = 0; // rank + 1, the largest that differs
+  int64_t lastDiffering = 0; // 1 + the highest rank that differs; 0: none
   if (!comm.broadcast(&rankZero, sizeof rankZero, 0, err))
     return false;
   if (rankZero != mine)
-    firstDiffering = comm.rank() + 1;
-  if (!comm.allReduce(&firstDiffering, 1, DType::I64, dist::ReduceOp::Max, err))
+    lastDiffering = comm.rank() + 1;
+  if (!comm.allReduce(&lastDiffering, 1, DType::I64, dist::ReduceOp::Max, err))
     return false;
-  if (firstDiffering == 0)
+  if (lastDiffering == 0)
     return true;
   comm.setFailedTogether();
   if (rankZero != mine)
@@ -119,7 +119,7 @@ bool agreeWithRankZero(dist::Communicator &comm, uint64_t mine, const std::strin
           "); " + advice;
   else
     err = "rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) + ": rank " +
-          std::to_string(firstDiffering - 1) + "'s " + what + " differs from rank 0's; " + advice;
+          std::to_string(lastDiffering - 1) + "'s " + what + " differs from rank 0's; " + advice;
   return false;
 }
 
@@ -321,10 +321,13 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       options_.communicator && options_.communicator->size() > 1 ? options_.communicator : nullptr;
   if (comm) {
     // A rank with another model, opt level, step count or resume point
-    // would wait in collectives the others never make.
-    std::string text = printGraphToString(g) + "\nsteps " + std::to_string(options_.steps) +
-                       " accumulate " + std::to_string(k) + " from step " +
-                       std::to_string(info.step) + "\n";
+    // would wait in collectives the others never make. (Without source
+    // locations: ranks may name the model file by different paths.)
+    PrintOptions noLocations;
+    noLocations.locations = false;
+    std::string text = printGraphToString(g, noLocations) + "\nsteps " +
+                       std::to_string(options_.steps) + " accumulate " + std::to_string(k) +
+                       " from step " + std::to_string(info.step) + "\n";
     if (!agreeWithRankZero(*comm, fnv1a(text.data(), text.size()), "training graph or run",
                            "every rank must run the same model file with the same options "
                            "(opt level, batch, steps, resume checkpoint)",

@@ -6,6 +6,7 @@ process (docs/distributed.md). Each check prints one line; any failure exits 1.
                1e-5 relative at O0, 1e-3 at O2 (also with half all-reduce,
                gradient accumulation and clipping); SyncBatchNorm on 2 ranks
                matches batchnorm over the global batch in one process
+  evaluation   --eval-every on 2 ranks gives one process's evaluation
   overflow     an f16 overflow on rank 1 alone makes both ranks skip the
                step and back the scale off (the run's final replica check
                fails if rank 1 did not skip with rank 0)
@@ -84,6 +85,25 @@ def check_equivalence(args, tmp, name, model, batch, extra, tolerance):
     report("equivalence " + name, ok and moved and worst <= tolerance and "2 ranks" in out,
            "%d steps, largest relative loss difference %.2e (tolerance %.0e), loss %.5f -> %.5f" %
            (len(one), worst, tolerance, one[0]["loss"], one[-1]["loss"]))
+
+
+def check_eval(args, tmp):
+    # Evaluation while training: every rank evaluates the held-out tenth
+    # with its (identical) replica; rank 0 prints it. At O2 with
+    # SyncBatchNorm, which keeps the batchnorm parameters in f32 as plain
+    # batchnorm does (the evaluation graph shares them by name and type).
+    model = os.path.join(args.inputs, "convnet-small.yaml")
+    base = ["-O", "O2", "--eval-every", "3"]
+    _, one = train(args, tmp, model, base + ["--batch", "16"], 1, os.path.join(tmp, "e1.jsonl"))
+    _, two = train(args, tmp, model, base + ["--batch", "8"], 2, os.path.join(tmp, "e2.jsonl"))
+    pick = lambda out: [l for l in out.splitlines() if l.startswith("eval on")]
+    a, b = pick(one), pick(two)
+    ok = len(a) == 1 and len(b) == 1
+    if ok:
+        la = float(a[0].split("loss ")[1].split(",")[0])
+        lb = float(b[0].split("loss ")[1].split(",")[0])
+        ok = abs(la - lb) <= 1e-3 * abs(la)
+    report("evaluation on 2 ranks", ok, "%s | %s" % (a, b))
 
 
 def check_overflow(args, tmp):
@@ -182,6 +202,7 @@ def main():
                           os.path.join(args.inputs, "..", "..", "..", "examples",
                                        "convnet-cpu.yaml"),
                           16, ["-O", "O2", "--steps", "3", "--sync-batchnorm"], 1e-3)
+        check_eval(args, tmp)
         check_overflow(args, tmp)
         check_resume(args, tmp)
         check_mismatch(args, tmp)

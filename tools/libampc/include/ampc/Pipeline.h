@@ -2,7 +2,7 @@
 //
 // The standard pipeline (docs/opt-levels.md):
 //   forward:  assign-precision, cast-optimize
-//   train:    sync-batchnorm, assign-precision, autodiff, optimizer,
+//   train:    assign-precision, sync-batchnorm, autodiff, optimizer,
 //             master-weights, data-parallel, loss-scale, cast-optimize, dce
 // A host program can watch the graph after every pass and insert passes of
 // its own before or after any named pass.

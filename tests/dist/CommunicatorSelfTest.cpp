@@ -3,8 +3,9 @@
 // Run by ctest as `mpirun -np N ampc-communicator-selftest` (N = 2 and 3:
 // three ranks take the reduce-then-broadcast path for floats). Each rank
 // contributes values that depend on its rank; every rank checks the
-// all-reduced results (sum, mean, max; f32, f64, f16, bf16, i64) against
-// the exact answer and against rank 0's bits, then a broadcast. Prints one
+// all-reduced results (sum, mean, max; f32, f64, f16, bf16, i64; f16 and
+// bf16 also on the 16-bit wire) against the exact answer and against rank
+// 0's bits, then a broadcast. Prints one
 // line per check that fails and exits 1; 0 when all pass on this rank.
 //
 //===----------------------------------------------------------------------===//
@@ -82,6 +83,36 @@ int main() {
       ok &= got == float(i % 7) * float(ranksSum);
     }
     check(ok, bf16 ? "bf16 sum" : "f16 sum", rank);
+  }
+
+  // The half all-reduce: 16-bit values on the wire, each partial sum
+  // rounded. Small integers stay exact; values that need more bits than
+  // bf16 has round (1 + 2^-8 per rank: the sum rounds at every step), but
+  // every rank must end with rank 0's bits. The mean divides in f32.
+  for (bool bf16 : {false, true}) {
+    DType t = bf16 ? DType::BF16 : DType::F16;
+    auto bits = [&](float v) { return bf16 ? floatToBf16Bits(v) : floatToHalfBits(v); };
+    auto value = [&](uint16_t b) { return bf16 ? bf16BitsToFloat(b) : halfBitsToFloat(b); };
+    std::vector<uint16_t> h(count), fine(count);
+    for (int64_t i = 0; i < count; ++i) {
+      h[i] = bits(float(rank + 1) * float(i % 7));
+      fine[i] = bits(1.0f + float(rank) / 256.0f + float(i % 3) / 64.0f);
+    }
+    check(c->allReduceHalfWire(h.data(), count, t, ReduceOp::Sum, err), err.c_str(), rank);
+    bool ok = true;
+    for (int64_t i = 0; i < count; ++i)
+      ok &= value(h[i]) == float(i % 7) * float(ranksSum);
+    check(ok, bf16 ? "bf16 half-wire sum" : "f16 half-wire sum", rank);
+    check(c->allReduceHalfWire(fine.data(), count, t, ReduceOp::Mean, err), err.c_str(), rank);
+    ok = true;
+    for (int64_t i = 0; i < count; ++i)
+      ok &= std::fabs(value(fine[i]) - (1.0f + float(i % 3) / 64.0f)) <= 0.02f;
+    check(ok, bf16 ? "bf16 half-wire mean" : "f16 half-wire mean", rank);
+    std::vector<uint16_t> zero = fine;
+    check(c->broadcast(zero.data(), zero.size() * sizeof(uint16_t), 0, err), err.c_str(), rank);
+    check(zero == fine, "half-wire mean: the same bits on every rank", rank);
+    check(!c->allReduceHalfWire(h.data(), count, t, ReduceOp::Max, err), "half-wire max is refused",
+          rank);
   }
 
   int64_t flag = rank == n - 1 ? 1 : 0; // one rank saw an overflow: all must agree

@@ -27,6 +27,20 @@ TEST(CommunicatorTest, OneProcessLeavesDataAsItIs) {
   EXPECT_FALSE(c->broadcast(v.data(), sizeof(float) * 3, 1, err));
   EXPECT_EQ(err, "broadcast from rank 1 of a 1-process job");
   EXPECT_TRUE(c->barrier(err));
+  std::vector<uint16_t> h = {0x3f80, 0x4000};
+  EXPECT_TRUE(c->allReduceHalfWire(h.data(), 2, DType::BF16, ReduceOp::Mean, err));
+  EXPECT_EQ(h, (std::vector<uint16_t>{0x3f80, 0x4000}));
+}
+
+TEST(CommunicatorTest, APlannedJobHasItsSizeButRunsNoCollective) {
+  std::unique_ptr<Communicator> c = createPlanningCommunicator(4);
+  EXPECT_EQ(c->size(), 4);
+  EXPECT_EQ(c->rank(), 0);
+  float v = 1;
+  std::string err;
+  EXPECT_FALSE(c->allReduce(&v, 1, DType::F32, ReduceOp::Sum, err));
+  EXPECT_EQ(err, "a job of 4 ranks planned in one process cannot run collectives; start it with "
+                 "mpirun -np 4");
 }
 
 TEST(CommunicatorTest, ALauncherIsRecognisedByItsEnvironment) {

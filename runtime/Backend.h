@@ -40,6 +40,16 @@ public:
     kernels::KernelFn fn = kernelFor(n);
     return fn ? std::make_unique<kernels::FunctionKernel>(fn) : nullptr;
   }
+  /// `host`, a kernel that reads and writes host memory (a collective's,
+  /// runtime/dist/CollectiveKernel.h), made to run on this backend's
+  /// buffers: as it is where the host addresses them; a device backend
+  /// stages the operands and results through host memory (its host
+  /// fallback: slow, and never captured into a CUDA graph). Null when
+  /// `host` is.
+  virtual std::unique_ptr<kernels::NodeKernel>
+  hostKernel(const Node &n, std::unique_ptr<kernels::NodeKernel> host) {
+    return host;
+  }
   /// Whether `n` may be part of a chain given to prepareFused: an
   /// elementwise op (OpInfo::elementwise) with the dtypes and attributes the
   /// backend's fused kernel takes. False by default (no fusion).

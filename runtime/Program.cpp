@@ -43,7 +43,7 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
     std::unique_ptr<kernels::NodeKernel> kernel;
     if (n.op().collective) {
       std::string err;
-      kernel = dist::prepareCollective(n, opts.communicator, backend.hostAccessible(), err);
+      kernel = backend.hostKernel(n, dist::prepareCollective(n, opts.communicator, err));
       if (!kernel) {
         diag.error(n.loc(), err);
         continue;

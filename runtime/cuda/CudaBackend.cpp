@@ -260,6 +260,10 @@ public:
   kernels::KernelFn kernelFor(const Node &n) const override {
     return kernels::referenceKernel(n.kind());
   }
+  std::unique_ptr<kernels::NodeKernel>
+  hostKernel(const Node &n, std::unique_ptr<kernels::NodeKernel> host) override {
+    return makeHostFallback(ctx_, n, std::move(host));
+  }
   std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override {
     std::string err;
     if (!initialize(err)) {

@@ -141,7 +141,7 @@ private:
 } // namespace
 
 std::unique_ptr<kernels::NodeKernel> prepareCollective(const Node &n, Communicator *comm,
-                                                       bool hostAccessible, std::string &err) {
+                                                       std::string &err) {
   if (n.kind() != OpKind::AllReduce) {
     err = n.opName().str() + ": no collective kernel";
     return nullptr;
@@ -156,11 +156,6 @@ std::unique_ptr<kernels::NodeKernel> prepareCollective(const Node &n, Communicat
   if (comm->size() != ranks) {
     err = "all_reduce: the graph was rewritten for " + std::to_string(ranks) +
           " ranks, but this job has " + std::to_string(comm->size());
-    return nullptr;
-  }
-  if (!hostAccessible) {
-    err = "all_reduce: data-parallel training on a GPU needs the NCCL communicator, which is not "
-          "built yet; train on the cpu device (--device cpu)";
     return nullptr;
   }
   return std::make_unique<AllReduceKernel>(n, *comm);

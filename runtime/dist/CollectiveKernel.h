@@ -2,7 +2,9 @@
 //
 // A collective op (OpInfo::collective: all_reduce) has no backend kernel:
 // Program::compile binds it to one of these, which moves the node's
-// operands through the job's Communicator.
+// operands through the job's Communicator in host memory. On a GPU the
+// CUDA backend's host fallback stages them (slow: NCCL, which would reduce
+// on the device, is not built yet).
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_DIST_COLLECTIVEKERNEL_H
@@ -18,12 +20,12 @@ namespace ampc::dist {
 
 class Communicator;
 
-/// The kernel of collective node `n` over `comm`. Null with `err` when there
-/// is no communicator, its size is not the node's `ranks`, or the operands
-/// live where the host cannot reach them (`hostAccessible` false: a GPU,
-/// whose collectives are NCCL's, not built yet).
+/// The kernel of collective node `n` over `comm`, on host memory (a device
+/// backend runs it through Backend::hostKernel, staged through the host).
+/// Null with `err` when there is no communicator or its size is not the
+/// node's `ranks`.
 std::unique_ptr<kernels::NodeKernel> prepareCollective(const Node &n, Communicator *comm,
-                                                       bool hostAccessible, std::string &err);
+                                                       std::string &err);
 
 } // namespace ampc::dist
 

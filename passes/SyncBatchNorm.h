@@ -8,8 +8,8 @@ namespace ampc {
 
 /// SyncBatchNorm for data-parallel training (docs/distributed.md), right
 /// after assign-precision (which has kept batchnorm's parameters in f32
-/// under keep_batchnorm_fp32 and given the input its dtype), when the meta asks for it (`train.sync_batchnorm`,
-/// from the model file or --sync-batchnorm) and for more than one rank
+/// under keep_batchnorm_fp32 and given the input its dtype), when the meta asks for it
+/// (`train.sync_batchnorm`, from the model file or --sync-batchnorm) and for more than one rank
 /// (`dist.ranks`). Every training-mode batchnorm2d becomes its arithmetic
 /// over the statistics of the global batch, two passes as one process
 /// computes them:

@@ -155,22 +155,23 @@ def check_mismatch(args, tmp):
            "exit %d after %.1f s%s" % (p.returncode, seconds, "" if ok else ":\n" + text))
 
 
-def check_killed(args, tmp):
+def signal_rank_one(args, tmp, signal, timeout):
+    """A long run whose rank 1 gets `signal` after 2 s: (process, seconds)."""
     model = os.path.join(args.inputs, "mlp-small.yaml")
-    script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -9 $$) & exec "$0" "$@"')
+    script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -%s $$) & exec "$0" "$@"' % signal)
     cmd = mpirun(args) + ["sh", "-c", script, args.ampc, model, "--threads", "1", "--steps",
-                          "100000000", "--progress", "none", "--collective-timeout", "20"]
-    p, seconds = run(cmd, tmp, 120)
+                          "100000000", "--progress", "none", "--collective-timeout", str(timeout)]
+    return run(cmd, tmp, 120)
+
+
+def check_killed(args, tmp):
+    p, seconds = signal_rank_one(args, tmp, "9", 20)
     report("a killed rank ends the job", p.returncode != 0 and seconds < 60,
            "exit %d after %.1f s" % (p.returncode, seconds))
 
 
 def check_hung(args, tmp):
-    model = os.path.join(args.inputs, "mlp-small.yaml")
-    script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -STOP $$) & exec "$0" "$@"')
-    cmd = mpirun(args) + ["sh", "-c", script, args.ampc, model, "--threads", "1", "--steps",
-                          "100000000", "--progress", "none", "--collective-timeout", "3"]
-    p, seconds = run(cmd, tmp, 120)
+    p, seconds = signal_rank_one(args, tmp, "STOP", 3)
     text = p.stdout + p.stderr
     ok = p.returncode != 0 and seconds < 60 and "waited 3 s for the other ranks" in text
     report("a hung rank times out", ok, "exit %d after %.1f s%s" %

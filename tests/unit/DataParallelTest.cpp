@@ -96,16 +96,23 @@ void write(Program &p, const Value *v, const std::vector<double> &values) {
     kernels::storeFromDouble(v->dtype(), p.data(v), i, values[i]);
 }
 
+/// `g` compiled on `backend` with `comm` as the job's communicator.
+std::unique_ptr<Program> compileWith(const Graph &g, Backend &backend, dist::Communicator &comm) {
+  DiagnosticEngine diag;
+  CompileOptions opts;
+  opts.communicator = &comm;
+  auto p = Program::compile(g, backend, diag, opts);
+  EXPECT_TRUE(p) << diagText(diag);
+  return p;
+}
+
 TEST(DataParallel, KernelAveragesABucketInF32AndRoundsOnce) {
   auto g = parse(bucketGraph("ranks = 2"));
   ASSERT_TRUE(g);
   TwoRanks comm(1.0f);
   auto backend = createCpuRefBackend();
-  DiagnosticEngine diag;
-  CompileOptions opts;
-  opts.communicator = &comm;
-  auto p = Program::compile(*g, *backend, diag, opts);
-  ASSERT_TRUE(p) << diagText(diag);
+  auto p = compileWith(*g, *backend, comm);
+  ASSERT_TRUE(p);
   write(*p, g->lookup("a"), {1.0, 2.0, 0.00390625});
   write(*p, g->lookup("b"), {3.0, -1.0});
   p->run(0);
@@ -127,11 +134,8 @@ TEST(DataParallel, KernelSendsHalfGradientsAsTheyAre) {
   ASSERT_TRUE(g);
   TwoRanks comm(0.5f);
   auto backend = createCpuRefBackend();
-  DiagnosticEngine diag;
-  CompileOptions opts;
-  opts.communicator = &comm;
-  auto p = Program::compile(*g, *backend, diag, opts);
-  ASSERT_TRUE(p) << diagText(diag);
+  auto p = compileWith(*g, *backend, comm);
+  ASSERT_TRUE(p);
   write(*p, g->lookup("a"), {1.0, 256.0});
   p->run(0);
   EXPECT_EQ(comm.halfCalls, 1);
@@ -145,11 +149,8 @@ TEST(DataParallel, KernelReducesOncePerAccumulationGroup) {
   ASSERT_TRUE(g);
   TwoRanks comm(1.0f);
   auto backend = createCpuRefBackend();
-  DiagnosticEngine diag;
-  CompileOptions opts;
-  opts.communicator = &comm;
-  auto p = Program::compile(*g, *backend, diag, opts);
-  ASSERT_TRUE(p) << diagText(diag);
+  auto p = compileWith(*g, *backend, comm);
+  ASSERT_TRUE(p);
   write(*p, g->lookup("a"), {1.0, 2.0, 3.0});
   write(*p, g->lookup("b"), {3.0, -1.0});
   p->run(0); // mid-group: passed through

@@ -17,6 +17,10 @@
 
 namespace ampc {
 
+namespace dist {
+class Communicator;
+}
+
 /// How a device backend issued one step (Backend::runStep).
 enum class StepLaunch {
   Direct,   ///< a host backend: the kernels ran as they were called
@@ -49,6 +53,17 @@ public:
   virtual std::unique_ptr<kernels::NodeKernel>
   hostKernel(const Node &n, std::unique_ptr<kernels::NodeKernel> host) {
     return host;
+  }
+  /// The kernel of collective node `n` (OpInfo::collective) on this
+  /// backend's own buffers, when the backend has a collective engine of its
+  /// own (the CUDA backend: NCCL, on its stream); `comm` is the job's
+  /// communicator, which such an engine may use to set itself up. Null
+  /// without `err` where the backend has none (the default): Program then
+  /// binds the communicator's host kernel through hostKernel. Null with
+  /// `err` where it has one and setting it up failed.
+  virtual std::unique_ptr<kernels::NodeKernel>
+  deviceCollective(const Node &n, dist::Communicator &comm, std::string &err) {
+    return nullptr;
   }
   /// Whether `n` may be part of a chain given to prepareFused: an
   /// elementwise op (OpInfo::elementwise) with the dtypes and attributes the

@@ -43,7 +43,13 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
     std::unique_ptr<kernels::NodeKernel> kernel;
     if (n.op().collective) {
       std::string err;
-      kernel = backend.hostKernel(n, dist::prepareCollective(n, opts.communicator, err));
+      if (dist::checkCollective(n, opts.communicator, err)) {
+        kernel = backend.deviceCollective(n, *opts.communicator, err);
+        if (kernel)
+          ++p->deviceActivity_.deviceCollectiveNodes;
+        else if (err.empty())
+          kernel = backend.hostKernel(n, dist::prepareCollective(n, opts.communicator, err));
+      }
       if (!kernel) {
         diag.error(n.loc(), err);
         continue;

@@ -85,6 +85,9 @@ struct DeviceActivity {
   unsigned hostFallbackNodes = 0;
   /// The op names of those nodes, each once, in schedule order.
   std::vector<std::string> hostFallbackOps;
+  /// Collective nodes that run on the device (Backend::deviceCollective:
+  /// NCCL); a collective staged through the host counts as a host fallback.
+  unsigned deviceCollectiveNodes = 0;
   uint64_t eagerSteps = 0, capturedSteps = 0, replayedSteps = 0;
 };
 

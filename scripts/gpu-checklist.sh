@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The CUDA backend's first-run checklist (docs/cuda.md), as one script for a
 # borrowed GPU machine: device facts, the CUDA unit tests, the CLI at O0-O3
-# with graphs on and off and f16, compute-sanitizer, and the PyTorch
-# comparison. Every step has its own time limit and logs to $LOG_DIR; the
+# with graphs on and off and f16, two data-parallel ranks (NCCL, or the host
+# route on one GPU), compute-sanitizer, and the PyTorch comparison. Every step has its own time limit and logs to $LOG_DIR; the
 # summary at the end says which steps failed.
 #   scripts/gpu-checklist.sh [--devkit .devkit/ampc-devkit.tar.xz | --build-dir DIR]
 #                            [--quick] [--skip STEP,...]
 # --quick: shorter time limits, and the sanitizers over fewer tests.
-# Steps: facts tests cli sanitizer bench profile. Exit status: the number of
+# Steps: facts tests cli dist bench sanitizer profile. Exit status: the number of
 # failed steps.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -73,6 +73,21 @@ cli() {
   "$bin/ampc" --device cuda --opt-level O1 --steps 10 examples/transformer.yaml
   CUDA_LAUNCH_BLOCKING=1 "$bin/ampc" --device cuda --opt-level O2 --steps 5 examples/mlp.yaml
 }
+dist() {
+  # Two ranks on this machine's GPUs: NCCL with one GPU per rank, the host
+  # route when they share one (tests/dist/check_data_parallel.py's `cuda`
+  # check prints which and compares with one process).
+  set -e
+  if ! command -v mpirun >/dev/null; then
+    echo "mpirun: not on this machine (Open MPI); the dist step needs it"
+    return 1
+  fi
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  mpirun --oversubscribe -np 2 "$bin/ampc" --device cuda --opt-level O2 --steps 20 \
+    --threads 1 examples/mlp.yaml
+  python3 tests/dist/check_data_parallel.py --ampc "$bin/ampc" --mpirun "$(command -v mpirun)" \
+    --inputs tests/dist/Inputs --cuda-only
+}
 sanitizer() {
   # memcheck over every op and the graph replay; racecheck and synccheck
   # (slower) over the ops in one dtype: the shared-memory sums are there.
@@ -121,6 +136,7 @@ q() { [ $quick -eq 1 ] && echo "$1" || echo "$2"; }
 # Parameterised suites are named Instance/Suite: hence the leading '*'.
 run_step tests $(q 150 300) "$bin/ampc-unit-tests" --gtest_filter='*Cuda*:*FakeDevice*' --gtest_brief=1
 run_step cli $(q 90 180) cli
+run_step dist $(q 120 240) dist
 run_step bench $(q 150 400) python3 bench/gpu/compare_pytorch_gpu.py --build-dir "$(dirname "$bin")"
 run_step sanitizer $(q 100 400) sanitizer
 run_step profile $(q 150 300) profile

@@ -40,14 +40,14 @@ static thread_local CudaContext *capturingContext = nullptr;
 
 void setCapture(CudaContext *capture) { capturingContext = capture; }
 
-template <class Status> static void failWith(Status s, const char *what, const Node *node) {
+void reportFailure(const char *what, const std::string &status, const Node *node) {
   std::string where;
   if (node) {
     where = " on " + node->opName().str();
     if (node->numResults())
       where += " (%" + node->result()->name().str() + ")";
   }
-  std::string message = std::string(what) + " failed" + where + ": " + errorText(s);
+  std::string message = std::string(what) + " failed" + where + ": " + status;
   if (CudaContext *capture = capturingContext; capture && capture->capturing) {
     if (!capture->captureFailed)
       capture->captureError = message;
@@ -59,15 +59,15 @@ template <class Status> static void failWith(Status s, const char *what, const N
 
 void check(cudaError_t e, const char *what, const Node *node) {
   if (e != cudaSuccess)
-    failWith(e, what, node);
+    reportFailure(what, errorText(e), node);
 }
 void check(cublasStatus_t s, const char *what, const Node *node) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    failWith(s, what, node);
+    reportFailure(what, errorText(s), node);
 }
 void check(cudnnStatus_t s, const char *what, const Node *node) {
   if (s != CUDNN_STATUS_SUCCESS)
-    failWith(s, what, node);
+    reportFailure(what, errorText(s), node);
 }
 
 //===----------------------------------------------------------------------===//

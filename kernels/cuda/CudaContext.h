@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+struct ncclComm; // nccl.h's ncclComm_t points to it
+
 namespace ampc::cuda {
 
 struct CudaContext;
@@ -44,6 +46,9 @@ std::string errorText(cudnnStatus_t s);
 void check(cudaError_t e, const char *what, const Node *node = nullptr);
 void check(cublasStatus_t s, const char *what, const Node *node = nullptr);
 void check(cudnnStatus_t s, const char *what, const Node *node = nullptr);
+/// What check() does with a failure: `status` is the library's own text
+/// (for libraries without a check() overload here, such as NCCL).
+void reportFailure(const char *what, const std::string &status, const Node *node = nullptr);
 /// The context whose capture check() reports to on this thread (null: none).
 void setCapture(CudaContext *capture);
 
@@ -78,6 +83,12 @@ struct CudaContext {
   kernels::cuda::Launch launch() const { return {stream, deviceStep}; }
   /// Makes the shared workspace at least `bytes` (compile time only).
   bool reserveWorkspace(size_t bytes, std::string &err);
+  /// The NCCL communicator of a data-parallel job (CudaBackend creates it
+  /// with the first collective; kernels/cuda/NcclKernels.cpp uses it), and
+  /// its number of ranks. Declared, not included: only the NCCL files see
+  /// nccl.h.
+  ::ncclComm *nccl = nullptr;
+  int ncclRanks = 0;
   /// Device scratch for one node (freed with the kernel).
   static void *allocateScratch(size_t bytes, const Node &n);
 };
@@ -99,6 +110,12 @@ struct DeviceScratch {
 std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const Node &n);
 std::unique_ptr<kernels::NodeKernel> prepareGemmKernel(CudaContext &ctx, const Node &n);
 std::unique_ptr<kernels::NodeKernel> prepareCudnnKernel(CudaContext &ctx, const Node &n);
+/// The kernel of collective node `n` (all_reduce) through NCCL over
+/// ctx.nccl, on ctx.stream; null with `err` when it cannot be (no
+/// communicator, another number of ranks, a dtype NCCL does not reduce).
+/// Built with NCCL only (AMPC_HAVE_NCCL; NcclKernels.cpp).
+std::unique_ptr<kernels::NodeKernel> prepareNcclKernel(CudaContext &ctx, const Node &n,
+                                                       std::string &err);
 
 /// Helpers for the tables.
 inline kernels::cuda::Tensor tensorOf(const kernels::TensorArg &t) {

@@ -637,7 +637,7 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   case OpKind::BinaryCrossEntropyGradInput:
   case OpKind::BinaryCrossEntropyGradTarget:
   case OpKind::GlobalNorm:
-  case OpKind::AllReduce: // the runtime's communicator (NCCL to come)
+  case OpKind::AllReduce: // Backend::deviceCollective: NcclKernels.cpp
   case OpKind::Custom:
     return nullptr;
   }

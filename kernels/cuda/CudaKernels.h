@@ -66,6 +66,14 @@ struct PermuteShape {
 cudaError_t permute(const Launch &l, unsigned elementSize, const void *x, void *y, int64_t n,
                     const PermuteShape &s);
 
+// --- Collectives (Collective.cu; the all-reduce itself is NCCL's) ---------
+
+/// y[i] = x[i] / divisor in f32, stored in y's dtype: an all-reduce's
+/// result from the sums `x` holds in its wire dtype (f32, f16 or bf16; y
+/// f32, f16 or bf16), divisor the number of ranks for a mean and 1 for a
+/// sum (kernels/common/CollectiveMath.h).
+cudaError_t unpackReduced(const Launch &l, Tensor x, float divisor, MutableTensor y);
+
 // --- Elementwise ------------------------------------------------------------
 
 // The pointwise ops of ir/Pointwise.def, one launcher per shape, instantiated

@@ -12,6 +12,8 @@
 #include "runtime/cuda/CudaBackend.h"
 
 #include "kernels/cuda/CudaContext.h"
+#include "runtime/cuda/NcclSetup.h"
+#include "runtime/dist/Communicator.h"
 
 #include "kernels/custom/CustomKernels.h"
 #include "kernels/reference/ReferenceKernels.h"
@@ -83,6 +85,11 @@ CudaOptions CudaOptions::fromEnvironment() {
              std::strcmp(v, "false") == 0);
   };
   o.allowTf32 = flag("AMPC_CUDA_TF32", false);
+  if (const char *d = std::getenv("AMPC_CUDA_DEVICE"); d && *d) {
+    char *end = nullptr;
+    long v = std::strtol(d, &end, 10);
+    o.device = *end == 0 && v >= 0 && v < 1024 ? int(v) : -2;
+  }
   o.cudaGraphs = flag("AMPC_CUDA_GRAPHS", true);
   // CUDA_LAUNCH_BLOCKING=1 asks the driver for the same: errors at the
   // launch that caused them.
@@ -236,6 +243,7 @@ public:
     if (!initialized_)
       return;
     cudaStreamSynchronize(ctx_.stream);
+    tearDownNccl(ctx_);
     if (staging_)
       cudaFreeHost(staging_);
     if (ctx_.cudnn)
@@ -263,6 +271,36 @@ public:
   std::unique_ptr<kernels::NodeKernel>
   hostKernel(const Node &n, std::unique_ptr<kernels::NodeKernel> host) override {
     return makeHostFallback(ctx_, n, std::move(host));
+  }
+  std::unique_ptr<kernels::NodeKernel> deviceCollective(const Node &n, dist::Communicator &comm,
+                                                        std::string &err) override {
+    if (comm.planningOnly())
+      return nullptr; // `ampc plan`: the program is planned, never run
+    if (!initialize(err))
+      return nullptr;
+    if (!ncclDecided_) {
+      // The first collective of the first program: every rank compiles the
+      // same graph, so all of them decide here together.
+      ncclDecided_ = true;
+      std::string why;
+      NcclRoute route = setUpNccl(ctx_, comm, why);
+      if (route == NcclRoute::Failed) {
+        ncclError_ = "cuda: NCCL: " + why;
+      } else if (route == NcclRoute::Host && comm.size() > 1 && comm.rank() == 0) {
+        llvm::errs() << "note: cuda: the job's all-reduces go through the host over MPI (" << why
+                     << ")\n";
+      }
+    }
+    if (!ncclError_.empty()) {
+      err = ncclError_;
+      return nullptr;
+    }
+    if (!ctx_.nccl)
+      return nullptr; // staged through the host
+    std::unique_ptr<kernels::NodeKernel> k = prepareNcclKernel(ctx_, n, err);
+    if (k && opts_.syncEachNode)
+      return std::make_unique<SynchronizedKernel>(ctx_, std::move(k));
+    return k;
   }
   std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override {
     std::string err;
@@ -499,8 +537,10 @@ private:
       return false;
     };
     cudaError_t e;
-    if ((e = cudaSetDevice(0)) != cudaSuccess)
-      return fail("cudaSetDevice(0) failed: " + errorText(e));
+    if (!chooseDevice(err))
+      return fail(err);
+    if ((e = cudaSetDevice(ctx_.device)) != cudaSuccess)
+      return fail("cudaSetDevice(" + std::to_string(ctx_.device) + ") failed: " + errorText(e));
     if ((e = cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking)) != cudaSuccess)
       return fail("cudaStreamCreate failed: " + errorText(e));
     if ((e = cudaMalloc(reinterpret_cast<void **>(&ctx_.deviceStep), sizeof(uint64_t))) !=
@@ -532,8 +572,44 @@ private:
     return true;
   }
 
+  /// ctx_.device: AMPC_CUDA_DEVICE's, or under a launcher that starts
+  /// several ranks per machine the rank's local index modulo the devices
+  /// (one GPU per rank where there are enough), or 0.
+  bool chooseDevice(std::string &err) {
+    int count = 0;
+    if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+      cudaGetLastError();
+      err = "no CUDA device";
+      return false;
+    }
+    if (opts_.device == -2) {
+      err = "AMPC_CUDA_DEVICE must be a device index (0 to " + std::to_string(count - 1) + ")";
+      return false;
+    }
+    if (opts_.device >= 0) {
+      if (opts_.device >= count) {
+        err = "AMPC_CUDA_DEVICE=" + std::to_string(opts_.device) + ", but there are " +
+              std::to_string(count) + " devices";
+        return false;
+      }
+      ctx_.device = opts_.device;
+      return true;
+    }
+    for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+      if (const char *v = std::getenv(name); v && *v) {
+        ctx_.device = int(std::strtol(v, nullptr, 10) % count);
+        if (ctx_.device < 0)
+          ctx_.device = 0;
+        return true;
+      }
+    ctx_.device = 0;
+    return true;
+  }
+
   CudaOptions opts_;
   CudaContext ctx_;
+  bool ncclDecided_ = false;
+  std::string ncclError_;
   bool initialized_ = false;
   std::string initError_;
   llvm::DenseMap<void *, uint64_t> sizes_;

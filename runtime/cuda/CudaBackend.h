@@ -26,8 +26,14 @@ bool probeDevice(std::string &why, std::string *description);
 ///  AMPC_CUDA_GRAPHS=0  no CUDA-graph capture of steps (on by default);
 ///  AMPC_CUDA_SYNC=1    (or CUDA_LAUNCH_BLOCKING=1) wait after every node
 ///                      and check for faults, so that one is reported
-///                      against its op; no graphs.
+///                      against its op; no graphs;
+///  AMPC_CUDA_DEVICE=i  run on device i (default: 0, or under mpirun the
+///                      rank's index on its machine modulo the devices);
+///  AMPC_NCCL=0         a data-parallel job's collectives through the host
+///                      over MPI instead of NCCL (runtime/cuda/NcclSetup.h).
 struct CudaOptions {
+  /// -1: chosen as above; -2: AMPC_CUDA_DEVICE was not an index.
+  int device = -1;
   bool allowTf32 = false;
   bool cudaGraphs = true;
   bool syncEachNode = false;

@@ -9,6 +9,7 @@
 
 #include "ir/HalfConversion.h"
 #include "ir/OpAttrs.h"
+#include "kernels/common/CollectiveMath.h"
 #include "runtime/dist/Communicator.h"
 
 #include <cstdio>
@@ -37,26 +38,24 @@ void widen(const kernels::TensorArg &in, float *to) {
   }
 }
 
-/// The sums in `from`, divided by `divisor` (the mean; 1 for the sum) as
-/// they are stored: the division rides on the pass that stores them.
-void narrow(const float *from, float divisor, const kernels::TensorArg &out) {
+/// The sums in `from` (wire dtype Wire), divided by `divisor` (the mean;
+/// 1 for the sum) as they are stored: the division rides on the pass that
+/// stores them (kernels/common/CollectiveMath.h, as on the GPU).
+template <DType Wire>
+void unpackFrom(const void *from, float divisor, const kernels::TensorArg &out) {
   int64_t n = out.numElements();
   switch (out.dtype()) {
   case DType::F32:
-    if (divisor == 1) {
-      std::memcpy(out.data, from, size_t(n) * sizeof(float));
-      return;
-    }
     for (int64_t i = 0; i < n; ++i)
-      out.as<float>()[i] = from[i] / divisor;
+      kernels::unpackReducedElement<Wire, DType::F32>(from, out.data, i, divisor);
     return;
   case DType::BF16:
     for (int64_t i = 0; i < n; ++i)
-      out.as<uint16_t>()[i] = floatToBf16Bits(from[i] / divisor);
+      kernels::unpackReducedElement<Wire, DType::BF16>(from, out.data, i, divisor);
     return;
-  default:
+  default: // f16 (inference admits f32, f16, bf16)
     for (int64_t i = 0; i < n; ++i)
-      out.as<uint16_t>()[i] = floatToHalfBits(from[i] / divisor);
+      kernels::unpackReducedElement<Wire, DType::F16>(from, out.data, i, divisor);
     return;
   }
 }
@@ -96,10 +95,9 @@ public:
       // The communicator sums; the mean's division (in f32, as
       // Communicator::allReduce's Mean does it) happens while unpacking.
       ok = comm_.allReduce(wide_.data(), at, DType::F32, ReduceOp::Sum, err);
-      float divisor = op_ == ReduceOp::Mean ? float(comm_.size()) : 1.0f;
       at = 0;
       for (const kernels::TensorArg &out : args.outputs) {
-        narrow(wide_.data() + at, divisor, out);
+        unpackFrom<DType::F32>(wide_.data() + at, divisor(), out);
         at += out.numElements();
       }
     } else {
@@ -108,10 +106,15 @@ public:
         std::memcpy(half_.data() + at, in.data, in.type->sizeInBytes());
         at += size_t(in.numElements());
       }
-      ok = comm_.allReduceHalfWire(half_.data(), int64_t(at), wire_, op_, err);
+      // Summed as the 16-bit values travel; the mean's division in f32
+      // while unpacking, as for f32.
+      ok = comm_.allReduceHalfWire(half_.data(), int64_t(at), wire_, ReduceOp::Sum, err);
       at = 0;
       for (const kernels::TensorArg &out : args.outputs) {
-        std::memcpy(out.data, half_.data() + at, out.type->sizeInBytes());
+        if (wire_ == DType::BF16)
+          unpackFrom<DType::BF16>(half_.data() + at, divisor(), out);
+        else
+          unpackFrom<DType::F16>(half_.data() + at, divisor(), out);
         at += size_t(out.numElements());
       }
     }
@@ -130,6 +133,8 @@ public:
   }
 
 private:
+  float divisor() const { return op_ == ReduceOp::Mean ? float(comm_.size()) : 1.0f; }
+
   Communicator &comm_;
   DType wire_ = DType::F32;
   ReduceOp op_ = ReduceOp::Mean;
@@ -140,24 +145,30 @@ private:
 
 } // namespace
 
-std::unique_ptr<kernels::NodeKernel> prepareCollective(const Node &n, Communicator *comm,
-                                                       std::string &err) {
+bool checkCollective(const Node &n, const Communicator *comm, std::string &err) {
   if (n.kind() != OpKind::AllReduce) {
     err = n.opName().str() + ": no collective kernel";
-    return nullptr;
+    return false;
   }
   int64_t ranks = attrs::AllReduce(n).ranks();
   if (!comm || (comm->size() == 1 && ranks > 1)) {
     err = "all_reduce: the graph was rewritten for " + std::to_string(ranks) +
           " ranks of a data-parallel job; run it under a launcher (mpirun -np " +
           std::to_string(ranks) + " ampc ...)";
-    return nullptr;
+    return false;
   }
   if (comm->size() != ranks) {
     err = "all_reduce: the graph was rewritten for " + std::to_string(ranks) +
           " ranks, but this job has " + std::to_string(comm->size());
-    return nullptr;
+    return false;
   }
+  return true;
+}
+
+std::unique_ptr<kernels::NodeKernel> prepareCollective(const Node &n, Communicator *comm,
+                                                       std::string &err) {
+  if (!checkCollective(n, comm, err))
+    return nullptr;
   return std::make_unique<AllReduceKernel>(n, *comm);
 }
 

@@ -3,8 +3,9 @@
 // A collective op (OpInfo::collective: all_reduce) has no backend kernel:
 // Program::compile binds it to one of these, which moves the node's
 // operands through the job's Communicator in host memory. On a GPU the
-// CUDA backend's host fallback stages them (slow: NCCL, which would reduce
-// on the device, is not built yet).
+// CUDA backend runs them with NCCL on the device instead
+// (Backend::deviceCollective), or, where NCCL cannot serve (two ranks on one
+// GPU, AMPC_NCCL=0), stages these through its host fallback.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_DIST_COLLECTIVEKERNEL_H
@@ -19,6 +20,10 @@
 namespace ampc::dist {
 
 class Communicator;
+
+/// Whether collective node `n` can run in this job: a communicator of the
+/// node's `ranks`. False with `err` saying what is wrong.
+bool checkCollective(const Node &n, const Communicator *comm, std::string &err);
 
 /// The kernel of collective node `n` over `comm`, on host memory (a device
 /// backend runs it through Backend::hostKernel, staged through the host).

@@ -32,6 +32,9 @@ public:
   virtual llvm::StringRef name() const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// A stand-in that only lets a job's program be compiled and planned
+  /// (createPlanningCommunicator): nothing may be set up over it.
+  virtual bool planningOnly() const { return false; }
 
   /// Reduces `count` elements of dtype `t` in place; every rank ends with
   /// the same bits. f32 and f64 reduce as they are; f16 and bf16 through
@@ -57,6 +60,13 @@ public:
   /// launcher ends the job: a rank that died, hangs or took another path
   /// ends the job instead of hanging it.
   virtual void setTimeout(double seconds) {}
+  /// Puts a wait on the other ranks that happens outside this
+  /// communicator's calls under the same timeout, until unwatch(): a step
+  /// whose collectives NCCL runs on the GPU makes the host wait for the
+  /// device, not in a call here. `what` names the wait in the timeout's
+  /// message. Not nested.
+  virtual void watch(const char *what) {}
+  virtual void unwatch() {}
   /// Ends every process of the job now with exit status `code` (a rank that
   /// fails alone: the others would wait for it in the next collective).
   /// Returns only where there is one process.
@@ -69,6 +79,24 @@ public:
 
 private:
   bool failedTogether_ = false;
+};
+
+/// watch() for one scope; `comm` may be null (no job).
+class WatchedWait {
+public:
+  WatchedWait(Communicator *comm, const char *what) : comm_(comm) {
+    if (comm_)
+      comm_->watch(what);
+  }
+  ~WatchedWait() {
+    if (comm_)
+      comm_->unwatch();
+  }
+  WatchedWait(const WatchedWait &) = delete;
+  WatchedWait &operator=(const WatchedWait &) = delete;
+
+private:
+  Communicator *comm_;
 };
 
 /// The exit status of a rank whose collective timed out (docs/cli.md).

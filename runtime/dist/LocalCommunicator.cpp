@@ -30,6 +30,7 @@ class PlanningCommunicator final : public Communicator {
 public:
   explicit PlanningCommunicator(int size) : size_(size) {}
   llvm::StringRef name() const override { return "planning"; }
+  bool planningOnly() const override { return true; }
   int rank() const override { return 0; }
   int size() const override { return size_; }
   bool allReduce(void *, int64_t, DType, ReduceOp, std::string &err) override { return fail(err); }

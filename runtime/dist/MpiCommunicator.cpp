@@ -162,6 +162,8 @@ public:
         MPI_Op_free(op);
   }
   void setTimeout(double seconds) override { watchdog_.setTimeout(seconds, rank_, size_); }
+  void watch(const char *what) override { watchdog_.arm(what); }
+  void unwatch() override { watchdog_.disarm(); }
   void abort(int code) override {
     std::fflush(stdout);
     std::fflush(stderr);

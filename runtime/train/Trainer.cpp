@@ -335,6 +335,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       return false;
   }
 
+  bool deviceCollectives = train_.deviceActivity().deviceCollectiveNodes > 0;
   double timedMs = 0, timedDataMs = 0;
   int64_t timedSteps = 0;
   auto writeCheckpoint = [&](int64_t step) {
@@ -362,8 +363,15 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       dataMs +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - dataStart)
               .count();
-      train_.run(static_cast<uint64_t>((step - 1) * k + m));
-      lossSum += readScalar(train_, lossValue);
+      {
+        // With NCCL the all-reduces run on the GPU, and a rank that died or
+        // hangs leaves this one waiting for its device, not in a
+        // communicator call: the same timeout covers that wait.
+        dist::WatchedWait wait(deviceCollectives ? comm : nullptr,
+                               "a step whose all-reduces run on the GPU (NCCL)");
+        train_.run(static_cast<uint64_t>((step - 1) * k + m));
+        lossSum += readScalar(train_, lossValue);
+      }
     }
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

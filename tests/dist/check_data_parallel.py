@@ -15,8 +15,11 @@ process (docs/distributed.md). Each check prints one line; any failure exits 1.
   mismatch     a rank with another learning rate: every rank fails, naming it
   killed rank  SIGKILL on rank 1: the job ends, non-zero, within the timeout
   hung rank    SIGSTOP on rank 1: rank 0's collective times out (exit 3)
+  cuda         with GPUs (`nvidia-smi -L`), 2 ranks with --device cuda match
+               one process: over NCCL with a GPU per rank, staged through
+               the host when they share one; skipped, saying so, without GPUs
 
-Usage: check_data_parallel.py --ampc BIN --mpirun MPIEXEC --inputs DIR
+Usage: check_data_parallel.py --ampc BIN --mpirun MPIEXEC --inputs DIR [--cuda-only]
 """
 import argparse
 import json
@@ -178,14 +181,51 @@ def check_hung(args, tmp):
            (p.returncode, seconds, "" if ok else ":\n" + text[-2000:]))
 
 
+def gpu_count():
+    nvidia_smi = shutil.which("nvidia-smi")
+    if not nvidia_smi:
+        return 0, "nvidia-smi not found"
+    p = subprocess.run([nvidia_smi, "-L"], capture_output=True, text=True)
+    gpus = [l for l in p.stdout.splitlines() if l.startswith("GPU ")]
+    return len(gpus), "nvidia-smi -L lists %d GPU(s)" % len(gpus)
+
+
+def check_cuda(args, tmp):
+    count, why = gpu_count()
+    if count == 0:
+        print("skip   cuda: no GPU (%s)" % why, flush=True)
+        return
+    # One GPU per rank: NCCL; fewer: both ranks on GPU 0, staged through
+    # the host. f32 without TF32: the 1e-5 of the CPU's O0 check would
+    # hold too, but the GPU's GEMMs sum in another order than one process's.
+    small = os.path.join(args.inputs, "mlp-small.yaml")
+    route = "through NCCL" if count >= 2 else "go through the host over MPI"
+    one, _ = train(args, tmp, small, ["-O", "O0", "--device", "cuda", "--batch", "32"], 1,
+                   os.path.join(tmp, "cuda-1.jsonl"))
+    cmd = mpirun(args) + [args.ampc, small, "--threads", "1", "--progress", "none", "-O", "O0",
+                          "--device", "cuda", "--batch", "16", "--metrics-out",
+                          os.path.join(tmp, "cuda-2.jsonl")]
+    p, _ = run(cmd, tmp)
+    two = losses(os.path.join(tmp, "cuda-2.jsonl")) if p.returncode == 0 else []
+    worst = max_relative(two, one) if two and len(two) == len(one) else float("inf")
+    report("cuda on 2 ranks (%s)" % why, p.returncode == 0 and worst <= 1e-4 and
+           route in p.stdout + p.stderr,
+           "largest relative loss difference %.2e; expected the all-reduces %s%s" %
+           (worst, route, "" if p.returncode == 0 else ":\n" + p.stdout + p.stderr))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ampc", required=True)
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--inputs", required=True)
+    parser.add_argument("--cuda-only", action="store_true", help="the cuda check alone")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="ampc-dist-")
     try:
+        if args.cuda_only:
+            check_cuda(args, tmp)
+            return 1 if FAILED else 0
         small = os.path.join(args.inputs, "mlp-small.yaml")
         accumulate = os.path.join(args.inputs, "mlp-accumulate.yaml")
         check_equivalence(args, tmp, "O0", small, 16, ["-O", "O0"], 1e-5)
@@ -209,6 +249,7 @@ def main():
         check_mismatch(args, tmp)
         check_killed(args, tmp)
         check_hung(args, tmp)
+        check_cuda(args, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILED:

@@ -13,6 +13,7 @@
 #include "kernels/common/Storage.h"
 #include "passes/PassManager.h"
 #include "runtime/Backend.h"
+#include "runtime/HostBackend.h"
 #include "runtime/Program.h"
 #include "runtime/dist/Communicator.h"
 
@@ -270,6 +271,98 @@ TEST(DataParallel, AccumulationReducesTheAccumulatedGradients) {
   EXPECT_EQ(attrs::AllReduce(*reduces[0]).accumulate(), 2);
   for (const Value *v : reduces[0]->operands())
     EXPECT_EQ(v->definingNode()->kind(), OpKind::AccumulateGrad) << v->name().str();
+}
+
+/// A host backend with a collective engine of its own, as the CUDA backend
+/// has NCCL: it serves, declines or fails Backend::deviceCollective.
+class EngineBackend final : public HostBackend {
+public:
+  enum class Mode { Serve, Decline, Fail };
+  explicit EngineBackend(Mode mode) : mode_(mode) {}
+  llvm::StringRef name() const override { return "engine"; }
+  std::unique_ptr<kernels::NodeKernel> deviceCollective(const Node &n, dist::Communicator &comm,
+                                                        std::string &err) override {
+    ++asked;
+    if (mode_ == Mode::Fail)
+      err = "the engine did not start";
+    if (mode_ != Mode::Serve)
+      return nullptr;
+    // Doubles every operand: what the engine computed shows in the results.
+    struct Doubling final : kernels::NodeKernel {
+      int *runs;
+      explicit Doubling(int *r) : runs(r) {}
+      void run(const kernels::KernelArgs &args) override {
+        ++*runs;
+        for (size_t i = 0; i < args.inputs.size(); ++i)
+          for (int64_t e = 0; e < args.in(i).numElements(); ++e)
+            kernels::storeFromDouble(
+                args.out(i).dtype(), args.out(i).data, e,
+                2 * kernels::loadAsDouble(args.in(i).dtype(), args.in(i).data, e));
+      }
+    };
+    return std::make_unique<Doubling>(&runs);
+  }
+  int asked = 0, runs = 0;
+
+private:
+  Mode mode_;
+};
+
+TEST(DataParallel, ABackendsOwnEngineRunsTheCollective) {
+  auto g = parse(bucketGraph("ranks = 2"));
+  ASSERT_TRUE(g);
+  TwoRanks comm(1.0f);
+  EngineBackend backend(EngineBackend::Mode::Serve);
+  auto p = compileWith(*g, backend, comm);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->deviceActivity().deviceCollectiveNodes, 1u);
+  EXPECT_EQ(p->deviceActivity().hostFallbackNodes, 0u);
+  write(*p, g->lookup("b"), {3.0, -1.0});
+  p->run(0);
+  EXPECT_EQ(backend.runs, 1);
+  EXPECT_EQ(comm.wideCalls, 0); // the communicator only set the engine up
+  EXPECT_EQ(read(*p, g->lookup("b.avg")), (std::vector<double>{6.0, -2.0}));
+}
+
+TEST(DataParallel, WithoutAnEngineTheCommunicatorRunsIt) {
+  auto g = parse(bucketGraph("ranks = 2"));
+  ASSERT_TRUE(g);
+  TwoRanks comm(1.0f);
+  EngineBackend backend(EngineBackend::Mode::Decline);
+  auto p = compileWith(*g, backend, comm);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(backend.asked, 1);
+  EXPECT_EQ(p->deviceActivity().deviceCollectiveNodes, 0u);
+  write(*p, g->lookup("b"), {3.0, -1.0});
+  p->run(0);
+  EXPECT_EQ(comm.wideCalls, 1);
+  EXPECT_EQ(read(*p, g->lookup("b.avg")), (std::vector<double>{2.0, 0.0}));
+}
+
+TEST(DataParallel, AnEngineThatFailsFailsTheCompile) {
+  auto g = parse(bucketGraph("ranks = 2"));
+  ASSERT_TRUE(g);
+  TwoRanks comm(1.0f);
+  EngineBackend backend(EngineBackend::Mode::Fail);
+  DiagnosticEngine diag;
+  CompileOptions opts;
+  opts.communicator = &comm;
+  EXPECT_FALSE(Program::compile(*g, backend, diag, opts));
+  EXPECT_NE(diagText(diag).find("the engine did not start"), std::string::npos) << diagText(diag);
+}
+
+TEST(DataParallel, AnEngineIsNotAskedForAJobOfAnotherSize) {
+  auto g = parse(bucketGraph("ranks = 3"));
+  ASSERT_TRUE(g);
+  TwoRanks comm(1.0f);
+  EngineBackend backend(EngineBackend::Mode::Serve);
+  DiagnosticEngine diag;
+  CompileOptions opts;
+  opts.communicator = &comm;
+  EXPECT_FALSE(Program::compile(*g, backend, diag, opts));
+  EXPECT_EQ(backend.asked, 0);
+  EXPECT_NE(diagText(diag).find("rewritten for 3 ranks, but this job has 2"), std::string::npos)
+      << diagText(diag);
 }
 
 } // namespace

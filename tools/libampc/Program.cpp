@@ -364,8 +364,13 @@ CastCacheStats Program::castCacheStats() const {
 
 DeviceActivity Program::deviceActivity() const {
   const ampc::DeviceActivity &a = impl_->program->deviceActivity();
-  DeviceActivity out{a.hostFallbackNodes, a.hostFallbackOps, a.eagerSteps,
-                     a.capturedSteps,     a.replayedSteps,   {}};
+  DeviceActivity out{a.hostFallbackNodes,
+                     a.hostFallbackOps,
+                     a.eagerSteps,
+                     a.capturedSteps,
+                     a.replayedSteps,
+                     a.deviceCollectiveNodes,
+                     {}};
   llvm::raw_string_ostream os(out.str);
   os << "device: " << a.hostFallbackNodes << " node" << (a.hostFallbackNodes == 1 ? "" : "s")
      << " on the host fallback";
@@ -373,6 +378,9 @@ DeviceActivity Program::deviceActivity() const {
     os << " (" << llvm::join(a.hostFallbackOps, ", ") << ")";
   os << "; steps: " << a.eagerSteps << " eager, " << a.capturedSteps
      << " captured into a CUDA graph, " << a.replayedSteps << " replayed";
+  if (a.deviceCollectiveNodes)
+    os << "; " << a.deviceCollectiveNodes << " all-reduce"
+       << (a.deviceCollectiveNodes == 1 ? "" : "s") << " through NCCL";
   os.flush();
   return out;
 }

@@ -126,8 +126,12 @@ struct DeviceActivity {
   uint64_t eagerSteps = 0;                  ///< launched kernel by kernel
   uint64_t capturedSteps = 0;               ///< captured into a CUDA graph (and launched)
   uint64_t replayedSteps = 0;               ///< one launch of the captured graph
+  /// Collectives (a data-parallel job's all-reduces) that run on the device
+  /// through NCCL; those staged through the host count as host fallback.
+  unsigned deviceCollectiveNodes = 0;
   /// "device: 0 nodes on the host fallback; steps: 1 eager, 1 captured into
-  /// a CUDA graph, 18 replayed".
+  /// a CUDA graph, 18 replayed", and "; 3 all-reduces through NCCL" where
+  /// there are some.
   std::string str;
 };
 

@@ -496,11 +496,17 @@ void Program::run(uint64_t step) {
   }
 }
 
+uint64_t Program::kernelHeldBytes() const {
+  uint64_t held = 0;
+  for (const auto &k : kernels_)
+    held += k->heldBytes();
+  return held;
+}
+
 MeasuredMemory Program::measure() const {
   MeasuredMemory m;
   m.allocatedBytes = allocatedBytes_;
-  for (const auto &k : kernels_)
-    m.kernelHeldBytes += k->heldBytes();
+  m.kernelHeldBytes = kernelHeldBytes();
   if (!backend_.hostAccessible()) {
     char guards[2][kArenaGuard];
     backend_.copyToHost(guards[0], persistent_ + plan_.persistentBytes, kArenaGuard);

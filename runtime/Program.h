@@ -73,7 +73,7 @@ struct MeasuredMemory {
   uint64_t touchedStepBytes = 0; ///< highest step-arena byte written + 1
   bool guardsIntact = true;      ///< nothing wrote past an arena's end
   /// Held by kernels outside the arenas between runs (NodeKernel::heldBytes:
-  /// weights kept in oneDNN's layout).
+  /// weights kept in oneDNN's layout, an all-reduce's pack buffer).
   uint64_t kernelHeldBytes = 0;
 };
 
@@ -143,6 +143,9 @@ public:
 
   /// What the arenas hold; scans the step arena for the touched high-water mark.
   MeasuredMemory measure() const;
+  /// Bytes the kernels hold outside the arenas (NodeKernel::heldBytes:
+  /// weights kept in oneDNN's layout, an all-reduce's pack buffer).
+  uint64_t kernelHeldBytes() const;
   /// Chains of elementwise nodes that run as one kernel
   /// (CompileOptions::fuseElementwise), and the nodes in them.
   unsigned fusedChains() const { return fusedChains_; }

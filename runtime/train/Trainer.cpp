@@ -494,7 +494,8 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
   out << "peak memory: planned " << result.plannedBytes << " B, allocated " << result.allocatedBytes
       << " B";
   if (result.kernelHeldBytes)
-    out << "; kernels keep " << result.kernelHeldBytes << " B of weights in oneDNN's layout";
+    out << "; kernels keep " << result.kernelHeldBytes
+        << " B outside the plan (weights in oneDNN's layout, all-reduce buffers)";
   out << "\n";
 }
 

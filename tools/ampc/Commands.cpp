@@ -63,6 +63,14 @@ int runPlan(const api::Model &m, const Options &opts) {
   out() << "model " << m.name() << ", opt level " << optLevelOf(m) << ", "
         << program->numScheduledOps() << " scheduled ops on " << program->device() << "\n";
   out() << program->memoryPlan();
+  if (uint64_t held = program->kernelHeldBytes()) {
+    // Not in the arenas, but memory the run holds all the same.
+    char row[128];
+    std::snprintf(row, sizeof row, "  %-32s %14llu B  %10.2f MiB\n",
+                  "held by kernels (not planned)", static_cast<unsigned long long>(held),
+                  double(held) / 1048576.0);
+    out() << row;
+  }
   if (std::string c = program->collectives(); !c.empty())
     out() << c << " (the plan is each rank's)\n";
   return kSuccess;

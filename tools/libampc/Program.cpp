@@ -325,6 +325,7 @@ Result<Program> Program::compile(const Model &model, const CompileOptions &opts)
 
 std::string Program::device() const { return impl_->backend->name().str(); }
 uint64_t Program::plannedBytes() const { return impl_->program->plan().peakBytes(); }
+uint64_t Program::kernelHeldBytes() const { return impl_->program->kernelHeldBytes(); }
 size_t Program::numScheduledOps() const { return impl_->program->schedule().size(); }
 
 std::string Program::collectives() const { return Access::graph(&impl_->graph()).collectives(); }

@@ -284,6 +284,10 @@ public:
   std::string device() const;
   /// Bytes the memory plan needs at peak.
   uint64_t plannedBytes() const;
+  /// Bytes the kernels hold outside the memory plan: weights kept in
+  /// oneDNN's layout, the all-reduce's pack buffers (4 bytes a gradient
+  /// element in f32).
+  uint64_t kernelHeldBytes() const;
   /// Ops the schedule runs per step.
   size_t numScheduledOps() const;
   /// The memory plan as `ampc plan` prints it: peak bytes by what they hold

@@ -81,6 +81,13 @@ public:
   /// True for a device backend's host fallback: the op runs on host copies
   /// of its operands (slow; Program::deviceActivity counts them).
   virtual bool runsOnHost() const { return false; }
+  /// True for a kernel whose run() may only start its work, to go on beside
+  /// the nodes after it (a collective on a stream of its own): Program then
+  /// calls finish() with the same node's arguments before the first later
+  /// node that reads one of its results runs, and at the end of the step at
+  /// the latest. finish() must make the results ready for what runs next.
+  virtual bool finishesLater() const { return false; }
+  virtual void finish(const KernelArgs &args) {}
 };
 
 class FunctionKernel final : public NodeKernel {

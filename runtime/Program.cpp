@@ -131,6 +131,7 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
   }
   p->stateUnchanged_ = std::make_unique<bool[]>(p->schedule_.size());
   p->fusedAway_.assign(p->schedule_.size(), false);
+  p->findFinishPositions();
   const char *noFusion = std::getenv("AMPC_NO_FUSION");
   if (opts.fuseElementwise && !(noFusion && llvm::StringRef(noFusion) != "0"))
     p->fuseElementwiseChains();
@@ -413,12 +414,21 @@ __attribute__((noinline)) void Program::runKernelsProfiled(kernels::KernelArgs &
     traceZero_ = runStart;
   bool tracing = profiling_ && profiledRuns_ < traceSteps_;
   for (unsigned i : positions_) {
+    // Waiting for a kernel that finishes later counts to the node that
+    // needs its results.
+    Clock::time_point start = Clock::now();
+    if (!unfinished_.empty())
+      finishStartedBefore(i, args);
     args.node = schedule_[i];
     args.inputs = inputArgs_[i];
     args.outputs = outputArgs_[i];
     args.stateUnchanged = &stateUnchanged_[i];
-    Clock::time_point start = Clock::now();
     kernels_[i]->run(args);
+    if (!finishBefore_.empty() && kernels_[i]->finishesLater())
+      unfinished_.push_back(i);
+    // An observer reads the results right after the kernel.
+    if (observer_ && !unfinished_.empty())
+      finishStartedBefore(unsigned(schedule_.size()), args);
     Clock::time_point end = Clock::now();
     if (observer_)
       observer_(i);
@@ -431,6 +441,40 @@ __attribute__((noinline)) void Program::runKernelsProfiled(kernels::KernelArgs &
       trace_.push_back({i, args.step,
                         std::chrono::duration<double, std::micro>(start - *traceZero_).count(),
                         us});
+  }
+}
+
+void Program::findFinishPositions() {
+  if (llvm::none_of(kernels_, [](const auto &k) { return k->finishesLater(); }))
+    return;
+  llvm::DenseMap<const Node *, unsigned> positionOf;
+  for (unsigned i = 0; i < schedule_.size(); ++i)
+    positionOf[schedule_[i]] = i;
+  finishBefore_.assign(schedule_.size(), unsigned(schedule_.size()));
+  for (unsigned i = 0; i < schedule_.size(); ++i) {
+    if (!kernels_[i]->finishesLater())
+      continue;
+    for (const Value *r : schedule_[i]->results())
+      for (const Use &u : r->uses())
+        if (auto it = positionOf.find(u.user); it != positionOf.end() && it->second > i)
+          finishBefore_[i] = std::min(finishBefore_[i], it->second);
+  }
+}
+
+void Program::finishStartedBefore(unsigned position, kernels::KernelArgs &args) {
+  // Few at a time (a data-parallel step's buckets): a linear scan.
+  for (size_t k = 0; k < unfinished_.size();) {
+    unsigned started = unfinished_[k];
+    if (finishBefore_[started] > position) {
+      ++k;
+      continue;
+    }
+    args.node = schedule_[started];
+    args.inputs = inputArgs_[started];
+    args.outputs = outputArgs_[started];
+    args.stateUnchanged = &stateUnchanged_[started];
+    kernels_[started]->finish(args);
+    unfinished_.erase(unfinished_.begin() + k);
   }
 }
 
@@ -457,13 +501,20 @@ void Program::run(uint64_t step) {
       runKernelsProfiled(args);
     } else {
       for (unsigned i : positions_) {
+        if (!unfinished_.empty())
+          finishStartedBefore(i, args);
         args.node = schedule_[i];
         args.inputs = inputArgs_[i];
         args.outputs = outputArgs_[i];
         args.stateUnchanged = &stateUnchanged_[i];
         kernels_[i]->run(args);
+        if (!finishBefore_.empty() && kernels_[i]->finishesLater())
+          unfinished_.push_back(i);
       }
     }
+    // The rest before the state updates and the end of the step.
+    if (!unfinished_.empty())
+      finishStartedBefore(unsigned(schedule_.size()), args);
     for (size_t u = 0; u < updates.size(); ++u) {
       void *state = storage(updates[u].state), *next = storage(updates[u].newValue);
       if (!skipped(u) && state != next) // else unchanged, or updated in place

@@ -226,6 +226,14 @@ private:
   /// (runs nothing; the last node's fused kernel computes its result into
   /// a block buffer, and its own buffer stays unwritten).
   std::vector<bool> fusedAway_;
+  /// For a kernel that finishesLater(): the first later schedule position
+  /// whose node reads one of its results (schedule size: none, the end of
+  /// the step). Empty when no kernel finishes later.
+  std::vector<unsigned> finishBefore_;
+  /// Positions of this step's started kernels not finished yet.
+  std::vector<unsigned> unfinished_;
+  void findFinishPositions();
+  void finishStartedBefore(unsigned position, kernels::KernelArgs &args);
   /// Values whose bytes change only when a state version does, with the
   /// version that counts (CompileOptions::markStableInputs).
   llvm::DenseMap<const Value *, const uint64_t *> stableVersion_;

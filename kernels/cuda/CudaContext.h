@@ -89,6 +89,10 @@ struct CudaContext {
   /// nccl.h.
   ::ncclComm *nccl = nullptr;
   int ncclRanks = 0;
+  /// The stream NCCL's all-reduces run on, beside `stream` (created with
+  /// the communicator): a bucket's reduction overlaps the backward's
+  /// kernels that do not need it.
+  cudaStream_t ncclStream = nullptr;
   /// Device scratch for one node (freed with the kernel).
   static void *allocateScratch(size_t bytes, const Node &n);
 };

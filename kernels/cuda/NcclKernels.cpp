@@ -7,6 +7,15 @@
 // (kernels/common/CollectiveMath.h). NCCL sums in the wire type, each
 // partial sum rounded to it, and every rank ends with the same bits.
 //
+// The packing runs on the step's stream, where the gradients were made; the
+// reduction and the unpacking on NCCL's stream (CudaContext::ncclStream),
+// which waits for the packing through an event. The kernel finishes later
+// (NodeKernel::finishesLater): the step's stream goes on with the rest of
+// the backward and waits for the unpacking's event only before the first
+// node that reads a result (Program calls finish() there), so the
+// reduction overlaps that work. In a captured step the two events are the
+// graph's fork and join.
+//
 // The kernel is captured into the step's CUDA graph like any other, except
 // under gradient accumulation: mid-accumulation the gradients pass through
 // without a collective, a choice made on the host from the step, which a
@@ -47,6 +56,25 @@ public:
     attrs::AllReduce a(n);
     divisor_ = a.reduce() == CollectiveReduce::Mean ? float(ctx.ncclRanks) : 1.0f;
     accumulate_ = static_cast<uint64_t>(a.accumulate());
+    check(cudaEventCreateWithFlags(&packedEvent_, cudaEventDisableTiming), "cudaEventCreate", &n);
+    check(cudaEventCreateWithFlags(&doneEvent_, cudaEventDisableTiming), "cudaEventCreate", &n);
+  }
+  ~NcclAllReduceKernel() override {
+    if (packedEvent_)
+      cudaEventDestroy(packedEvent_);
+    if (doneEvent_)
+      cudaEventDestroy(doneEvent_);
+  }
+  NcclAllReduceKernel(const NcclAllReduceKernel &) = delete;
+  NcclAllReduceKernel &operator=(const NcclAllReduceKernel &) = delete;
+
+  bool finishesLater() const override { return true; }
+  void finish(const kernels::KernelArgs &args) override {
+    if (!started_)
+      return; // passed through on the step's stream
+    started_ = false;
+    check(cudaStreamWaitEvent(ctx_.stream, doneEvent_, 0), "cudaStreamWaitEvent (all_reduce)",
+          args.node);
   }
 
   void run(const kernels::KernelArgs &args) override {
@@ -75,18 +103,24 @@ public:
             "all_reduce packing", n);
       at += in.numElements();
     }
-    ncclResult_t r =
-        nccl_.allReduce(packed, packed, size_t(total_), ncclType_, ncclSum, ctx_.nccl, ctx_.stream);
+    check(cudaEventRecord(packedEvent_, ctx_.stream), "cudaEventRecord (all_reduce packed)", n);
+    check(cudaStreamWaitEvent(ctx_.ncclStream, packedEvent_, 0),
+          "cudaStreamWaitEvent (all_reduce packed)", n);
+    ncclResult_t r = nccl_.allReduce(packed, packed, size_t(total_), ncclType_, ncclSum, ctx_.nccl,
+                                     ctx_.ncclStream);
     if (r != ncclSuccess)
       reportFailure("ncclAllReduce", nccl_.describe(r, ctx_.nccl), n);
+    kernels::cuda::Launch onNccl{ctx_.ncclStream, l.step};
     at = 0;
     for (const kernels::TensorArg &out : args.outputs) {
-      check(kernels::cuda::unpackReduced(l,
+      check(kernels::cuda::unpackReduced(onNccl,
                                          {packed + size_t(at) * wireSize, wire_, out.numElements()},
                                          divisor_, mutableOf(out)),
             "all_reduce unpacking", n);
       at += out.numElements();
     }
+    check(cudaEventRecord(doneEvent_, ctx_.ncclStream), "cudaEventRecord (all_reduce done)", n);
+    started_ = true;
   }
 
   uint64_t heldBytes() const override { return uint64_t(total_) * dtypeSize(wire_); }
@@ -100,6 +134,9 @@ private:
   DeviceScratch packed_;
   float divisor_ = 1;
   uint64_t accumulate_ = 1;
+  cudaEvent_t packedEvent_ = nullptr, doneEvent_ = nullptr;
+  /// run() issued the reduction and finish() has not joined it yet.
+  bool started_ = false;
 };
 
 } // namespace
@@ -110,7 +147,7 @@ std::unique_ptr<kernels::NodeKernel> prepareNcclKernel(CudaContext &ctx, const N
     err = n.opName().str() + ": no NCCL kernel";
     return nullptr;
   }
-  if (!ctx.nccl) {
+  if (!ctx.nccl || !ctx.ncclStream) {
     err = "all_reduce: no NCCL communicator";
     return nullptr;
   }

@@ -205,11 +205,15 @@ public:
       : ctx_(ctx), kernel_(std::move(kernel)) {}
   void run(const kernels::KernelArgs &args) override {
     kernel_->run(args);
+    if (kernel_->finishesLater())
+      kernel_->finish(args);
     check(cudaStreamSynchronize(ctx_.stream), "the node's kernels (AMPC_CUDA_SYNC=1)", args.node);
     check(cudaGetLastError(), "the node's kernels (AMPC_CUDA_SYNC=1)", args.node);
   }
   uint64_t heldBytes() const override { return kernel_->heldBytes(); }
   bool runsOnHost() const override { return kernel_->runsOnHost(); }
+  // Run and finished at once: waiting for each node is the point.
+  bool finishesLater() const override { return false; }
 
 private:
   CudaContext &ctx_;

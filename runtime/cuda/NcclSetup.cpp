@@ -103,8 +103,16 @@ NcclRoute setUpNccl(CudaContext &ctx, dist::Communicator &comm, std::string &why
     why = "ncclCommInitRank: " + nccl->describe(r, nullptr);
     return NcclRoute::Failed;
   }
+  cudaStream_t stream = nullptr;
+  if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess) {
+    cudaGetLastError();
+    nccl->commDestroy(made);
+    why = "cudaStreamCreate (NCCL's stream): " + errorText(e);
+    return NcclRoute::Failed;
+  }
   ctx.nccl = made;
   ctx.ncclRanks = comm.size();
+  ctx.ncclStream = stream;
   return NcclRoute::Device;
 #endif
 }
@@ -112,12 +120,17 @@ NcclRoute setUpNccl(CudaContext &ctx, dist::Communicator &comm, std::string &why
 void tearDownNccl(CudaContext &ctx) {
 #if AMPC_HAVE_NCCL
   std::string unused;
+  if (ctx.ncclStream)
+    cudaStreamSynchronize(ctx.ncclStream);
   if (ctx.nccl)
     if (const NcclLibrary *nccl = ncclLibrary(unused))
       nccl->commDestroy(ctx.nccl);
+  if (ctx.ncclStream)
+    cudaStreamDestroy(ctx.ncclStream);
 #endif
   ctx.nccl = nullptr;
   ctx.ncclRanks = 0;
+  ctx.ncclStream = nullptr;
 }
 
 } // namespace ampc::cuda

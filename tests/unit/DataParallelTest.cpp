@@ -274,25 +274,52 @@ TEST(DataParallel, AccumulationReducesTheAccumulatedGradients) {
 }
 
 /// A host backend with a collective engine of its own, as the CUDA backend
-/// has NCCL: it serves, declines or fails Backend::deviceCollective.
+/// has NCCL: it serves (at once, or starting in run() and finishing later,
+/// as NCCL on its own stream), declines or fails
+/// Backend::deviceCollective. Every kernel logs its runs.
 class EngineBackend final : public HostBackend {
 public:
-  enum class Mode { Serve, Decline, Fail };
+  enum class Mode { Serve, ServeLater, Decline, Fail };
   explicit EngineBackend(Mode mode) : mode_(mode) {}
   llvm::StringRef name() const override { return "engine"; }
+  std::unique_ptr<kernels::NodeKernel> prepare(const Node &n) override {
+    struct Logged final : kernels::NodeKernel {
+      std::unique_ptr<kernels::NodeKernel> kernel;
+      std::vector<std::string> *log;
+      void run(const kernels::KernelArgs &args) override {
+        log->push_back(args.node->result(0)->name().str());
+        kernel->run(args);
+      }
+    };
+    auto logged = std::make_unique<Logged>();
+    logged->kernel = HostBackend::prepare(n);
+    logged->log = &log;
+    return logged->kernel ? std::move(logged) : nullptr;
+  }
   std::unique_ptr<kernels::NodeKernel> deviceCollective(const Node &n, dist::Communicator &comm,
                                                         std::string &err) override {
     ++asked;
     if (mode_ == Mode::Fail)
       err = "the engine did not start";
-    if (mode_ != Mode::Serve)
+    if (mode_ != Mode::Serve && mode_ != Mode::ServeLater)
       return nullptr;
     // Doubles every operand: what the engine computed shows in the results.
     struct Doubling final : kernels::NodeKernel {
-      int *runs;
-      explicit Doubling(int *r) : runs(r) {}
+      EngineBackend *engine;
+      bool later;
+      Doubling(EngineBackend *e, bool l) : engine(e), later(l) {}
+      bool finishesLater() const override { return later; }
       void run(const kernels::KernelArgs &args) override {
-        ++*runs;
+        ++engine->runs;
+        engine->log.push_back("start " + args.node->result(0)->name().str());
+        if (!later)
+          compute(args);
+      }
+      void finish(const kernels::KernelArgs &args) override {
+        engine->log.push_back("finish " + args.node->result(0)->name().str());
+        compute(args);
+      }
+      static void compute(const kernels::KernelArgs &args) {
         for (size_t i = 0; i < args.inputs.size(); ++i)
           for (int64_t e = 0; e < args.in(i).numElements(); ++e)
             kernels::storeFromDouble(
@@ -300,9 +327,10 @@ public:
                 2 * kernels::loadAsDouble(args.in(i).dtype(), args.in(i).data, e));
       }
     };
-    return std::make_unique<Doubling>(&runs);
+    return std::make_unique<Doubling>(this, mode_ == Mode::ServeLater);
   }
   int asked = 0, runs = 0;
+  std::vector<std::string> log;
 
 private:
   Mode mode_;
@@ -363,6 +391,68 @@ TEST(DataParallel, AnEngineIsNotAskedForAJobOfAnotherSize) {
   EXPECT_EQ(backend.asked, 0);
   EXPECT_NE(diagText(diag).find("rewritten for 3 ranks, but this job has 2"), std::string::npos)
       << diagText(diag);
+}
+
+/// %a.avg's reduction is started, %c (which does not need it) runs, and it
+/// is finished before %d reads it; %b.avg, which only the graph's outputs
+/// read, is finished at the end of the step.
+std::string laterGraph() {
+  return "graph @later {\n"
+         "  input %a : f32[2]\n"
+         "  input %b : f32[2]\n"
+         "  %a.avg = all_reduce(%a) {ranks = 2} : (f32[2]) -> f32[2]\n"
+         "  %b.avg = all_reduce(%b) {ranks = 2} : (f32[2]) -> f32[2]\n"
+         "  %c = mul(%b, %b) : (f32[2], f32[2]) -> f32[2]\n"
+         "  %d = add(%a.avg, %c) : (f32[2], f32[2]) -> f32[2]\n"
+         "  %e = add(%c, %c) : (f32[2], f32[2]) -> f32[2]\n"
+         "  output %d, %e, %b.avg\n"
+         "}\n";
+}
+
+TEST(DataParallel, AnEngineMayFinishBeforeTheFirstReader) {
+  auto g = parse(laterGraph());
+  ASSERT_TRUE(g);
+  TwoRanks comm(1.0f);
+  EngineBackend backend(EngineBackend::Mode::ServeLater);
+  DiagnosticEngine diag;
+  CompileOptions opts;
+  opts.communicator = &comm;
+  opts.fuseElementwise = false; // one log line a node
+  auto p = Program::compile(*g, backend, diag, opts);
+  ASSERT_TRUE(p) << diagText(diag);
+  write(*p, g->lookup("a"), {1.0, 2.0});
+  write(*p, g->lookup("b"), {3.0, -1.0});
+  for (uint64_t step = 0; step < 2; ++step) {
+    backend.log.clear();
+    p->run(step);
+    EXPECT_EQ(backend.log, (std::vector<std::string>{"start a.avg", "start b.avg", "c",
+                                                     "finish a.avg", "d", "e", "finish b.avg"}));
+  }
+  EXPECT_EQ(read(*p, g->lookup("d")), (std::vector<double>{11.0, 5.0}));
+  EXPECT_EQ(read(*p, g->lookup("b.avg")), (std::vector<double>{6.0, -2.0}));
+}
+
+TEST(DataParallel, AnObserverSeesAFinishedCollective) {
+  auto g = parse(laterGraph());
+  ASSERT_TRUE(g);
+  TwoRanks comm(1.0f);
+  EngineBackend backend(EngineBackend::Mode::ServeLater);
+  DiagnosticEngine diag;
+  CompileOptions opts;
+  opts.communicator = &comm;
+  opts.fuseElementwise = false;
+  auto p = Program::compile(*g, backend, diag, opts);
+  ASSERT_TRUE(p) << diagText(diag);
+  write(*p, g->lookup("a"), {1.0, 2.0});
+  write(*p, g->lookup("b"), {3.0, -1.0});
+  std::vector<double> seen;
+  p->setKernelObserver([&](unsigned position) {
+    if (position == 0)
+      seen = read(*p, g->lookup("a.avg"));
+  });
+  p->run(0);
+  EXPECT_EQ(seen, (std::vector<double>{2.0, 4.0}));
+  EXPECT_EQ(backend.log[1], "finish a.avg");
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <type_traits>
 
 namespace ampc::cuda {
 

@@ -8,6 +8,7 @@
 // tests/dist/check_data_parallel.py's `nccl` check.
 //
 //===----------------------------------------------------------------------===//
+#include "CudaTestUtil.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "kernels/common/Storage.h"
@@ -28,13 +29,6 @@
 using namespace ampc;
 
 namespace {
-
-#define AMPC_REQUIRE_CUDA_DEVICE()                                                                 \
-  do {                                                                                             \
-    std::string why_;                                                                              \
-    if (!cudaDeviceAvailable(why_))                                                                \
-      GTEST_SKIP() << why_;                                                                        \
-  } while (0)
 
 std::unique_ptr<Graph> parse(const std::string &text) {
   DiagnosticEngine diag;

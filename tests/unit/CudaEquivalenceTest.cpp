@@ -33,13 +33,6 @@ using namespace ampc;
 
 namespace {
 
-#define AMPC_REQUIRE_CUDA_DEVICE()                                                                 \
-  do {                                                                                             \
-    std::string why_;                                                                              \
-    if (!cudaDeviceAvailable(why_))                                                                \
-      GTEST_SKIP() << why_;                                                                        \
-  } while (0)
-
 std::unique_ptr<Backend> cudaBackend() {
   std::string err;
   std::unique_ptr<Backend> b = createBackend("cuda", err);

@@ -17,6 +17,15 @@
 #include <utility>
 #include <vector>
 
+/// Skips the current test, naming the reason ("no CUDA device (...)"),
+/// where no CUDA device answers.
+#define AMPC_REQUIRE_CUDA_DEVICE()                                                                 \
+  do {                                                                                             \
+    std::string why_;                                                                              \
+    if (!::ampc::cudaDeviceAvailable(why_))                                                        \
+      GTEST_SKIP() << why_;                                                                        \
+  } while (0)
+
 namespace ampc::testing {
 
 /// cpu-ref's kernels on memory the Program must treat as device memory:

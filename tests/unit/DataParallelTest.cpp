@@ -97,13 +97,22 @@ void write(Program &p, const Value *v, const std::vector<double> &values) {
     kernels::storeFromDouble(v->dtype(), p.data(v), i, values[i]);
 }
 
-/// `g` compiled on `backend` with `comm` as the job's communicator.
-std::unique_ptr<Program> compileWith(const Graph &g, Backend &backend, dist::Communicator &comm) {
+/// `g` compiled on `backend` with `comm` as the job's communicator; with
+/// `diagnostics` the compile is expected to fail and they receive its
+/// messages.
+std::unique_ptr<Program> compileWith(const Graph &g, Backend &backend, dist::Communicator &comm,
+                                     std::string *diagnostics = nullptr, bool fuse = true) {
   DiagnosticEngine diag;
   CompileOptions opts;
   opts.communicator = &comm;
+  opts.fuseElementwise = fuse;
   auto p = Program::compile(g, backend, diag, opts);
-  EXPECT_TRUE(p) << diagText(diag);
+  if (diagnostics) {
+    EXPECT_FALSE(p);
+    *diagnostics = diagText(diag);
+  } else {
+    EXPECT_TRUE(p) << diagText(diag);
+  }
   return p;
 }
 
@@ -372,11 +381,9 @@ TEST(DataParallel, AnEngineThatFailsFailsTheCompile) {
   ASSERT_TRUE(g);
   TwoRanks comm(1.0f);
   EngineBackend backend(EngineBackend::Mode::Fail);
-  DiagnosticEngine diag;
-  CompileOptions opts;
-  opts.communicator = &comm;
-  EXPECT_FALSE(Program::compile(*g, backend, diag, opts));
-  EXPECT_NE(diagText(diag).find("the engine did not start"), std::string::npos) << diagText(diag);
+  std::string messages;
+  compileWith(*g, backend, comm, &messages);
+  EXPECT_NE(messages.find("the engine did not start"), std::string::npos) << messages;
 }
 
 TEST(DataParallel, AnEngineIsNotAskedForAJobOfAnotherSize) {
@@ -384,13 +391,11 @@ TEST(DataParallel, AnEngineIsNotAskedForAJobOfAnotherSize) {
   ASSERT_TRUE(g);
   TwoRanks comm(1.0f);
   EngineBackend backend(EngineBackend::Mode::Serve);
-  DiagnosticEngine diag;
-  CompileOptions opts;
-  opts.communicator = &comm;
-  EXPECT_FALSE(Program::compile(*g, backend, diag, opts));
+  std::string messages;
+  compileWith(*g, backend, comm, &messages);
   EXPECT_EQ(backend.asked, 0);
-  EXPECT_NE(diagText(diag).find("rewritten for 3 ranks, but this job has 2"), std::string::npos)
-      << diagText(diag);
+  EXPECT_NE(messages.find("rewritten for 3 ranks, but this job has 2"), std::string::npos)
+      << messages;
 }
 
 /// %a.avg's reduction is started, %c (which does not need it) runs, and it
@@ -414,12 +419,8 @@ TEST(DataParallel, AnEngineMayFinishBeforeTheFirstReader) {
   ASSERT_TRUE(g);
   TwoRanks comm(1.0f);
   EngineBackend backend(EngineBackend::Mode::ServeLater);
-  DiagnosticEngine diag;
-  CompileOptions opts;
-  opts.communicator = &comm;
-  opts.fuseElementwise = false; // one log line a node
-  auto p = Program::compile(*g, backend, diag, opts);
-  ASSERT_TRUE(p) << diagText(diag);
+  auto p = compileWith(*g, backend, comm, nullptr, /*fuse=*/false); // one log line a node
+  ASSERT_TRUE(p);
   write(*p, g->lookup("a"), {1.0, 2.0});
   write(*p, g->lookup("b"), {3.0, -1.0});
   for (uint64_t step = 0; step < 2; ++step) {
@@ -437,12 +438,8 @@ TEST(DataParallel, AnObserverSeesAFinishedCollective) {
   ASSERT_TRUE(g);
   TwoRanks comm(1.0f);
   EngineBackend backend(EngineBackend::Mode::ServeLater);
-  DiagnosticEngine diag;
-  CompileOptions opts;
-  opts.communicator = &comm;
-  opts.fuseElementwise = false;
-  auto p = Program::compile(*g, backend, diag, opts);
-  ASSERT_TRUE(p) << diagText(diag);
+  auto p = compileWith(*g, backend, comm, nullptr, /*fuse=*/false); // one log line a node
+  ASSERT_TRUE(p);
   write(*p, g->lookup("a"), {1.0, 2.0});
   write(*p, g->lookup("b"), {3.0, -1.0});
   std::vector<double> seen;

@@ -133,28 +133,35 @@ template <class T> AMPC_HD inline T dropoutOp(T x, bool keep, T scale) {
 /// d relu: dy where x > 0, else 0 (0 at the kink, as torch's threshold_backward).
 template <class T> AMPC_HD inline T reluGradOp(T dy, T x) { return x > T(0) ? dy : T(0); }
 
-/// d gelu (erf form): dy * (Phi(x) + x * phi(x)), Phi/phi the normal CDF/PDF.
-template <class T> AMPC_HD inline T geluErfGradOp(T dy, T x) {
+// gelu's gradient is dy times a function of x alone (its derivative), so
+// the half types' cpu loops can read the derivative from a table of every
+// input (kernels/cpu/LoopHalfTables.cpp) with the same bits.
+
+/// gelu'(x) (erf form): Phi(x) + x * phi(x), Phi/phi the normal CDF/PDF.
+template <class T> AMPC_HD inline T geluErfDerivative(T x) {
   using std::erf;
   using std::exp;
   const T invSqrt2 = T(0.70710678118654752440);
   const T invSqrt2Pi = T(0.39894228040143267794);
   T cdf = T(0.5) * (T(1) + erf(x * invSqrt2));
   T pdf = invSqrt2Pi * exp(T(-0.5) * x * x);
-  return dy * (cdf + x * pdf);
+  return cdf + x * pdf;
 }
 
-/// The f32 (and half-type) d gelu: dy * (Phi(x) + x * phi(x)), Phi from
-/// normalCdf and phi from portableExp, so the loop vectorizes.
-AMPC_HD inline float geluErfGradOp(float dy, float x) {
+/// The f32 (and half-type) gelu'(x): Phi from normalCdf and phi from
+/// portableExp, so the loop vectorizes.
+AMPC_HD inline float geluErfDerivative(float x) {
   const float invSqrt2Pi = 0.39894228040143267794f;
   float pdf = invSqrt2Pi * portableExp(-0.5f * x * x);
-  return dy * (normalCdf(x) + x * pdf);
+  return normalCdf(x) + x * pdf;
 }
 
-/// d gelu (tanh form), the derivative of geluTanhOp written as ATen writes it:
-/// 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
-template <class T> AMPC_HD inline T geluTanhGradOp(T dy, T x) {
+/// d gelu (erf form): dy * gelu'(x).
+template <class T> AMPC_HD inline T geluErfGradOp(T dy, T x) { return dy * geluErfDerivative(x); }
+
+/// gelu'(x) (tanh form), the derivative of geluTanhOp written as ATen writes
+/// it: 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+template <class T> AMPC_HD inline T geluTanhDerivative(T x) {
   using std::tanh;
   const T sqrt2OverPi = T(0.79788456080286535588);
   const T cubic = T(0.044715);
@@ -162,8 +169,11 @@ template <class T> AMPC_HD inline T geluTanhGradOp(T dy, T x) {
   T t = tanh(sqrt2OverPi * (x + cubic * xSquared * x));
   T left = T(0.5) * (T(1) + t);
   T right = T(0.5) * x * (T(1) - t * t) * sqrt2OverPi * (T(1) + T(3) * cubic * xSquared);
-  return dy * (left + right);
+  return left + right;
 }
+
+/// d gelu (tanh form): dy * gelu'(x).
+template <class T> AMPC_HD inline T geluTanhGradOp(T dy, T x) { return dy * geluTanhDerivative(x); }
 
 /// d sigmoid from the forward output y: dy * y * (1 - y).
 template <class T> AMPC_HD inline T sigmoidGradOp(T dy, T y) { return dy * (T(1) - y) * y; }
@@ -201,22 +211,30 @@ struct ReluFn {
 };
 
 struct GeluFn {
+  /// Costly per element (a polynomial and exps, or libm's tanh): the half
+  /// types' cpu loops look the forward and derivative up in tables of all
+  /// 65536 inputs (kernels/cpu/LoopHalfTables.cpp).
+  static constexpr bool kTabulateHalves = true;
   bool tanhForm = false; ///< approximate is tanh (else none, the erf form); kernels/Pointwise.h
   // The test is the same for every element: the cpu loops are unswitched on
   // it (-funswitch-loops) and CUDA threads never diverge on it.
   template <class T> AMPC_HD T operator()(T x) const {
     return tanhForm ? geluTanhOp(x) : geluErfOp(x);
   }
-  template <class T> AMPC_HD T grad(T dy, T x) const {
-    return tanhForm ? geluTanhGradOp(dy, x) : geluErfGradOp(dy, x);
+  /// grad(dy, x) == dy * derivative(x), bit for bit.
+  template <class T> AMPC_HD T derivative(T x) const {
+    return tanhForm ? geluTanhDerivative(x) : geluErfDerivative(x);
   }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return dy * derivative(x); }
 };
 
 /// GeluFn's erf form alone: the cpu loops use it for a node whose form is
 /// erf, so that the loop has no tanh call in it and vectorizes.
 struct GeluErfFn {
+  static constexpr bool kTabulateHalves = true;
   template <class T> AMPC_HD T operator()(T x) const { return geluErfOp(x); }
-  template <class T> AMPC_HD T grad(T dy, T x) const { return geluErfGradOp(dy, x); }
+  template <class T> AMPC_HD T derivative(T x) const { return geluErfDerivative(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return dy * derivative(x); }
 };
 
 struct SigmoidFn {

@@ -34,51 +34,6 @@ namespace {
 
 using namespace elem;
 
-/// Elements [i, i + n) of a D buffer as floats: an f16 block converted into
-/// `buffer`, the elements themselves for f32, loaded into `buffer` otherwise.
-template <DType D>
-AMPC_LOOP_BODY inline const float *loadBlock(const void *p, int64_t i, int64_t n, float *buffer) {
-  if constexpr (D == DType::F16) {
-    return loadHalfBlock(p, i, n, buffer);
-  } else if constexpr (D == DType::F32) {
-    return static_cast<const float *>(p) + i;
-  } else {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
-      buffer[j] = load<D>(p, i + j);
-    return buffer;
-  }
-}
-
-/// Where a block's results go before storeBlock: the elements themselves for
-/// f32, `buffer` otherwise.
-template <DType D> AMPC_LOOP_BODY inline float *resultBlock(void *p, int64_t i, float *buffer) {
-  if constexpr (D == DType::F32)
-    return static_cast<float *>(p) + i;
-  else
-    return buffer;
-}
-
-/// Stores a block's results (from resultBlock) as elements [i, i + n).
-template <DType D>
-AMPC_LOOP_BODY inline void storeBlock(const float *values, void *p, int64_t i, int64_t n) {
-  if constexpr (D == DType::F16) {
-    storeHalfBlock(values, p, i, n);
-  } else if constexpr (D != DType::F32) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
-      store<D>(p, i + j, values[j]);
-  }
-}
-
-/// Calls block(i, n) for blocks of kHalfBlock elements (the last shorter)
-/// covering [begin, end).
-template <class Block>
-AMPC_LOOP_BODY inline void forBlocks(int64_t begin, int64_t end, Block block) {
-  for (int64_t i = begin; i < end; i += kHalfBlock)
-    block(i, std::min(kHalfBlock, end - i));
-}
-
 template <DType In, DType Out, class Fn> void unaryMap(const KernelArgs &a, const LoopPlan &plan) {
   const void *x = a.in(0).data;
   void *y = a.out().data;
@@ -401,15 +356,26 @@ std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n) {
 // scalar functions, so the same bits): the threads speed them up, vectors
 // do not. gelu's erf form (and its gradient) in f32 and the half types is
 // float arithmetic and portableExp alone (normalCdf in ActivationMath.h),
-// shared with the reference, so its loops vectorize with the same bits.
+// shared with the reference, so its loops vectorize with the same bits; in
+// bf16 and f16 gelu and its gradient read tables (LoopHalfTables.cpp).
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopUnary(const Node &n) {
-  return withElementFn<Fn>(n, [&](auto f) { return prepareSameDTypeUnary(n, f); });
+  return withElementFn<Fn>(n, [&](auto f) {
+    if constexpr (TabulatesHalves<decltype(f)>)
+      if (auto table = prepareHalfTableUnary(n, f))
+        return table;
+    return prepareSameDTypeUnary(n, f);
+  });
 }
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopGrad(const Node &n) {
   // The backward ops' operands have the result's shape; prepareBinary sees that.
-  return withElementFn<Fn>(n, [&](auto f) { return prepareBinary(n, GradOf<decltype(f)>{f}); });
+  return withElementFn<Fn>(n, [&](auto f) {
+    if constexpr (TabulatesHalves<decltype(f)>)
+      if (auto table = prepareHalfTableGrad(n, f))
+        return table;
+    return prepareBinary(n, GradOf<decltype(f)>{f});
+  });
 }
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopBinary(const Node &n) {

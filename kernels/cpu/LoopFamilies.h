@@ -23,6 +23,16 @@ template <class Fn> std::unique_ptr<NodeKernel> prepareLoopBinary(const Node &n)
 std::unique_ptr<NodeKernel> prepareLoopMseLossGrad(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopGlobalAvgPoolGrad(const Node &n);
 
+// LoopHalfTables.cpp: a unary functor with Fn::kTabulateHalves (gelu) and
+// its gradient in bf16 and f16 from tables of all 65536 inputs; null for
+// other dtypes.
+template <class Fn>
+concept TabulatesHalves = requires {
+  requires Fn::kTabulateHalves;
+};
+template <class Fn> std::unique_ptr<NodeKernel> prepareHalfTableUnary(const Node &n, const Fn &f);
+template <class Fn> std::unique_ptr<NodeKernel> prepareHalfTableGrad(const Node &n, const Fn &f);
+
 // LoopReduction.cpp
 std::unique_ptr<NodeKernel> prepareLoopReduceSum(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopReduceMean(const Node &n);

@@ -25,6 +25,15 @@ using kernels::cpuHasAvx512;
 /// true (the wide copy wherever cpuHasAvx512()).
 void setLoopWideVectorsAllowed(bool allowed);
 
+/// For tests: false makes bf16 attention run its exact loops (the
+/// reference's bits) on CPUs whose bf16 dot products it would otherwise use
+/// (kernels/cpu/LoopAttentionBf16.cpp). Default true.
+void setAttentionDotProductsAllowed(bool allowed);
+
+/// Whether this CPU has the bf16 dot products (AVX512_BF16) that bf16
+/// attention uses when allowed.
+bool cpuHasBf16DotProducts();
+
 } // namespace ampc::kernels::cpu
 
 #endif

@@ -40,6 +40,7 @@
 #include "kernels/KernelArgs.h"
 #include "kernels/common/Storage.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -333,6 +334,55 @@ AMPC_LOOP_BODY inline const float *loadHalfBlock(const void *p, int64_t i, int64
 /// Stores n floats as elements [i, i + n) of an f16 buffer.
 AMPC_LOOP_BODY inline void storeHalfBlock(const float *values, void *p, int64_t i, int64_t n) {
   floatsToHalves(values, static_cast<uint16_t *>(p) + i, n);
+}
+
+//===----------------------------------------------------------------------===//
+// Blocks of floats: how the half types' loops run a float element function
+//===----------------------------------------------------------------------===//
+
+/// Elements [i, i + n) of a D buffer as floats: an f16 block converted into
+/// `buffer`, the elements themselves for f32, loaded into `buffer` otherwise.
+template <DType D>
+AMPC_LOOP_BODY inline const float *loadBlock(const void *p, int64_t i, int64_t n, float *buffer) {
+  if constexpr (D == DType::F16) {
+    return loadHalfBlock(p, i, n, buffer);
+  } else if constexpr (D == DType::F32) {
+    return static_cast<const float *>(p) + i;
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      buffer[j] = load<D>(p, i + j);
+    return buffer;
+  }
+}
+
+/// Where a block's results go before storeBlock: the elements themselves for
+/// f32, `buffer` otherwise.
+template <DType D> AMPC_LOOP_BODY inline float *resultBlock(void *p, int64_t i, float *buffer) {
+  if constexpr (D == DType::F32)
+    return static_cast<float *>(p) + i;
+  else
+    return buffer;
+}
+
+/// Stores a block's results (from resultBlock) as elements [i, i + n).
+template <DType D>
+AMPC_LOOP_BODY inline void storeBlock(const float *values, void *p, int64_t i, int64_t n) {
+  if constexpr (D == DType::F16) {
+    storeHalfBlock(values, p, i, n);
+  } else if constexpr (D != DType::F32) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      store<D>(p, i + j, values[j]);
+  }
+}
+
+/// Calls block(i, n) for blocks of kHalfBlock elements (the last shorter)
+/// covering [begin, end).
+template <class Block>
+AMPC_LOOP_BODY inline void forBlocks(int64_t begin, int64_t end, Block block) {
+  for (int64_t i = begin; i < end; i += kHalfBlock)
+    block(i, std::min(kHalfBlock, end - i));
 }
 
 //===----------------------------------------------------------------------===//

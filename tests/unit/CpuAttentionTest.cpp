@@ -11,6 +11,12 @@
 // a single query, and many slices split over the threads. Then the same
 // through compiled programs, and the nodes of training graphs at O0-O2.
 //
+// bf16 attention on a CPU with AVX512_BF16 runs dot-product loops instead
+// (kernels/cpu/LoopAttentionBf16.cpp), which round the probabilities to
+// bf16 and so do not keep the reference's bits: the bit-exact tests turn
+// them off (ExactLoops), and the Bf16Dot tests hold them to f64 attention
+// within bf16's rounding, no worse than a few times the exact loops' error.
+//
 //===----------------------------------------------------------------------===//
 #include "CpuLoopTestUtil.h"
 
@@ -24,7 +30,10 @@
 #include "runtime/Backend.h"
 #include "runtime/Program.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -92,7 +101,14 @@ std::vector<Operand> operands(const Shape &s, DType t, bool backward, uint64_t s
   return ops;
 }
 
+/// While alive, bf16 attention runs the exact loops.
+struct ExactLoops {
+  ExactLoops() { kernels::cpu::setAttentionDotProductsAllowed(false); }
+  ~ExactLoops() { kernels::cpu::setAttentionDotProductsAllowed(true); }
+};
+
 TEST(CpuAttention, ForwardIsBitExact) {
+  ExactLoops exact;
   for (DType t : kDTypes)
     for (const Shape &s : kShapes)
       for (bool causal : {false, true}) {
@@ -105,6 +121,7 @@ TEST(CpuAttention, ForwardIsBitExact) {
 }
 
 TEST(CpuAttention, BackwardIsBitExact) {
+  ExactLoops exact;
   for (DType t : kDTypes)
     for (const Shape &s : kShapes)
       for (bool causal : {false, true}) {
@@ -119,6 +136,7 @@ TEST(CpuAttention, BackwardIsBitExact) {
 TEST(CpuAttention, ExplicitScaleAndLargeScores) {
   // A scale that makes the scores large (the softmax's maximum matters)
   // and one that makes them tiny.
+  ExactLoops exact;
   Shape s{{2}, 23, 23, 9, 17};
   for (DType t : kDTypes)
     for (double scale : {4.0, 1e-3})
@@ -189,6 +207,148 @@ TEST(CpuAttention, CausalMaskNeverReadsMaskedKeys) {
 }
 
 //===----------------------------------------------------------------------===//
+// bf16 through the dot products
+//===----------------------------------------------------------------------===//
+
+/// An operand's values as f64 (exactly: bf16 widens without rounding).
+Operand asF64(const Operand &o) {
+  TensorType t(DType::F64, o.type.dims());
+  Bytes b(t.sizeInBytes());
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    kernels::storeFromDouble(DType::F64, b.data(), i,
+                             kernels::loadAsDouble(o.type.dtype(), o.bytes.data(), i));
+  return {t, b};
+}
+
+/// Each output's elements as doubles.
+std::vector<std::vector<double>> outputValues(const Node &node, const LoopResults &r) {
+  std::vector<std::vector<double>> values;
+  for (unsigned i = 0; i < node.numResults(); ++i) {
+    const TensorType &t = node.result(i)->type();
+    std::vector<double> v(t.numElements());
+    for (int64_t e = 0; e < t.numElements(); ++e)
+      v[e] = kernels::loadAsDouble(t.dtype(), r.outputs[i].data(), e);
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+/// The bf16 node of `op` run by the dot products and by the exact loops,
+/// each against f64 attention of the same (bf16) values: every element of
+/// the dot products within 2^-6 of the output's largest magnitude, their
+/// root-mean-square error at most 3x the exact loops', the same bits on 1,
+/// 3 and all threads. Returns whether some bits differ from the exact
+/// loops' (so the dot products did run).
+bool expectDotWithinBf16Rounding(const std::string &op, const std::vector<Operand> &bf16Ops,
+                                 const AttrMap &attrs) {
+  OneLoopNode one(op, bf16Ops, attrs);
+  EXPECT_TRUE(one.node) << one.error;
+  if (!one.node)
+    return false;
+  std::vector<Operand> f64Ops;
+  for (const Operand &o : bf16Ops)
+    f64Ops.push_back(asF64(o));
+  OneLoopNode wide(op, f64Ops, attrs);
+  EXPECT_TRUE(wide.node) << wide.error;
+  if (!wide.node)
+    return false;
+  kernels::FunctionKernel ref(kernels::referenceKernel(wide.node->kind()));
+  std::vector<std::vector<double>> truth =
+      outputValues(*wide.node, runLoopKernel(ref, *wide.node, f64Ops, 0));
+  std::unique_ptr<kernels::NodeKernel> fast = loopKernelFor(*one.node);
+  if (!fast)
+    return false;
+  LoopResults dotRun = runLoopKernel(*fast, *one.node, bf16Ops, 0);
+  EXPECT_TRUE(dotRun.guardsIntact) << "a kernel wrote outside its buffers";
+  LoopResults exactRun;
+  {
+    ExactLoops exact;
+    exactRun = runLoopKernel(*fast, *one.node, bf16Ops, 0);
+  }
+  int threads = omp_get_max_threads();
+  for (int t : {1, 3}) {
+    omp_set_num_threads(t);
+    LoopResults again = runLoopKernel(*fast, *one.node, bf16Ops, 0);
+    omp_set_num_threads(threads);
+    EXPECT_TRUE(again.outputs == dotRun.outputs) << "other bits on " << t << " threads";
+  }
+  std::vector<std::vector<double>> dot = outputValues(*one.node, dotRun);
+  std::vector<std::vector<double>> exact = outputValues(*one.node, exactRun);
+  bool anyDifferent = false;
+  for (size_t i = 0; i < truth.size(); ++i) {
+    SCOPED_TRACE("result " + std::to_string(i));
+    double largest = 0, dotSquares = 0, exactSquares = 0;
+    for (double x : truth[i])
+      largest = std::max(largest, std::fabs(x));
+    int reported = 0;
+    for (size_t e = 0; e < truth[i].size(); ++e) {
+      double dotError = dot[i][e] - truth[i][e], exactError = exact[i][e] - truth[i][e];
+      dotSquares += dotError * dotError;
+      exactSquares += exactError * exactError;
+      anyDifferent |= dot[i][e] != exact[i][e];
+      if (std::fabs(dotError) > 0x1p-6 * largest && reported++ < 5)
+        ADD_FAILURE() << "element " << e << ": " << dot[i][e] << " vs f64 " << truth[i][e]
+                      << " (largest " << largest << ")";
+    }
+    double n = double(std::max<size_t>(truth[i].size(), 1));
+    double dotRms = std::sqrt(dotSquares / n), exactRms = std::sqrt(exactSquares / n);
+    EXPECT_LE(dotRms, 3 * exactRms + 1e-6 * largest)
+        << "dot products' rms error " << dotRms << ", exact loops' " << exactRms;
+    if (std::getenv("AMPC_TEST_PRINT_ERRORS"))
+      std::printf("%s result %zu: rms error %.3g (exact loops %.3g), largest %.3g\n", op.c_str(), i,
+                  dotRms, exactRms, largest);
+  }
+  return anyDifferent;
+}
+
+TEST(CpuAttention, Bf16DotProductsStayWithinBf16Rounding) {
+  if (!kernels::cpu::cpuHasBf16DotProducts())
+    GTEST_SKIP() << "this CPU has no AVX512_BF16: bf16 attention runs the exact loops "
+                    "(checked bit for bit above)";
+  for (const Shape &s : kShapes) {
+    SCOPED_TRACE(describe(s, DType::BF16, false));
+    bool forwardDiffers = expectDotWithinBf16Rounding(
+        "scaled_dot_product_attention", operands(s, DType::BF16, false, 71), attentionAttrs(false));
+    bool backwardDiffers =
+        expectDotWithinBf16Rounding("scaled_dot_product_attention_grad",
+                                    operands(s, DType::BF16, true, 81), attentionAttrs(false));
+    if (s.keys > 1) { // one key: probability 1, exact in bf16 too
+      EXPECT_TRUE(forwardDiffers) << "the dot products did not run";
+      EXPECT_TRUE(backwardDiffers) << "the dot products did not run";
+    }
+  }
+  Shape s{{2}, 23, 23, 9, 17};
+  for (double scale : {4.0, 1e-3}) {
+    SCOPED_TRACE("scale " + std::to_string(scale));
+    expectDotWithinBf16Rounding("scaled_dot_product_attention", operands(s, DType::BF16, false, 91),
+                                attentionAttrs(false, scale));
+    expectDotWithinBf16Rounding("scaled_dot_product_attention_grad",
+                                operands(s, DType::BF16, true, 92), attentionAttrs(false, scale));
+  }
+}
+
+TEST(CpuAttention, Bf16DotProductsLeaveCausalAndBaselineToTheExactLoops) {
+  // Causal attention, and any node while the wide loops are off, keep the
+  // reference's bits even with the dot products allowed.
+  Shape s{{2, 3}, 37, 37, 20, 12};
+  expectBitIdentical("scaled_dot_product_attention", operands(s, DType::BF16, false, 101),
+                     attentionAttrs(true));
+  expectBitIdentical("scaled_dot_product_attention_grad", operands(s, DType::BF16, true, 102),
+                     attentionAttrs(true));
+  kernels::cpu::setLoopWideVectorsAllowed(false);
+  OneLoopNode one("scaled_dot_product_attention", operands(s, DType::BF16, false, 103),
+                  attentionAttrs(false));
+  ASSERT_TRUE(one.node) << one.error;
+  std::unique_ptr<kernels::NodeKernel> fast = loopKernelFor(*one.node);
+  kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
+  std::vector<Operand> ops = operands(s, DType::BF16, false, 103);
+  LoopResults got = runLoopKernel(*fast, *one.node, ops, 0);
+  kernels::cpu::setLoopWideVectorsAllowed(true);
+  LoopResults expected = runLoopKernel(ref, *one.node, ops, 0);
+  EXPECT_TRUE(got.outputs == expected.outputs);
+}
+
+//===----------------------------------------------------------------------===//
 // Through compiled programs
 //===----------------------------------------------------------------------===//
 
@@ -218,6 +378,7 @@ std::vector<Bytes> runGraph(const Graph &g, bool fastCpu, const std::vector<Byte
 TEST(CpuAttention, ProgramsGiveTheReferencesBits) {
   // Attention feeding its own backward (dO = the output), as in a training
   // step: every result's bits on cpu and cpu-ref.
+  ExactLoops exact;
   for (DType t : kDTypes)
     for (bool causal : {false, true}) {
       Shape s{{3, 2}, 45, 45, 24, 24};

@@ -119,6 +119,17 @@ struct OpInfo {
   /// the backend for a kernel, and no pass may drop it (every rank must
   /// take part), so it also has side effects.
   bool collective = false;
+  /// A form of the op that reads its operands permuted: a node whose
+  /// attribute `attr` is `from` and whose every operand is permute(x_i,
+  /// dims) computes the same with operands x_i and `attr` = `to`, and its
+  /// results are then the old ones permuted by `dims` (attention in layout
+  /// bshd instead of bhsd: dims [0, 2, 1, 3]). The fold-permutes pass uses it
+  /// to drop the permutes, which copy whole tensors, around such a node.
+  struct PermutedForm {
+    std::vector<int64_t> dims;
+    std::string attr, from, to;
+  };
+  std::optional<PermutedForm> permutedForm;
   /// The gradient rule; nullptr for ops that are not differentiated (backward
   /// and optimizer ops themselves).
   GradientFn gradient = nullptr;
@@ -248,6 +259,11 @@ public:
   }
   OpRow &elementwise() {
     info_.elementwise = true;
+    return *this;
+  }
+  OpRow &readsPermuted(std::vector<int64_t> dims, llvm::StringRef attr, llvm::StringRef from,
+                       llvm::StringRef to) {
+    info_.permutedForm = OpInfo::PermutedForm{std::move(dims), attr.str(), from.str(), to.str()};
     return *this;
   }
 

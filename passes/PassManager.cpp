@@ -7,6 +7,7 @@
 #include "passes/DataParallel.h"
 #include "passes/DeadCodeElimination.h"
 #include "passes/EvalMode.h"
+#include "passes/FoldPermutes.h"
 #include "passes/InferTypes.h"
 #include "passes/LossScale.h"
 #include "passes/MasterWeights.h"

@@ -6,17 +6,19 @@ namespace ampc {
 llvm::StringRef standardPipeline(PipelineStage stage) {
   switch (stage) {
   case PipelineStage::Forward:
-    return "assign-precision,cast-optimize";
+    return "fold-permutes,assign-precision,cast-optimize";
   case PipelineStage::Train:
-    // Precision first (autodiff then derives the casts' backward), then
+    // Layout first (permutes that an op can read through are gone before
+    // anything counts or casts them), precision next (autodiff then
+    // derives the casts' backward), then
     // SyncBatchNorm's rewrite (nothing with one rank or without
     // train.sync_batchnorm; after precision, which keeps batchnorm's
     // parameters in f32 under keep_batchnorm_fp32), the
     // gradients' all-reduce (data-parallel; nothing with one rank) before
     // the loss scaling checks them, the loss scaling after the optimizer it
     // conditions, the cast clean-up last.
-    return "assign-precision,sync-batchnorm,autodiff,optimizer,master-weights,data-parallel,"
-           "loss-scale,cast-optimize,dce";
+    return "fold-permutes,assign-precision,sync-batchnorm,autodiff,optimizer,master-weights,"
+           "data-parallel,loss-scale,cast-optimize,dce";
   }
   return "";
 }

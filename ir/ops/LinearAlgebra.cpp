@@ -6,6 +6,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <optional>
+
 namespace ampc {
 using namespace infer;
 
@@ -122,26 +124,40 @@ static bool inferConv2d(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &re
 }
 
 // The result type of attention over the query, key and value operands at
-// `first`, first + 1 and first + 2:
-// q[..., Sq, D], k[..., Sk, D], v[..., Sk, Dv] -> [..., Sq, Dv].
+// `first`, first + 1 and first + 2, by layout:
+//   bhsd: q[..., Sq, D], k[..., Sk, D], v[..., Sk, Dv] -> [..., Sq, Dv];
+//   bshd: q[..., Sq, H, D], k[..., Sk, H, D], v[..., Sk, H, Dv] -> [..., Sq, H, Dv]
+// (the heads after the sequence: every head is one slice, as a leading dim
+// of bhsd is).
 static bool attentionResult(InferContext &ctx, unsigned first, TensorType &result) {
   if (!requireFloat(ctx, first) || !requireSameDType(ctx, first, first + 1) ||
       !requireSameDType(ctx, first, first + 2))
     return false;
+  const std::string &layoutName =
+      attrs::ScaledDotProductAttention(ctx.attrs()).layoutAttr().getString();
+  std::optional<AttentionLayout> layout = attrs::parseEnum<AttentionLayout>(layoutName);
+  if (!layout)
+    return ctx.error("layout must be \"bhsd\" or \"bshd\", got \"" + layoutName + "\"");
+  bool bshd = *layout == AttentionLayout::Bshd;
+  unsigned minRank = bshd ? 3 : 2;
   const TensorType &q = ctx.operand(first), &k = ctx.operand(first + 1),
                    &v = ctx.operand(first + 2);
-  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank())
-    return ctx.error("query, key and value must have the same rank (at least 2), got " +
-                     typeStr(q) + ", " + typeStr(k) + ", " + typeStr(v));
-  unsigned r = q.rank();
-  if (q.dims().drop_back(2) != k.dims().drop_back(2) ||
-      q.dims().drop_back(2) != v.dims().drop_back(2))
+  if (q.rank() < minRank || k.rank() != q.rank() || v.rank() != q.rank())
+    return ctx.error("query, key and value must have the same rank (at least " +
+                     llvm::Twine(minRank) + " for layout " + layoutName + "), got " + typeStr(q) +
+                     ", " + typeStr(k) + ", " + typeStr(v));
+  unsigned r = q.rank(), seq = bshd ? r - 3 : r - 2;
+  if (q.dims().take_front(seq) != k.dims().take_front(seq) ||
+      q.dims().take_front(seq) != v.dims().take_front(seq))
     return ctx.error("query, key and value batch dims differ");
+  if (bshd && (q.dim(r - 2) != k.dim(r - 2) || q.dim(r - 2) != v.dim(r - 2)))
+    return ctx.error("query, key and value head counts differ: " + typeStr(q) + ", " + typeStr(k) +
+                     ", " + typeStr(v));
   if (q.dim(r - 1) != k.dim(r - 1))
     return ctx.error("query and key head sizes differ: " + typeStr(q) + " and " + typeStr(k));
-  if (k.dim(r - 2) != v.dim(r - 2))
+  if (k.dim(seq) != v.dim(seq))
     return ctx.error("key and value sequence lengths differ: " + typeStr(k) + " and " + typeStr(v));
-  if (ctx.getBool("causal") && q.dim(r - 2) != k.dim(r - 2))
+  if (ctx.getBool("causal") && q.dim(seq) != k.dim(seq))
     return ctx.error("causal attention needs equal query and key lengths");
   llvm::SmallVector<int64_t, 4> dims(q.dims().begin(), q.dims().end());
   dims.back() = v.dim(r - 1);
@@ -325,7 +341,9 @@ static void gradAttention(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<V
                           llvm::MutableArrayRef<Value *> dxs) {
   auto grads = gb.build(OpKind::ScaledDotProductAttentionGrad,
                         {dys[0], fwd.operand(0), fwd.operand(1), fwd.operand(2)},
-                        {{"causal", fwd.attr("causal")}, {"scale", fwd.attr("scale")}});
+                        {{"causal", fwd.attr("causal")},
+                         {"scale", fwd.attr("scale")},
+                         {"layout", fwd.attr("layout")}});
   if (grads.empty())
     return;
   for (unsigned i = 0; i < 3; ++i)
@@ -360,13 +378,16 @@ static double flopsConv2dGradWeight(const Node &n) { return convFlops(n.operand(
 // Q K^T and P V, each 2 S T D per head: 4 x (query elements) x T. The
 // backward's four GEMMs of the same sizes (dQ, dK, dV, dP): twice that, the
 // usual convention (a recomputed Q K^T is not counted).
-static double attentionFlops(const Value *query, const Value *key) {
+static double attentionFlops(const Node &n, const Value *query, const Value *key) {
   const TensorType &k = key->type();
-  return 4 * elements(query) * double(k.dim(k.rank() - 2));
+  bool bshd = attrs::ScaledDotProductAttention(n).layout() == AttentionLayout::Bshd;
+  return 4 * elements(query) * double(k.dim(k.rank() - (bshd ? 3 : 2)));
 }
-static double flopsAttention(const Node &n) { return attentionFlops(n.operand(0), n.operand(1)); }
+static double flopsAttention(const Node &n) {
+  return attentionFlops(n, n.operand(0), n.operand(1));
+}
 static double flopsAttentionGrad(const Node &n) {
-  return 2 * attentionFlops(n.operand(1), n.operand(2));
+  return 2 * attentionFlops(n, n.operand(1), n.operand(2));
 }
 
 void registerLinearAlgebraOps(OpRegistry &r) {
@@ -403,7 +424,10 @@ void registerLinearAlgebraOps(OpRegistry &r) {
       .operand("value")
       .infer(inferAttention)
       .gradient(gradAttention)
-      .flops(flopsAttention);
+      .flops(flopsAttention)
+      // q, k, v permuted from [B, S, H, D] to [B, H, S, D] (heads split off
+      // a linear layer's output) are read in place in layout bshd.
+      .readsPermuted({0, 2, 1, 3}, "layout", "bhsd", "bshd");
 
   // Backward ops (not differentiated again).
   OpRow(r.define(OpKind::Conv2dGradInput))

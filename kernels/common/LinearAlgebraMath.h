@@ -44,6 +44,25 @@ AMPC_HD inline int64_t convOutputCoord(int64_t in, int64_t tap, int64_t stride, 
   return out < outSize ? out : -1;
 }
 
+/// Where attention's rows live. An operand is `slices` sequences of `len`
+/// rows of `width` elements. In layout bhsd ([..., heads, seq, width]) a
+/// slice is every leading index, its rows contiguous: `heads` is 1. In
+/// layout bshd ([..., seq, heads, width]) a slice is a (leading index, head)
+/// pair and its rows are `heads` x width elements apart: the operand is read
+/// in place, with no permute to bhsd.
+struct AttentionRows {
+  int64_t heads = 1;
+
+  /// Element offset of row `row` of slice `slice` of an operand of
+  /// sequences of `len` rows of `width`.
+  AMPC_HD int64_t offset(int64_t slice, int64_t row, int64_t len, int64_t width) const {
+    int64_t outer = slice / heads, head = slice % heads;
+    return ((outer * len + row) * heads + head) * width;
+  }
+  /// Elements from one row of a slice to the next.
+  AMPC_HD int64_t stride(int64_t width) const { return heads * width; }
+};
+
 /// The softmax temperature: the `scale` attribute when positive, otherwise
 /// 1/sqrt(head size) as PyTorch's scale=None. Computed in double and rounded
 /// once to T so every backend starts from the same constant.

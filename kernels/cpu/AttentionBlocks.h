@@ -37,10 +37,16 @@ constexpr double kGrainFlops = 1 << 18;
 
 inline int64_t padded(int64_t n) { return (n + kVector - 1) / kVector * kVector; }
 
+/// Where rows of an operand are: row r at offset + r * stride.
+struct RowsAt {
+  int64_t offset, stride;
+};
+
 /// The node's shapes and attributes, worked out when the program is compiled.
 struct AttentionPlan {
-  int64_t slices = 1; ///< batch x heads: the product of the leading dims
+  int64_t slices = 1; ///< batch x heads (kernels/AttentionShape.h)
   int64_t queryLen = 0, keyLen = 0, headSize = 0, valueSize = 0;
+  AttentionRows layout;  ///< where a slice's rows are (layout bhsd or bshd)
   int64_t blockRows = 0; ///< query rows per block
   bool causal = false;
   float scale = 1;
@@ -49,6 +55,11 @@ struct AttentionPlan {
   int64_t keysPadded() const { return padded(keyLen); }
   int64_t headPadded() const { return padded(headSize); }
   int64_t valuePadded() const { return padded(valueSize); }
+  /// Rows from `row` of `slice` of an operand of sequences of `len` rows
+  /// of `width` elements.
+  RowsAt rowsAt(int64_t slice, int64_t row, int64_t len, int64_t width) const {
+    return {layout.offset(slice, row, len, width), layout.stride(width)};
+  }
   /// Keys that query rows [0, rowEnd) may see.
   int64_t keysBefore(int64_t rowEnd) const { return causal ? std::min(keyLen, rowEnd) : keyLen; }
 };

@@ -40,6 +40,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
+#include "kernels/AttentionShape.h"
 #include "kernels/common/ExpMath.h"
 #include "kernels/common/LinearAlgebraMath.h"
 #include "kernels/cpu/AttentionBlocks.h"
@@ -86,14 +87,15 @@ static_assert(kTileRows == 6, "gemm() dispatches the strips of 1-5 rows left ove
 // Widening and narrowing
 //===----------------------------------------------------------------------===//
 
-/// rows x cols elements of `src` from element `offset` (C order) as f32
-/// rows of `ld` floats at `dst`, the padding [cols, ld) zeroed.
+/// rows x cols elements of `src` at `at` (row r from at.offset + r *
+/// at.stride) as f32 rows of `ld` floats at `dst`, the padding [cols, ld)
+/// zeroed.
 template <DType D>
-AMPC_LOOP_BODY inline void widenRows(const void *src, int64_t offset, int64_t rows, int64_t cols,
+AMPC_LOOP_BODY inline void widenRows(const void *src, RowsAt at, int64_t rows, int64_t cols,
                                      float *dst, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) {
     float *row = dst + r * ld;
-    int64_t from = offset + r * cols;
+    int64_t from = at.offset + r * at.stride;
     if constexpr (D == DType::F16) {
       halvesToFloats(static_cast<const uint16_t *>(src) + from, row, cols);
     } else {
@@ -106,14 +108,14 @@ AMPC_LOOP_BODY inline void widenRows(const void *src, int64_t offset, int64_t ro
   }
 }
 
-/// The transpose of rows x cols elements of `src` from `offset`: cols rows
-/// of `ld` floats at `dst`, the padding [rows, ld) zeroed. `rowBuffer` holds
+/// The transpose of rows x cols elements of `src` at `at`: cols rows of
+/// `ld` floats at `dst`, the padding [rows, ld) zeroed. `rowBuffer` holds
 /// one widened source row.
 template <DType D>
-AMPC_LOOP_BODY inline void widenTransposed(const void *src, int64_t offset, int64_t rows,
-                                           int64_t cols, float *dst, int64_t ld, float *rowBuffer) {
+AMPC_LOOP_BODY inline void widenTransposed(const void *src, RowsAt at, int64_t rows, int64_t cols,
+                                           float *dst, int64_t ld, float *rowBuffer) {
   for (int64_t r = 0; r < rows; ++r) {
-    widenRows<D>(src, offset + r * cols, 1, cols, rowBuffer, cols);
+    widenRows<D>(src, RowsAt{at.offset + r * at.stride, cols}, 1, cols, rowBuffer, cols);
     for (int64_t c = 0; c < cols; ++c)
       dst[c * ld + r] = rowBuffer[c];
   }
@@ -122,14 +124,14 @@ AMPC_LOOP_BODY inline void widenTransposed(const void *src, int64_t offset, int6
       dst[c * ld + r] = 0;
 }
 
-/// Stores rows x cols floats (rows of `ld`) as elements from `offset` of
-/// `dst`, rounded once to D.
+/// Stores rows x cols floats (rows of `ld`) as the rows of `dst` at `at`,
+/// rounded once to D.
 template <DType D>
 AMPC_LOOP_BODY inline void narrowRows(const float *src, int64_t ld, int64_t rows, int64_t cols,
-                                      void *dst, int64_t offset) {
+                                      void *dst, RowsAt at) {
   for (int64_t r = 0; r < rows; ++r) {
     const float *row = src + r * ld;
-    int64_t to = offset + r * cols;
+    int64_t to = at.offset + r * at.stride;
     if constexpr (D == DType::F16) {
       floatsToHalves(row, static_cast<uint16_t *>(dst) + to, cols);
     } else {
@@ -293,15 +295,15 @@ template <DType D> void attentionForward(const KernelArgs &args, const Attention
       int64_t slice = unit / blocks, row0 = unit % blocks * br;
       BlockRanges block{&plan, row0, std::min(br, sq - row0)};
       if (slice != loadedSlice) {
-        widenTransposed<D>(kData, slice * sk * d, sk, d, keysT, skp, rowBuffer);
-        widenRows<D>(vData, slice * sk * dv, sk, dv, values, dvp);
+        widenTransposed<D>(kData, plan.rowsAt(slice, 0, sk, d), sk, d, keysT, skp, rowBuffer);
+        widenRows<D>(vData, plan.rowsAt(slice, 0, sk, dv), sk, dv, values, dvp);
         loadedSlice = slice;
       }
-      widenRows<D>(qData, (slice * sq + row0) * d, block.rows, d, q, dp);
+      widenRows<D>(qData, plan.rowsAt(slice, row0, sq, d), block.rows, d, q, dp);
       blockProbabilities(block, q, keysT, probs);
       gemm({probs, skp, 1}, values, dvp, block.rows, y, dvp, false, block.keysOfQuery(),
            BlockRanges::columns(dvp));
-      narrowRows<D>(y, dvp, block.rows, dv, yData, (slice * sq + row0) * dv);
+      narrowRows<D>(y, dvp, block.rows, dv, yData, plan.rowsAt(slice, row0, sq, dv));
     }
   });
 }
@@ -335,16 +337,16 @@ template <DType D> void attentionBackward(const KernelArgs &args, const Attentio
     float *probs = dOut + br * dvp, *dScores = probs + br * skp, *dq = dScores + br * skp;
     float *rowBuffer = dq + br * dp;
     for (int64_t slice = begin; slice < end; ++slice) {
-      widenRows<D>(kData, slice * sk * d, sk, d, keyRows, dp);
-      widenTransposed<D>(kData, slice * sk * d, sk, d, keysT, skp, rowBuffer);
-      widenTransposed<D>(vData, slice * sk * dv, sk, dv, valuesT, skp, rowBuffer);
+      widenRows<D>(kData, plan.rowsAt(slice, 0, sk, d), sk, d, keyRows, dp);
+      widenTransposed<D>(kData, plan.rowsAt(slice, 0, sk, d), sk, d, keysT, skp, rowBuffer);
+      widenTransposed<D>(vData, plan.rowsAt(slice, 0, sk, dv), sk, dv, valuesT, skp, rowBuffer);
       std::fill(dk, dk + sk * dp, 0.0f);
       std::fill(dvSum, dvSum + sk * dvp, 0.0f);
       for (int64_t row0 = 0; row0 < sq; row0 += br) {
         BlockRanges block{&plan, row0, std::min(br, sq - row0)};
         int64_t rows = block.rows;
-        widenRows<D>(qData, (slice * sq + row0) * d, rows, d, q, dp);
-        widenRows<D>(dOutData, (slice * sq + row0) * dv, rows, dv, dOut, dvp);
+        widenRows<D>(qData, plan.rowsAt(slice, row0, sq, d), rows, d, q, dp);
+        widenRows<D>(dOutData, plan.rowsAt(slice, row0, sq, dv), rows, dv, dOut, dvp);
         blockProbabilities(block, q, keysT, probs);
         // dP, then dS in place.
         gemm({dOut, dvp, 1}, valuesT, skp, rows, dScores, skp, false, BlockRanges::dense(dv),
@@ -352,7 +354,7 @@ template <DType D> void attentionBackward(const KernelArgs &args, const Attentio
         blockScoreGradients(block, probs, dScores);
         gemm({dScores, skp, 1}, keyRows, dp, rows, dq, dp, false, block.keysOfQuery(),
              BlockRanges::columns(dp));
-        narrowRows<D>(dq, dp, rows, d, dqData, (slice * sq + row0) * d);
+        narrowRows<D>(dq, dp, rows, d, dqData, plan.rowsAt(slice, row0, sq, d));
         // dk and dv: rows are keys (those the block's rows see), the
         // contracted index the block's query rows.
         int64_t keysSeen = plan.keysBefore(row0 + rows);
@@ -361,8 +363,8 @@ template <DType D> void attentionBackward(const KernelArgs &args, const Attentio
         gemm({dScores, 1, skp}, q, dp, keysSeen, dk, dp, true, block.queriesOfKey(),
              BlockRanges::columns(dp));
       }
-      narrowRows<D>(dk, dp, sk, d, dkData, slice * sk * d);
-      narrowRows<D>(dvSum, dvp, sk, dv, dvData, slice * sk * dv);
+      narrowRows<D>(dk, dp, sk, d, dkData, plan.rowsAt(slice, 0, sk, d));
+      narrowRows<D>(dvSum, dvp, sk, dv, dvData, plan.rowsAt(slice, 0, sk, dv));
     }
   });
 }
@@ -393,16 +395,16 @@ private:
 /// reference should run: empty ones.
 std::optional<AttentionPlan> planAttention(const Node &n, unsigned first, bool causal,
                                            double scaleAttr) {
-  const TensorType &q = n.operand(first)->type(), &k = n.operand(first + 1)->type(),
-                   &v = n.operand(first + 2)->type();
-  unsigned rank = q.rank();
+  AttentionShape shape =
+      attentionShape(n, n.operand(first)->type().dims(), n.operand(first + 1)->type().dims(),
+                     n.operand(first + 2)->type().dims());
   AttentionPlan plan;
-  for (int64_t d : q.dims().drop_back(2))
-    plan.slices *= d;
-  plan.queryLen = q.dim(rank - 2);
-  plan.headSize = q.dim(rank - 1);
-  plan.keyLen = k.dim(rank - 2);
-  plan.valueSize = v.dim(rank - 1);
+  plan.slices = shape.slices;
+  plan.queryLen = shape.queryLen;
+  plan.keyLen = shape.keyLen;
+  plan.headSize = shape.headSize;
+  plan.valueSize = shape.valueSize;
+  plan.layout = shape.rows;
   if (plan.slices == 0 || plan.queryLen == 0 || plan.keyLen == 0 || plan.headSize == 0 ||
       plan.valueSize == 0)
     return std::nullopt;

@@ -89,12 +89,12 @@ AMPC_BF16_DOT_INLINE __m256i roundedHalves(const float *x) {
 }
 
 /// dst[r * pairs + p] = (src[r][2p], src[r][2p + 1]): `rows` rows of `cols`
-/// bf16 (row stride cols) as rows of pairs, the odd tail's partner 0.
-AMPC_BF16_DOT_INLINE void pairRows(const uint16_t *src, int64_t rows, int64_t cols, int64_t pairs,
-                                   uint32_t *dst) {
+/// bf16 (`stride` elements apart) as rows of pairs, the odd tail's partner 0.
+AMPC_BF16_DOT_INLINE void pairRows(const uint16_t *src, int64_t stride, int64_t rows, int64_t cols,
+                                   int64_t pairs, uint32_t *dst) {
   for (int64_t r = 0; r < rows; ++r) {
     uint32_t *row = dst + r * pairs;
-    std::memcpy(row, src + r * cols, static_cast<size_t>(cols) * 2);
+    std::memcpy(row, src + r * stride, static_cast<size_t>(cols) * 2);
     if (cols % 2)
       reinterpret_cast<uint16_t *>(row)[cols] = 0;
   }
@@ -112,13 +112,14 @@ AMPC_BF16_DOT_INLINE void pairRowsRounded(const float *src, int64_t ld, int64_t 
 }
 
 /// dst[p * ld + j] = (src[j][2p], src[j][2p + 1]) for the `rows` rows j of
-/// `cols` bf16, zero for j in [rows, ld): the contracted index along src's
-/// rows of pairs, the result's columns along src's rows.
-AMPC_BF16_DOT_INLINE void pairColumnsTransposed(const uint16_t *src, int64_t rows, int64_t cols,
-                                                int64_t ld, uint32_t *dst) {
+/// `cols` bf16 (`stride` elements apart), zero for j in [rows, ld): the
+/// contracted index along src's rows of pairs, the result's columns along
+/// src's rows.
+AMPC_BF16_DOT_INLINE void pairColumnsTransposed(const uint16_t *src, int64_t stride, int64_t rows,
+                                                int64_t cols, int64_t ld, uint32_t *dst) {
   int64_t pairs = (cols + 1) / 2, fullPairs = cols / 2;
   for (int64_t j = 0; j < rows; ++j) {
-    const uint16_t *row = src + j * cols;
+    const uint16_t *row = src + j * stride;
     for (int64_t p = 0; p < fullPairs; ++p) {
       uint32_t word;
       std::memcpy(&word, row + 2 * p, 4);
@@ -131,14 +132,15 @@ AMPC_BF16_DOT_INLINE void pairColumnsTransposed(const uint16_t *src, int64_t row
     std::fill(dst + p * ld + rows, dst + (p + 1) * ld, 0u);
 }
 
-/// dst[p * ld + c] = (src[2p][c], src[2p + 1][c]) for c < cols, zero for c
-/// in [cols, ld), pairs p < `pairs`; rows at or past `rows` read as 0.
-AMPC_BF16_DOT_INLINE void interleaveRows(const uint16_t *src, int64_t rows, int64_t cols,
-                                         int64_t pairs, int64_t ld, uint32_t *dst) {
+/// dst[p * ld + c] = (src[2p][c], src[2p + 1][c]) for c < cols (rows
+/// `stride` elements apart), zero for c in [cols, ld), pairs p < `pairs`;
+/// rows at or past `rows` read as 0.
+AMPC_BF16_DOT_INLINE void interleaveRows(const uint16_t *src, int64_t stride, int64_t rows,
+                                         int64_t cols, int64_t pairs, int64_t ld, uint32_t *dst) {
   for (int64_t p = 0; p < pairs; ++p) {
     uint32_t *out = dst + p * ld;
-    const uint16_t *lo = 2 * p < rows ? src + 2 * p * cols : nullptr;
-    const uint16_t *hi = 2 * p + 1 < rows ? src + (2 * p + 1) * cols : nullptr;
+    const uint16_t *lo = 2 * p < rows ? src + 2 * p * stride : nullptr;
+    const uint16_t *hi = 2 * p + 1 < rows ? src + (2 * p + 1) * stride : nullptr;
     if (lo && hi) {
 #pragma omp simd
       for (int64_t c = 0; c < cols; ++c)
@@ -256,12 +258,12 @@ AMPC_BF16_DOT_TARGET void dotGemm(PairOperand a, const uint32_t *b, int64_t ldb,
 }
 
 /// rows x cols floats (rows of `ld`) rounded to bf16 (store<BF16>, as
-/// every kernel rounds its results) into `dst` from element `offset`.
+/// every kernel rounds its results) into the rows of `dst` at `at`.
 AMPC_BF16_DOT_INLINE void storeRows(const float *src, int64_t ld, int64_t rows, int64_t cols,
-                                    void *dst, int64_t offset) {
+                                    void *dst, RowsAt at) {
   for (int64_t r = 0; r < rows; ++r) {
     const float *row = src + r * ld;
-    uint16_t *out = static_cast<uint16_t *>(dst) + offset + r * cols;
+    uint16_t *out = static_cast<uint16_t *>(dst) + at.offset + r * at.stride;
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c)
       out[c] = floatToBf16Bits(row[c]);
@@ -296,16 +298,18 @@ forwardUnits(const KernelArgs &args, const AttentionPlan &plan, int64_t begin, i
     BlockRanges block{&plan, row0, std::min(br, sq - row0)};
     int64_t rows = block.rows;
     if (slice != loadedSlice) {
-      pairColumnsTransposed(kData + slice * sk * d, sk, d, skp, keysT);
-      interleaveRows(vData + slice * sk * dv, sk, dv, keyPairs, dvp, values);
+      RowsAt k = plan.rowsAt(slice, 0, sk, d), v = plan.rowsAt(slice, 0, sk, dv);
+      pairColumnsTransposed(kData + k.offset, k.stride, sk, d, skp, keysT);
+      interleaveRows(vData + v.offset, v.stride, sk, dv, keyPairs, dvp, values);
       loadedSlice = slice;
     }
-    pairRows(qData + (slice * sq + row0) * d, rows, d, headPairs, q);
+    RowsAt qAt = plan.rowsAt(slice, row0, sq, d);
+    pairRows(qData + qAt.offset, qAt.stride, rows, d, headPairs, q);
     dotGemm({q, headPairs, 1}, keysT, skp, rows, headPairs, probs, skp, skp, false);
     blockSoftmax(block, probs);
     pairRowsRounded(probs, skp, rows, skp, probPairs);
     dotGemm({probPairs, keyPairs, 1}, values, dvp, rows, keyPairs, y, dvp, dvp, false);
-    storeRows(y, dvp, rows, dv, yData, (slice * sq + row0) * dv);
+    storeRows(y, dvp, rows, dv, yData, plan.rowsAt(slice, row0, sq, dv));
   }
 }
 
@@ -335,21 +339,22 @@ backwardSlices(const KernelArgs &args, const AttentionPlan &plan, int64_t begin,
            *probsAcross = dScoresAcross + rowPairs * skp;
   float *dq = reinterpret_cast<float *>(probsAcross + rowPairs * skp);
   for (int64_t slice = begin; slice < end; ++slice) {
-    const uint16_t *k = kData + slice * sk * d, *v = vData + slice * sk * dv;
-    pairColumnsTransposed(k, sk, d, skp, keysT);
-    pairColumnsTransposed(v, sk, dv, skp, valuesT);
-    interleaveRows(k, sk, d, keyPairs, dp, keys);
+    RowsAt kAt = plan.rowsAt(slice, 0, sk, d), vAt = plan.rowsAt(slice, 0, sk, dv);
+    const uint16_t *k = kData + kAt.offset, *v = vData + vAt.offset;
+    pairColumnsTransposed(k, kAt.stride, sk, d, skp, keysT);
+    pairColumnsTransposed(v, vAt.stride, sk, dv, skp, valuesT);
+    interleaveRows(k, kAt.stride, sk, d, keyPairs, dp, keys);
     std::fill(dk, dk + sk * dp, 0.0f);
     std::fill(dvSum, dvSum + sk * dvp, 0.0f);
     for (int64_t row0 = 0; row0 < sq; row0 += br) {
       BlockRanges block{&plan, row0, std::min(br, sq - row0)};
       int64_t rows = block.rows, pairsOfRows = pairsOf(rows);
-      const uint16_t *qRows = qData + (slice * sq + row0) * d;
-      const uint16_t *dOutRows = dOutData + (slice * sq + row0) * dv;
-      pairRows(qRows, rows, d, headPairs, q);
-      pairRows(dOutRows, rows, dv, valuePairs, dOut);
-      interleaveRows(qRows, rows, d, pairsOfRows, dp, qAcross);
-      interleaveRows(dOutRows, rows, dv, pairsOfRows, dvp, dOutAcross);
+      RowsAt qAt = plan.rowsAt(slice, row0, sq, d), oAt = plan.rowsAt(slice, row0, sq, dv);
+      const uint16_t *qRows = qData + qAt.offset, *dOutRows = dOutData + oAt.offset;
+      pairRows(qRows, qAt.stride, rows, d, headPairs, q);
+      pairRows(dOutRows, oAt.stride, rows, dv, valuePairs, dOut);
+      interleaveRows(qRows, qAt.stride, rows, d, pairsOfRows, dp, qAcross);
+      interleaveRows(dOutRows, oAt.stride, rows, dv, pairsOfRows, dvp, dOutAcross);
       dotGemm({q, headPairs, 1}, keysT, skp, rows, headPairs, probs, skp, skp, false);
       blockSoftmax(block, probs);
       // dP, then dS in place.
@@ -357,15 +362,15 @@ backwardSlices(const KernelArgs &args, const AttentionPlan &plan, int64_t begin,
       blockScoreGradients(block, probs, dScores);
       pairRowsRounded(dScores, skp, rows, skp, dScorePairs);
       dotGemm({dScorePairs, keyPairs, 1}, keys, dp, rows, keyPairs, dq, dp, dp, false);
-      storeRows(dq, dp, rows, d, dqData, (slice * sq + row0) * d);
+      storeRows(dq, dp, rows, d, dqData, qAt);
       // dk and dv: rows are keys, the contracted index the block's query rows.
       interleaveRowsRounded(dScores, rows, pairsOfRows, skp, dScoresAcross);
       interleaveRowsRounded(probs, rows, pairsOfRows, skp, probsAcross);
       dotGemm({probsAcross, 1, skp}, dOutAcross, dvp, sk, pairsOfRows, dvSum, dvp, dvp, true);
       dotGemm({dScoresAcross, 1, skp}, qAcross, dp, sk, pairsOfRows, dk, dp, dp, true);
     }
-    storeRows(dk, dp, sk, d, dkData, slice * sk * d);
-    storeRows(dvSum, dvp, sk, dv, dvData, slice * sk * dv);
+    storeRows(dk, dp, sk, d, dkData, kAt);
+    storeRows(dvSum, dvp, sk, dv, dvData, vAt);
   }
 }
 

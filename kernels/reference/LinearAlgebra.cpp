@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
+#include "kernels/AttentionShape.h"
 #include "kernels/common/LinearAlgebraMath.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
@@ -151,18 +152,17 @@ template <DType D> void batchMatMulImpl(const KernelArgs &args) {
 template <DType D> void attentionImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
   const TensorArg &q = args.in(0), &k = args.in(1), &v = args.in(2), &y = args.out();
-  unsigned rank = q.dims().size();
-  int64_t queryLen = q.dims()[rank - 2], headSize = q.dims()[rank - 1];
-  int64_t keyLen = k.dims()[rank - 2], valueSize = v.dims()[rank - 1];
+  AttentionShape shape = attentionShape(*args.node, q.dims(), k.dims(), v.dims());
+  int64_t queryLen = shape.queryLen, headSize = shape.headSize;
+  int64_t keyLen = shape.keyLen, valueSize = shape.valueSize;
+  AttentionRows rows = shape.rows;
   bool causal = attrs::ScaledDotProductAttention(*args.node).causal();
   T scale = attentionScale<T>(attrs::ScaledDotProductAttention(*args.node).scale(), headSize);
-  int64_t batches = 1;
-  for (int64_t d : q.dims().drop_back(2))
-    batches *= d;
   std::vector<T> probs(keyLen);
-  for (int64_t b = 0; b < batches; ++b) {
-    int64_t qBase = b * queryLen * headSize, kBase = b * keyLen * headSize,
-            vBase = b * keyLen * valueSize, yBase = b * queryLen * valueSize;
+  for (int64_t b = 0; b < shape.slices; ++b) {
+    auto qAt = [&](int64_t i, int64_t d) { return rows.offset(b, i, queryLen, headSize) + d; };
+    auto kAt = [&](int64_t j, int64_t d) { return rows.offset(b, j, keyLen, headSize) + d; };
+    auto vAt = [&](int64_t j, int64_t e) { return rows.offset(b, j, keyLen, valueSize) + e; };
     for (int64_t i = 0; i < queryLen; ++i) {
       // Key 0 is never masked (causal needs queryLen == keyLen), so the
       // running maximum starts from a real score.
@@ -172,8 +172,7 @@ template <DType D> void attentionImpl(const KernelArgs &args) {
           continue;
         T dot = 0;
         for (int64_t d = 0; d < headSize; ++d)
-          dot +=
-              load<D>(q.data, qBase + i * headSize + d) * load<D>(k.data, kBase + j * headSize + d);
+          dot += load<D>(q.data, qAt(i, d)) * load<D>(k.data, kAt(j, d));
         probs[j] = dot * scale;
         if (j == 0 || probs[j] > maxScore)
           maxScore = probs[j];
@@ -188,8 +187,8 @@ template <DType D> void attentionImpl(const KernelArgs &args) {
       for (int64_t e = 0; e < valueSize; ++e) {
         T acc = 0;
         for (int64_t j = 0; j < keyLen; ++j)
-          acc += probs[j] * load<D>(v.data, vBase + j * valueSize + e);
-        store<D>(y.data, yBase + i * valueSize + e, acc);
+          acc += probs[j] * load<D>(v.data, vAt(j, e));
+        store<D>(y.data, rows.offset(b, i, queryLen, valueSize) + e, acc);
       }
     }
   }
@@ -373,19 +372,19 @@ template <DType D> void attentionGradImpl(const KernelArgs &args) {
   using T = ComputeT<D>;
   const TensorArg &dOut = args.in(0), &q = args.in(1), &k = args.in(2), &v = args.in(3);
   const TensorArg &dq = args.out(0), &dk = args.out(1), &dv = args.out(2);
-  unsigned rank = q.dims().size();
-  int64_t queryLen = q.dims()[rank - 2], headSize = q.dims()[rank - 1];
-  int64_t keyLen = k.dims()[rank - 2], valueSize = v.dims()[rank - 1];
+  AttentionShape shape = attentionShape(*args.node, q.dims(), k.dims(), v.dims());
+  int64_t queryLen = shape.queryLen, headSize = shape.headSize;
+  int64_t keyLen = shape.keyLen, valueSize = shape.valueSize;
+  AttentionRows rows = shape.rows;
   bool causal = attrs::ScaledDotProductAttention(*args.node).causal();
   T scale = attentionScale<T>(attrs::ScaledDotProductAttention(*args.node).scale(), headSize);
-  int64_t batches = 1;
-  for (int64_t d : q.dims().drop_back(2))
-    batches *= d;
   std::vector<T> probs(keyLen), dScores(keyLen), dqRow(headSize);
   std::vector<T> dkAcc(keyLen * headSize), dvAcc(keyLen * valueSize);
-  for (int64_t b = 0; b < batches; ++b) {
-    int64_t qBase = b * queryLen * headSize, kBase = b * keyLen * headSize,
-            vBase = b * keyLen * valueSize, oBase = b * queryLen * valueSize;
+  for (int64_t b = 0; b < shape.slices; ++b) {
+    auto qAt = [&](int64_t i, int64_t d) { return rows.offset(b, i, queryLen, headSize) + d; };
+    auto kAt = [&](int64_t j, int64_t d) { return rows.offset(b, j, keyLen, headSize) + d; };
+    auto vAt = [&](int64_t j, int64_t e) { return rows.offset(b, j, keyLen, valueSize) + e; };
+    auto oAt = [&](int64_t i, int64_t e) { return rows.offset(b, i, queryLen, valueSize) + e; };
     std::fill(dkAcc.begin(), dkAcc.end(), T(0));
     std::fill(dvAcc.begin(), dvAcc.end(), T(0));
     for (int64_t i = 0; i < queryLen; ++i) {
@@ -395,8 +394,7 @@ template <DType D> void attentionGradImpl(const KernelArgs &args) {
           continue;
         T dot = 0;
         for (int64_t d = 0; d < headSize; ++d)
-          dot +=
-              load<D>(q.data, qBase + i * headSize + d) * load<D>(k.data, kBase + j * headSize + d);
+          dot += load<D>(q.data, qAt(i, d)) * load<D>(k.data, kAt(j, d));
         probs[j] = dot * scale;
         if (j == 0 || probs[j] > maxScore)
           maxScore = probs[j];
@@ -413,8 +411,8 @@ template <DType D> void attentionGradImpl(const KernelArgs &args) {
       for (int64_t j = 0; j < keyLen; ++j) {
         T dp = 0;
         for (int64_t e = 0; e < valueSize; ++e) {
-          T dOutE = load<D>(dOut.data, oBase + i * valueSize + e);
-          dp += dOutE * load<D>(v.data, vBase + j * valueSize + e);
+          T dOutE = load<D>(dOut.data, oAt(i, e));
+          dp += dOutE * load<D>(v.data, vAt(j, e));
           dvAcc[j * valueSize + e] += probs[j] * dOutE;
         }
         dScores[j] = dp;
@@ -424,17 +422,19 @@ template <DType D> void attentionGradImpl(const KernelArgs &args) {
       for (int64_t j = 0; j < keyLen; ++j) {
         T ds = probs[j] * (dScores[j] - weighted) * scale;
         for (int64_t d = 0; d < headSize; ++d) {
-          dqRow[d] += ds * load<D>(k.data, kBase + j * headSize + d);
-          dkAcc[j * headSize + d] += ds * load<D>(q.data, qBase + i * headSize + d);
+          dqRow[d] += ds * load<D>(k.data, kAt(j, d));
+          dkAcc[j * headSize + d] += ds * load<D>(q.data, qAt(i, d));
         }
       }
       for (int64_t d = 0; d < headSize; ++d)
-        store<D>(dq.data, qBase + i * headSize + d, dqRow[d]);
+        store<D>(dq.data, qAt(i, d), dqRow[d]);
     }
-    for (int64_t e = 0; e < keyLen * headSize; ++e)
-      store<D>(dk.data, kBase + e, dkAcc[e]);
-    for (int64_t e = 0; e < keyLen * valueSize; ++e)
-      store<D>(dv.data, vBase + e, dvAcc[e]);
+    for (int64_t j = 0; j < keyLen; ++j) {
+      for (int64_t d = 0; d < headSize; ++d)
+        store<D>(dk.data, kAt(j, d), dkAcc[j * headSize + d]);
+      for (int64_t e = 0; e < valueSize; ++e)
+        store<D>(dv.data, vAt(j, e), dvAcc[j * valueSize + e]);
+    }
   }
 }
 

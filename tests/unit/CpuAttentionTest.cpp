@@ -349,6 +349,126 @@ TEST(CpuAttention, Bf16DotProductsLeaveCausalAndBaselineToTheExactLoops) {
 }
 
 //===----------------------------------------------------------------------===//
+// Layout bshd: [..., seq, heads, dim], read in place
+//===----------------------------------------------------------------------===//
+
+/// q[batch, queries, heads, head], k[batch, keys, heads, head], v[batch,
+/// keys, heads, value].
+struct HeadsShape {
+  int64_t batch, queries, keys, heads, head, value;
+};
+
+const HeadsShape kHeadsShapes[] = {
+    {2, 37, 37, 3, 20, 12},   // head sizes off the vector width
+    {1, 13, 29, 5, 7, 33},    // more keys than queries, odd head size
+    {2, 150, 150, 2, 24, 40}, // several query blocks
+    {2, 64, 64, 12, 64, 64},  // BERT's heads
+};
+
+AttrMap bshdAttrs(bool causal) {
+  AttrMap attrs = attentionAttrs(causal);
+  attrs["layout"] = Attribute(std::string("bshd"));
+  return attrs;
+}
+
+/// The operands in layout bshd (grad_output first for the backward).
+std::vector<Operand> bshdOperands(const HeadsShape &s, DType t, bool backward, uint64_t seed) {
+  std::vector<Operand> ops;
+  if (backward)
+    ops.push_back(uniform(TensorType(t, {s.batch, s.queries, s.heads, s.value}), seed + 3));
+  ops.push_back(uniform(TensorType(t, {s.batch, s.queries, s.heads, s.head}), seed));
+  ops.push_back(uniform(TensorType(t, {s.batch, s.keys, s.heads, s.head}), seed + 1));
+  ops.push_back(uniform(TensorType(t, {s.batch, s.keys, s.heads, s.value}), seed + 2));
+  return ops;
+}
+
+/// o permuted by [0, 2, 1, 3] (its dims 1 and 2 swapped).
+Operand swapMiddle(const Operand &o) {
+  const TensorType &t = o.type;
+  int64_t a = t.dim(0), b = t.dim(1), c = t.dim(2), w = t.dim(3);
+  size_t size = dtypeSize(t.dtype());
+  Operand out{TensorType(t.dtype(), {a, c, b, w}), Bytes(o.bytes.size())};
+  for (int64_t i = 0; i < a; ++i)
+    for (int64_t j = 0; j < b; ++j)
+      for (int64_t k = 0; k < c; ++k)
+        std::memcpy(out.bytes.data() + (((i * c + k) * b + j) * w) * size,
+                    o.bytes.data() + (((i * b + j) * c + k) * w) * size, w * size);
+  return out;
+}
+
+/// The reference kernel's results of `op` over `ops`.
+std::vector<Bytes> referenceResults(const std::string &op, const std::vector<Operand> &ops,
+                                    const AttrMap &attrs) {
+  OneLoopNode one(op, ops, attrs);
+  EXPECT_TRUE(one.node) << one.error;
+  if (!one.node)
+    return {};
+  kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
+  return runLoopKernel(ref, *one.node, ops, 0).outputs;
+}
+
+TEST(CpuAttention, ReferenceInLayoutBshdIsThePermutedBhsd) {
+  // The reference in layout bshd gives the bits of bhsd over permuted
+  // operands, permuted back: the layout moves no arithmetic.
+  for (DType t : {DType::F32, DType::BF16})
+    for (const HeadsShape &s : kHeadsShapes)
+      for (bool backward : {false, true}) {
+        bool causal = s.queries == s.keys && !backward;
+        SCOPED_TRACE(dtypeName(t).str() + " heads " + std::to_string(s.heads) +
+                     (backward ? " backward" : " forward"));
+        std::string op =
+            backward ? "scaled_dot_product_attention_grad" : "scaled_dot_product_attention";
+        std::vector<Operand> ops = bshdOperands(s, t, backward, 111);
+        std::vector<Operand> swapped;
+        for (const Operand &o : ops)
+          swapped.push_back(swapMiddle(o));
+        std::vector<Bytes> inPlace = referenceResults(op, ops, bshdAttrs(causal));
+        std::vector<Bytes> permuted = referenceResults(op, swapped, attentionAttrs(causal));
+        ASSERT_EQ(inPlace.size(), permuted.size());
+        for (size_t r = 0; r < inPlace.size(); ++r) {
+          const Operand &like = ops[backward ? r + 1 : 0];
+          TensorType bhsd =
+              swapMiddle(
+                  Operand{TensorType(t, {like.type.dim(0), like.type.dim(1), like.type.dim(2),
+                                         backward ? like.type.dim(3) : s.value}),
+                          Bytes(inPlace[r].size())})
+                  .type;
+          EXPECT_TRUE(swapMiddle(Operand{bhsd, permuted[r]}).bytes == inPlace[r]) << "result " << r;
+        }
+      }
+}
+
+TEST(CpuAttention, LayoutBshdIsBitExact) {
+  ExactLoops exact;
+  for (DType t : kDTypes)
+    for (const HeadsShape &s : kHeadsShapes)
+      for (bool causal : {false, true}) {
+        if (causal && s.queries != s.keys)
+          continue;
+        SCOPED_TRACE(dtypeName(t).str() + " heads " + std::to_string(s.heads) +
+                     (causal ? " causal" : ""));
+        expectBitIdentical("scaled_dot_product_attention", bshdOperands(s, t, false, 121),
+                           bshdAttrs(causal));
+        expectBitIdentical("scaled_dot_product_attention_grad", bshdOperands(s, t, true, 131),
+                           bshdAttrs(causal));
+      }
+}
+
+TEST(CpuAttention, Bf16DotProductsInLayoutBshd) {
+  if (!kernels::cpu::cpuHasBf16DotProducts())
+    GTEST_SKIP() << "this CPU has no AVX512_BF16: bf16 attention runs the exact loops";
+  for (const HeadsShape &s : kHeadsShapes) {
+    SCOPED_TRACE("heads " + std::to_string(s.heads));
+    EXPECT_TRUE(expectDotWithinBf16Rounding("scaled_dot_product_attention",
+                                            bshdOperands(s, DType::BF16, false, 141),
+                                            bshdAttrs(false)));
+    EXPECT_TRUE(expectDotWithinBf16Rounding("scaled_dot_product_attention_grad",
+                                            bshdOperands(s, DType::BF16, true, 151),
+                                            bshdAttrs(false)));
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Through compiled programs
 //===----------------------------------------------------------------------===//
 

@@ -224,6 +224,19 @@ TEST(GradLinearAlgebra, AttentionExplicitScaleAndHeads) {
                              {{"scale", Attribute(1.9)}}, {.lo = -2, .hi = 2}));
 }
 
+TEST(GradLinearAlgebra, AttentionInLayoutBshd) {
+  // [batch, seq, heads, dim]: three heads, key length 5 against 4 queries,
+  // and causal with equal lengths.
+  EXPECT_TRUE(checkGradients("scaled_dot_product_attention",
+                             {{f64({2, 4, 3, 2})}, {f64({2, 5, 3, 2})}, {f64({2, 5, 3, 3})}},
+                             {{"layout", Attribute(std::string("bshd"))}}));
+  EXPECT_TRUE(checkGradients("scaled_dot_product_attention",
+                             {{f64({1, 4, 2, 3})}, {f64({1, 4, 2, 3})}, {f64({1, 4, 2, 2})}},
+                             {{"layout", Attribute(std::string("bshd"))},
+                              {"causal", Attribute(true)},
+                              {"scale", Attribute(0.6)}}));
+}
+
 TEST(GradLinearAlgebra, AttentionOnlyValueDifferentiated) {
   GradCheckOperand q{f64({2, 3})}, k{f64({4, 3})};
   q.differentiate = k.differentiate = false;

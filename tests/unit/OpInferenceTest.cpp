@@ -377,6 +377,32 @@ TEST(OpInference, Attention) {
             "error: causal attention needs equal query and key lengths");
   EXPECT_EQ(infer("scaled_dot_product_attention", {"f32[4,8,16]", "f32[4,9,8]", "f32[4,9,16]"}),
             "error: query and key head sizes differ: f32[4,8,16] and f32[4,9,8]");
+  // Layout bshd: [..., seq, heads, dim]; the heads must agree.
+  AttrMap bshd;
+  bshd["layout"] = Attribute(std::string("bshd"));
+  EXPECT_EQ(infer("scaled_dot_product_attention",
+                  {"f32[2,8,3,16]", "f32[2,9,3,16]", "f32[2,9,3,5]"}, bshd),
+            "f32[2,8,3,5]");
+  EXPECT_EQ(infer("scaled_dot_product_attention_grad",
+                  {"f32[2,8,3,5]", "f32[2,8,3,16]", "f32[2,9,3,16]", "f32[2,9,3,5]"}, bshd),
+            "f32[2,8,3,16], f32[2,9,3,16], f32[2,9,3,5]");
+  EXPECT_EQ(infer("scaled_dot_product_attention",
+                  {"f32[2,8,3,16]", "f32[2,9,4,16]", "f32[2,9,4,5]"}, bshd),
+            "error: query, key and value head counts differ: f32[2,8,3,16], f32[2,9,4,16], "
+            "f32[2,9,4,5]");
+  EXPECT_EQ(infer("scaled_dot_product_attention", {"f32[8,16]", "f32[8,16]", "f32[8,16]"}, bshd),
+            "error: query, key and value must have the same rank (at least 3 for layout bshd), "
+            "got f32[8,16], f32[8,16], f32[8,16]");
+  AttrMap causalBshd = bshd;
+  causalBshd["causal"] = Attribute(true);
+  EXPECT_EQ(infer("scaled_dot_product_attention",
+                  {"f32[2,8,3,16]", "f32[2,9,3,16]", "f32[2,9,3,16]"}, causalBshd),
+            "error: causal attention needs equal query and key lengths");
+  AttrMap bad;
+  bad["layout"] = Attribute(std::string("bsdh"));
+  EXPECT_EQ(
+      infer("scaled_dot_product_attention", {"f32[4,8,16]", "f32[4,8,16]", "f32[4,8,16]"}, bad),
+      "error: layout must be \"bhsd\" or \"bshd\", got \"bsdh\"");
 }
 
 //===----------------------------------------------------------------------===//

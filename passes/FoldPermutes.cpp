@@ -127,9 +127,14 @@ PassResult FoldPermutesPass::run(Graph &g, PassContext &ctx) {
   for (Node &n : g.nodes())
     if (n.op().permutedForm && foldable(n, *n.op().permutedForm))
       candidates.push_back(&n);
-  for (Node *n : candidates)
+  for (Node *n : candidates) {
+    // An earlier fold may have replaced this node's operand permutes (a
+    // permute of an earlier candidate's result).
+    if (!foldable(*n, *n->op().permutedForm))
+      continue;
     if (!fold(g, n, *n->op().permutedForm, ctx.diag))
       return PassResult::Failed;
+  }
   return candidates.empty() ? PassResult::Unchanged : PassResult::Changed;
 }
 

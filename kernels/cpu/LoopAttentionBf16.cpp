@@ -26,7 +26,8 @@
 // (setAttentionDotProductsAllowed(false)) bit for bit.
 //
 // Layout. Operands are packed per slice (and per block of query rows) into
-// pairs of bf16 as one 32-bit word, the pair running along the contracted
+// pairs of bf16 as one 32-bit word (the even contracted index in the low
+// half, as vdpbf16ps reads a pair), the pair running along the contracted
 // index: a left operand as rows of pairs, a right operand as rows of pairs
 // with the result's columns along the row, padded to whole vectors with
 // zeros. The register tile is kTileRows rows of the result by one or two
@@ -40,7 +41,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 
 namespace ampc::kernels::cpu {
 namespace {
@@ -75,12 +75,6 @@ namespace ampc::kernels::cpu::attention {
 #define AMPC_BF16_DOT_INLINE AMPC_BF16_DOT_TARGET __attribute__((always_inline)) inline
 
 namespace {
-
-/// Two bf16 elements as one word, `lo` (the even contracted index) in the
-/// low half: how vdpbf16ps reads a pair.
-AMPC_BF16_DOT_INLINE uint32_t pairOf(uint16_t lo, uint16_t hi) {
-  return uint32_t(lo) | uint32_t(hi) << 16;
-}
 
 /// 16 floats rounded to bf16 (to nearest, ties to even, as vcvtneps2bf16
 /// rounds: subnormals flush to zero, as the dot products flush them).

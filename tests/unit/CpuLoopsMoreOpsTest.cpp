@@ -319,6 +319,9 @@ TEST(CpuLoopsMoreOpsTest, ReshapeFlattenTransposePermuteAreBitExact) {
     };
     for (const Perm &p : {Perm{{32, 64, 4, 32}, {0, 2, 1, 3}}, // attention heads
                           Perm{{5, 17, 33}, {0, 2, 1}}, Perm{{5, 17, 33}, {2, 0, 1}},
+                          // transposes under one outer dim, and under two
+                          // that do not merge
+                          Perm{{3, 70, 45}, {0, 2, 1}}, Perm{{2, 3, 40, 37}, {1, 0, 3, 2}},
                           Perm{{2, 1, 3, 1, 5}, {4, 3, 2, 1, 0}}, Perm{{7}, {0}}}) {
       AttrMap attrs;
       attrs["dims"] = Attribute(p.perm);

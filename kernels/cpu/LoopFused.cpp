@@ -9,13 +9,17 @@
 // the same store<>() as its own loop kernel (LoopElementwise.cpp), and the
 // next node loads it back with load<>(), so every intermediate is rounded
 // exactly as the unfused kernels round it and the chain's result has their
-// bits (which are the reference's).
+// bits (which are the reference's). f32 gelu and its gradient read tables
+// where a block's inputs are all bf16 values (HalfTables.h), with the same
+// bits.
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/Pointwise.h"
 #include "kernels/common/CastMath.h"
 #include "kernels/cpu/CpuKernels.h"
 #include "kernels/cpu/ElementFunctors.h"
+#include "kernels/cpu/HalfTables.h"
+#include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -59,6 +63,50 @@ void binaryStage(const void *a, const void *b, void *out, int64_t n, const Funct
       0, n);
 }
 
+/// A functor with kTabulateHalves (gelu) and its f32 tables at every bf16
+/// value (HalfTables.h).
+template <class Fn> struct Bf16Tabulated {
+  const Bf16ValueTables *tables;
+  Fn fn;
+};
+
+/// An f32 stage of gelu: from the table where the block's inputs are all
+/// bf16 values (O1's cast-up linear outputs), with the bits the computed
+/// loop gives; computed otherwise.
+template <class Fn>
+void tabulatedUnaryStage(const void *a, const void *, void *out, int64_t n,
+                         const FunctorBytes &fn) {
+  auto t = fn.get<Bf16Tabulated<Fn>>();
+  const float *x = static_cast<const float *>(a);
+  if (!allBf16Values(x, n)) {
+    FunctorBytes plain;
+    plain.set(t.fn);
+    return unaryStage<DType::F32, DType::F32, Fn>(a, nullptr, out, n, plain);
+  }
+  const float *values = t.tables->values.data();
+  float *y = static_cast<float *>(out);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = values[bf16Index(x[i])];
+}
+
+/// The f32 stage of gelu's gradient (dy, x): dy * f'(x), f' from the table
+/// where the block's x are all bf16 values.
+template <class Fn>
+void tabulatedGradStage(const void *a, const void *b, void *out, int64_t n,
+                        const FunctorBytes &fn) {
+  auto t = fn.get<Bf16Tabulated<Fn>>();
+  const float *dy = static_cast<const float *>(a), *x = static_cast<const float *>(b);
+  if (!allBf16Values(x, n)) {
+    FunctorBytes plain;
+    plain.set(GradOf<Fn>{t.fn});
+    return binaryStage<DType::F32, GradOf<Fn>>(a, b, out, n, plain);
+  }
+  const float *derivatives = t.tables->derivatives.data();
+  float *dx = static_cast<float *>(out);
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * derivatives[bf16Index(x[i])];
+}
+
 /// Where a stage's operand comes from: the previous stage's block, or an
 /// input of the fused kernel (an operand from outside the chain).
 constexpr int kPrevious = -1;
@@ -85,7 +133,16 @@ template <class Fn> void sameDTypeUnaryWith(DType t, Stage &st, const Fn &f) {
 }
 
 template <class Fn> void sameDTypeUnary(const Node &n, DType t, Stage &st) {
-  withElementFn<Fn>(n, [&](auto f) { sameDTypeUnaryWith(t, st, f); });
+  withElementFn<Fn>(n, [&](auto f) {
+    using F = decltype(f);
+    if constexpr (TabulatesHalves<F>)
+      if (t == DType::F32) {
+        st.functor.set(Bf16Tabulated<F>{&bf16ValueTables(f), f});
+        st.fn = &tabulatedUnaryStage<F>;
+        return;
+      }
+    sameDTypeUnaryWith(t, st, f);
+  });
 }
 
 template <class Fn> void sameDTypeBinaryWith(DType t, Stage &st, const Fn &f) {
@@ -100,7 +157,16 @@ template <class Fn> void sameDTypeBinary(const Node &n, DType t, Stage &st) {
 }
 
 template <class Fn> void sameDTypeGrad(const Node &n, DType t, Stage &st) {
-  withElementFn<Fn>(n, [&](auto f) { sameDTypeBinaryWith(t, st, GradOf<decltype(f)>{f}); });
+  withElementFn<Fn>(n, [&](auto f) {
+    using F = decltype(f);
+    if constexpr (TabulatesHalves<F>)
+      if (t == DType::F32) {
+        st.functor.set(Bf16Tabulated<F>{&bf16ValueTables(f), f});
+        st.fn = &tabulatedGradStage<F>;
+        return;
+      }
+    sameDTypeBinaryWith(t, st, GradOf<F>{f});
+  });
 }
 
 StageFn castStage(DType from, DType to) {

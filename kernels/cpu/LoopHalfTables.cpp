@@ -16,8 +16,13 @@
 // and kept for the process (128 KiB for a forward, 256 KiB for a gradient,
 // one per functor state and dtype), shared by every node that uses it.
 //
+// The f32 tables of HalfTables.h (f and f' at every bf16 value, 512 KiB per
+// functor state) serve fused f32 chains whose inputs are bf16 values
+// (LoopFused.cpp).
+//
 //===----------------------------------------------------------------------===//
 #include "kernels/Pointwise.h"
+#include "kernels/cpu/HalfTables.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
 
@@ -73,6 +78,16 @@ template <DType D, class Fn> const DerivativeTable &derivativeTable(const Fn &f)
   return cachedTable<DerivativeTable, D>(f, [](const Fn &fn, DerivativeTable &table) {
     for (int bits = 0; bits < kHalfValues; ++bits)
       table[bits] = fn.derivative(halfValue<D>(static_cast<uint16_t>(bits)));
+  });
+}
+
+template <class Fn> const Bf16ValueTables &valueTables(const Fn &f) {
+  return cachedTable<Bf16ValueTables, DType::F32>(f, [](const Fn &fn, Bf16ValueTables &t) {
+    for (int bits = 0; bits < kHalfValues; ++bits) {
+      float x = halfValue<DType::BF16>(static_cast<uint16_t>(bits));
+      t.values[bits] = fn(x);
+      t.derivatives[bits] = fn.derivative(x);
+    }
   });
 }
 
@@ -153,9 +168,12 @@ template <class Fn> std::unique_ptr<NodeKernel> prepareHalfTableGrad(const Node 
   });
 }
 
+template <class Fn> const Bf16ValueTables &bf16ValueTables(const Fn &f) { return valueTables(f); }
+
 #define AMPC_HALF_TABLE(Fn)                                                                        \
   template std::unique_ptr<NodeKernel> prepareHalfTableUnary<Fn>(const Node &, const Fn &);        \
-  template std::unique_ptr<NodeKernel> prepareHalfTableGrad<Fn>(const Node &, const Fn &);
+  template std::unique_ptr<NodeKernel> prepareHalfTableGrad<Fn>(const Node &, const Fn &);         \
+  template const Bf16ValueTables &bf16ValueTables<Fn>(const Fn &);
 AMPC_HALF_TABLE(GeluFn)
 AMPC_HALF_TABLE(GeluErfFn)
 #undef AMPC_HALF_TABLE

@@ -186,6 +186,48 @@ TEST(CpuFusion, GeluGradMulChainIsBitExact) {
       }
 }
 
+TEST(CpuFusion, F32GeluOfBf16ValuesReadsTablesWithTheSameBits) {
+  // O1's gelu: a linear layer's bf16 result cast up, gelu in f32, cast down;
+  // the backward: dy cast up, gelu_grad(dy, x) with x the cast-up f32, cast
+  // down. Where a block's x are all bf16 values (every bf16 pattern here)
+  // the fused stages read tables (kernels/cpu/HalfTables.h); with x of
+  // other f32 values they compute. Either way: the unfused loops' bits.
+  for (const char *approximate : {"none", "tanh"})
+    for (bool bf16Values : {true, false}) {
+      SCOPED_TRACE(std::string(approximate) + (bf16Values ? " bf16 values" : " f32 values"));
+      int64_t n = 65536 + 4096 + 77;
+      Graph g("fusion");
+      DiagnosticEngine diag;
+      Value *xb = g.addInput("xb", TensorType(DType::BF16, {n}));
+      Value *dyb = g.addInput("dyb", TensorType(DType::BF16, {n}));
+      Value *x = g.addInput("x", TensorType(DType::F32, {n}));
+      Node *up = buildNode(g, op("cast"), {xb}, {{"to", Attribute(DType::F32)}}, {}, diag);
+      Node *gelu =
+          buildNode(g, op("gelu"), {up->result()}, {{"approximate", approximate}}, {}, diag);
+      Node *down =
+          buildNode(g, op("cast"), {gelu->result()}, {{"to", Attribute(DType::BF16)}}, {}, diag);
+      Node *dyUp = buildNode(g, op("cast"), {dyb}, {{"to", Attribute(DType::F32)}}, {}, diag);
+      Node *grad = buildNode(g, op("gelu_grad"), {dyUp->result(), x},
+                             {{"approximate", approximate}}, {}, diag);
+      Node *gradDown =
+          buildNode(g, op("cast"), {grad->result()}, {{"to", Attribute(DType::BF16)}}, {}, diag);
+      ASSERT_TRUE(down && gradDown) << diag.diagnostics()[0].str();
+      g.addOutput(down->result());
+      g.addOutput(gradDown->result());
+      Bytes patterns(xb->type().sizeInBytes()), xBytes(x->type().sizeInBytes());
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t bits = static_cast<uint16_t>(i * 40503 & 0xffff);
+        std::memcpy(patterns.data() + 2 * i, &bits, 2);
+        uint32_t wide = uint32_t(static_cast<uint16_t>(i & 0xffff)) << 16;
+        std::memcpy(xBytes.data() + 4 * i, &wide, 4);
+      }
+      if (!bf16Values)
+        xBytes = mixedValues(x->type(), 7);
+      std::vector<Bytes> inputs = {patterns, mixedValues(dyb->type(), 6), xBytes};
+      EXPECT_EQ(expectSameBits(g, inputs), 2u);
+    }
+}
+
 TEST(CpuFusion, UnaryMathChainIsBitExact) {
   // clamp, pow (attributes: each stage keeps its own functor state), sqrt,
   // erf, exp and their gradients in one chain.

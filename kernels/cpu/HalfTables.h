@@ -5,7 +5,7 @@
 // is a bf16 value, so f(x) and f'(x) can be read from tables of all 65536
 // bf16 values in f32, built by the same scalar functions, with the bits the
 // f32 loops compute. A block takes the tables only when all its elements
-// are bf16 values (allBf16Values), and computes otherwise.
+// are bf16 values and none is a NaN (allBf16Values), and computes otherwise.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_KERNELS_CPU_HALFTABLES_H
@@ -27,16 +27,21 @@ struct Bf16ValueTables {
 /// kTabulateHalves.
 template <class Fn> const Bf16ValueTables &bf16ValueTables(const Fn &f);
 
-/// Whether each of the n floats is a bf16 value (its low 16 bits zero).
+/// Whether each of the n floats is a bf16 value (its low 16 bits zero) and
+/// none is a NaN: a NaN's sign and payload after gelu depend on the order
+/// the compiler gives the operations, in the scalar code that built the
+/// tables as in the vector loops, so a block with one computes it (and
+/// keeps the loop's bits).
 inline bool allBf16Values(const float *x, int64_t n) {
-  uint32_t low = 0;
-#pragma omp simd reduction(| : low)
+  uint32_t low = 0, nan = 0;
+#pragma omp simd reduction(| : low, nan)
   for (int64_t i = 0; i < n; ++i) {
     uint32_t bits;
     std::memcpy(&bits, x + i, 4);
     low |= bits & 0xffffu;
+    nan |= (bits & 0x7fffffffu) > 0x7f800000u;
   }
-  return low == 0;
+  return low == 0 && nan == 0;
 }
 
 /// The bf16 whose value the float x is (allBf16Values), as a table index.

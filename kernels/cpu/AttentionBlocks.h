@@ -50,6 +50,9 @@ struct AttentionPlan {
   int64_t blockRows = 0; ///< query rows per block
   bool causal = false;
   float scale = 1;
+  /// Least work units per thread: forward units are blocks of query rows,
+  /// backward units whole slices (planAttention, from kGrainFlops).
+  int64_t forwardGrain = 1, backwardGrain = 1;
 
   int64_t blocks() const { return (queryLen + blockRows - 1) / blockRows; }
   int64_t keysPadded() const { return padded(keyLen); }

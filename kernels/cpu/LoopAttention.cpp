@@ -280,32 +280,30 @@ template <DType D> void attentionForward(const KernelArgs &args, const Attention
   const void *qData = args.in(0).data, *kData = args.in(1).data, *vData = args.in(2).data;
   void *yData = args.out().data;
   int64_t blocks = plan.blocks();
-  double unitFlops =
-      2.0 * double(plan.blockRows) * double(plan.keyLen) * double(plan.headSize + plan.valueSize);
-  int64_t grain = std::max<int64_t>(1, int64_t(kGrainFlops / std::max(unitFlops, 1.0)));
-  parallelFor(plan.slices * blocks, grain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
-    int64_t sq = plan.queryLen, sk = plan.keyLen, d = plan.headSize, dv = plan.valueSize;
-    int64_t skp = plan.keysPadded(), dp = plan.headPadded(), dvp = plan.valuePadded();
-    int64_t br = plan.blockRows;
-    float *keysT = threadScratch(d * skp + sk * dvp + br * (dp + skp + dvp) + d);
-    float *values = keysT + d * skp, *q = values + sk * dvp, *probs = q + br * dp;
-    float *y = probs + br * skp, *rowBuffer = y + br * dvp;
-    int64_t loadedSlice = -1;
-    for (int64_t unit = begin; unit < end; ++unit) {
-      int64_t slice = unit / blocks, row0 = unit % blocks * br;
-      BlockRanges block{&plan, row0, std::min(br, sq - row0)};
-      if (slice != loadedSlice) {
-        widenTransposed<D>(kData, plan.rowsAt(slice, 0, sk, d), sk, d, keysT, skp, rowBuffer);
-        widenRows<D>(vData, plan.rowsAt(slice, 0, sk, dv), sk, dv, values, dvp);
-        loadedSlice = slice;
-      }
-      widenRows<D>(qData, plan.rowsAt(slice, row0, sq, d), block.rows, d, q, dp);
-      blockProbabilities(block, q, keysT, probs);
-      gemm({probs, skp, 1}, values, dvp, block.rows, y, dvp, false, block.keysOfQuery(),
-           BlockRanges::columns(dvp));
-      narrowRows<D>(y, dvp, block.rows, dv, yData, plan.rowsAt(slice, row0, sq, dv));
-    }
-  });
+  parallelFor(
+      plan.slices * blocks, plan.forwardGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+        int64_t sq = plan.queryLen, sk = plan.keyLen, d = plan.headSize, dv = plan.valueSize;
+        int64_t skp = plan.keysPadded(), dp = plan.headPadded(), dvp = plan.valuePadded();
+        int64_t br = plan.blockRows;
+        float *keysT = threadScratch(d * skp + sk * dvp + br * (dp + skp + dvp) + d);
+        float *values = keysT + d * skp, *q = values + sk * dvp, *probs = q + br * dp;
+        float *y = probs + br * skp, *rowBuffer = y + br * dvp;
+        int64_t loadedSlice = -1;
+        for (int64_t unit = begin; unit < end; ++unit) {
+          int64_t slice = unit / blocks, row0 = unit % blocks * br;
+          BlockRanges block{&plan, row0, std::min(br, sq - row0)};
+          if (slice != loadedSlice) {
+            widenTransposed<D>(kData, plan.rowsAt(slice, 0, sk, d), sk, d, keysT, skp, rowBuffer);
+            widenRows<D>(vData, plan.rowsAt(slice, 0, sk, dv), sk, dv, values, dvp);
+            loadedSlice = slice;
+          }
+          widenRows<D>(qData, plan.rowsAt(slice, row0, sq, d), block.rows, d, q, dp);
+          blockProbabilities(block, q, keysT, probs);
+          gemm({probs, skp, 1}, values, dvp, block.rows, y, dvp, false, block.keysOfQuery(),
+               BlockRanges::columns(dvp));
+          narrowRows<D>(y, dvp, block.rows, dv, yData, plan.rowsAt(slice, row0, sq, dv));
+        }
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -320,10 +318,7 @@ template <DType D> void attentionBackward(const KernelArgs &args, const Attentio
   const void *dOutData = args.in(0).data, *qData = args.in(1).data, *kData = args.in(2).data,
              *vData = args.in(3).data;
   void *dqData = args.out(0).data, *dkData = args.out(1).data, *dvData = args.out(2).data;
-  double sliceFlops =
-      6.0 * double(plan.queryLen) * double(plan.keyLen) * double(plan.headSize + plan.valueSize);
-  int64_t grain = std::max<int64_t>(1, int64_t(kGrainFlops / std::max(sliceFlops, 1.0)));
-  parallelFor(plan.slices, grain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+  parallelFor(plan.slices, plan.backwardGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
     int64_t sq = plan.queryLen, sk = plan.keyLen, d = plan.headSize, dv = plan.valueSize;
     int64_t skp = plan.keysPadded(), dp = plan.headPadded(), dvp = plan.valuePadded();
     int64_t br = plan.blockRows;
@@ -413,6 +408,12 @@ std::optional<AttentionPlan> planAttention(const Node &n, unsigned first, bool c
   int64_t rows = kBlockScores / plan.keysPadded();
   rows = std::clamp<int64_t>(rows / kTileRows * kTileRows, kTileRows, kMaxBlockRows);
   plan.blockRows = std::min(rows, plan.queryLen);
+  double unitFlops =
+      2.0 * double(plan.blockRows) * double(plan.keyLen) * double(plan.headSize + plan.valueSize);
+  double sliceFlops =
+      6.0 * double(plan.queryLen) * double(plan.keyLen) * double(plan.headSize + plan.valueSize);
+  plan.forwardGrain = std::max<int64_t>(1, int64_t(kGrainFlops / std::max(unitFlops, 1.0)));
+  plan.backwardGrain = std::max<int64_t>(1, int64_t(kGrainFlops / std::max(sliceFlops, 1.0)));
   return plan;
 }
 

@@ -375,22 +375,16 @@ bool usesBf16DotProducts(const AttentionPlan &plan) {
 }
 
 void attentionForwardBf16Dot(const KernelArgs &args, const AttentionPlan &plan) {
-  double unitFlops =
-      2.0 * double(plan.blockRows) * double(plan.keyLen) * double(plan.headSize + plan.valueSize);
-  int64_t grain = std::max<int64_t>(1, int64_t(kGrainFlops / std::max(unitFlops, 1.0)));
   const KernelArgs *a = &args;
   const AttentionPlan *p = &plan;
-  parallelFor(plan.slices * plan.blocks(), grain,
+  parallelFor(plan.slices * plan.blocks(), plan.forwardGrain,
               [=](int64_t begin, int64_t end) { forwardUnits(*a, *p, begin, end); });
 }
 
 void attentionBackwardBf16Dot(const KernelArgs &args, const AttentionPlan &plan) {
-  double sliceFlops =
-      6.0 * double(plan.queryLen) * double(plan.keyLen) * double(plan.headSize + plan.valueSize);
-  int64_t grain = std::max<int64_t>(1, int64_t(kGrainFlops / std::max(sliceFlops, 1.0)));
   const KernelArgs *a = &args;
   const AttentionPlan *p = &plan;
-  parallelFor(plan.slices, grain,
+  parallelFor(plan.slices, plan.backwardGrain,
               [=](int64_t begin, int64_t end) { backwardSlices(*a, *p, begin, end); });
 }
 

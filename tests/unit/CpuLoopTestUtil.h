@@ -18,6 +18,7 @@
 
 #include <omp.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -131,20 +132,25 @@ inline std::string describe(const std::string &op, const std::vector<Operand> &o
 }
 
 /// Index of the first element whose bits differ between two outputs of
-/// type t, or -1.
-inline int64_t firstDifference(const TensorType &t, const Bytes &a, const Bytes &b) {
+/// type t, or -1. With `anyNaN`, two NaNs match whatever their bits.
+inline int64_t firstDifference(const TensorType &t, const Bytes &a, const Bytes &b,
+                               bool anyNaN = false) {
   size_t size = dtypeSize(t.dtype());
   for (int64_t i = 0; i < t.numElements(); ++i)
-    if (std::memcmp(a.data() + i * size, b.data() + i * size, size) != 0)
+    if (std::memcmp(a.data() + i * size, b.data() + i * size, size) != 0 &&
+        !(anyNaN && std::isnan(kernels::loadAsDouble(t.dtype(), a.data(), i)) &&
+          std::isnan(kernels::loadAsDouble(t.dtype(), b.data(), i))))
       return i;
   return -1;
 }
 
 /// The loop kernel's results and stateUnchanged report must be the
 /// reference kernel's, bit for bit, with the wide and the baseline vector
-/// copies and on all, 1 and 3 threads.
+/// copies and on all, 1 and 3 threads. `anyNaN`: a NaN may be another NaN
+/// (which operand's NaN a product passes on is the compiler's choice).
 inline void expectBitIdentical(const std::string &op, const std::vector<Operand> &operands,
-                               AttrMap attrs = {}, uint64_t step = 0, uint64_t runSeed = 0) {
+                               AttrMap attrs = {}, uint64_t step = 0, uint64_t runSeed = 0,
+                               bool anyNaN = false) {
   SCOPED_TRACE(describe(op, operands) + " at step " + std::to_string(step));
   OneLoopNode one(op, operands, std::move(attrs));
   ASSERT_TRUE(one.node) << one.error;
@@ -166,7 +172,7 @@ inline void expectBitIdentical(const std::string &op, const std::vector<Operand>
       EXPECT_EQ(got.stateUnchanged, expected.stateUnchanged);
       for (unsigned r = 0; r < one.node->numResults(); ++r) {
         const TensorType &type = one.node->result(r)->type();
-        int64_t i = firstDifference(type, got.outputs[r], expected.outputs[r]);
+        int64_t i = firstDifference(type, got.outputs[r], expected.outputs[r], anyNaN);
         ASSERT_EQ(i, -1) << "result " << r << " element " << i << ": "
                          << kernels::loadAsDouble(type.dtype(), got.outputs[r].data(), i) << " vs "
                          << kernels::loadAsDouble(type.dtype(), expected.outputs[r].data(), i);

@@ -42,13 +42,6 @@ std::unique_ptr<Backend> cudaBackend() {
   return b;
 }
 
-/// |a - b| <= tol * max(1, |b|), NaN matching NaN.
-bool close(double a, double b, double tol) {
-  if (std::isnan(a) || std::isnan(b))
-    return std::isnan(a) && std::isnan(b);
-  return std::fabs(a - b) <= tol * std::max(1.0, std::fabs(b));
-}
-
 double tolerance(DType t) {
   switch (t) {
   case DType::F64:
@@ -318,7 +311,7 @@ TEST_P(CudaOpEquivalence, EveryOpMatchesTheReference) {
       double tol = tolerance(want.types[r]) * c.toleranceFactor;
       unsigned bad = 0;
       for (size_t e = 0; e < want.values[r].size(); ++e)
-        if (!close(got.values[r][e], want.values[r][e], tol) && bad++ < 5)
+        if (!closeWithin(got.values[r][e], want.values[r][e], tol) && bad++ < 5)
           ADD_FAILURE() << "result " << r << " element " << e << ": cuda " << got.values[r][e]
                         << ", reference " << want.values[r][e] << " (tolerance " << tol << ")";
     }
@@ -475,7 +468,7 @@ TEST(CudaTestHarness, OpCasesBuildAndRunThroughTheDevicePaths) {
       EXPECT_EQ(want.types, got.types);
       for (size_t r = 0; r < want.values.size(); ++r)
         for (size_t e = 0; e < want.values[r].size(); ++e)
-          ASSERT_TRUE(close(got.values[r][e], want.values[r][e], 0))
+          ASSERT_TRUE(closeWithin(got.values[r][e], want.values[r][e], 0))
               << "result " << r << "[" << e << "]";
     }
 }

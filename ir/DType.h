@@ -2,6 +2,7 @@
 #ifndef AMPC_IR_DTYPE_H
 #define AMPC_IR_DTYPE_H
 
+#include "llvm/ADT/DenseMapInfo.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -26,5 +27,14 @@ bool isHalfType(DType t);
 bool isIntegral(DType t);
 
 } // namespace ampc
+
+/// DType as a DenseMap key (LLVM 14 has no DenseMapInfo for enums): side
+/// tables keyed by (value, dtype) such as the casts a pass has made.
+template <> struct llvm::DenseMapInfo<ampc::DType> {
+  static ampc::DType getEmptyKey() { return static_cast<ampc::DType>(0xFF); }
+  static ampc::DType getTombstoneKey() { return static_cast<ampc::DType>(0xFE); }
+  static unsigned getHashValue(ampc::DType t) { return static_cast<unsigned>(t) * 37U; }
+  static bool isEqual(ampc::DType a, ampc::DType b) { return a == b; }
+};
 
 #endif

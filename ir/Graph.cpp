@@ -216,43 +216,55 @@ Graph::~Graph() {
 
 void DestroyInArena::operator()(Value *v) const { v->~Value(); }
 
-llvm::StringRef Graph::keepName(llvm::StringRef name) {
-  if (name.empty())
-    return {};
-  char *chars = arena_.Allocate<char>(name.size());
-  std::copy(name.begin(), name.end(), chars);
-  return {chars, name.size()};
+ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t) {
+  void *memory = valueArena_.Allocate<Value>();
+  return ArenaValuePtr(new (memory) Value(k, std::move(t), nextId_++));
 }
 
-ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t, llvm::StringRef name) {
-  void *memory = arena_.Allocate<Value>();
-  return ArenaValuePtr(new (memory) Value(k, std::move(t), keepName(name), nextId_++));
+void Graph::claimName(Value *v, llvm::StringRef name) {
+  // One probe of the table both checks and inserts. The value's name is the
+  // entry's own key: the chars are kept once, and an erased entry's memory
+  // stays in the table's arena (its Deallocate is a no-op), so a StringRef
+  // to an old name never dangles.
+  auto [entry, inserted] = names_.try_emplace(name, v);
+  assert(inserted && "value name already used");
+  (void)inserted;
+  v->name_ = entry->first();
 }
 
-Value *Graph::registerValue(ArenaValuePtr v) {
+void Graph::claimFreshName(Value *v) {
+  while (true) {
+    auto [entry, inserted] = names_.try_emplace(std::to_string(nextFreshName_++), v);
+    if (inserted) {
+      v->name_ = entry->first();
+      return;
+    }
+  }
+}
+
+Value *Graph::registerValue(ArenaValuePtr v, llvm::StringRef name) {
   Value *raw = v.get();
-  assert(isNameFree(raw->name()) && "value name already used");
-  names_[raw->name()] = raw;
+  claimName(raw, name);
   declared_.push_back(std::move(v));
   return raw;
 }
 
 Value *Graph::addInput(llvm::StringRef name, TensorType type, Location loc) {
-  auto v = makeValue(ValueKind::Input, std::move(type), name);
+  auto v = makeValue(ValueKind::Input, std::move(type));
   v->declaration().loc = std::move(loc);
-  Value *raw = registerValue(std::move(v));
+  Value *raw = registerValue(std::move(v), name);
   inputs_.push_back(raw);
   return raw;
 }
 
 Value *Graph::addState(llvm::StringRef name, TensorType type, StateKind kind, InitSpec init,
                        Location loc) {
-  auto v = makeValue(ValueKind::State, std::move(type), name);
+  auto v = makeValue(ValueKind::State, std::move(type));
   Value::Declaration &decl = v->declaration();
   decl.stateKind = kind;
   decl.init = std::move(init);
   decl.loc = std::move(loc);
-  Value *raw = registerValue(std::move(v));
+  Value *raw = registerValue(std::move(v), name);
   state_.push_back(raw);
   return raw;
 }
@@ -289,18 +301,17 @@ Value *Graph::lookup(llvm::StringRef name) const {
 }
 
 void Graph::renameValue(Value *v, llvm::StringRef newName) {
-  assert(lookup(v->name()) == v && "renaming a value of another graph");
-  assert(isNameFree(newName) && "new name already used");
-  names_.erase(v->name());
-  v->name_ = keepName(newName);
-  names_[v->name_] = v;
+  auto entry = names_.find(v->name());
+  assert(entry != names_.end() && entry->second == v && "renaming a value of another graph");
+  names_.erase(entry);
+  claimName(v, newName); // asserts that newName is free
 }
 
 Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, AttrMap attrs,
                         llvm::ArrayRef<TensorType> resultTypes, llvm::ArrayRef<std::string> names,
                         Location loc, Node *before) {
   assert((names.empty() || names.size() == resultTypes.size()) && "one name per result");
-  Node *n = new (arena_.Allocate<Node>()) Node(this, &op, nextId_++);
+  Node *n = new (nodeArena_.Allocate<Node>()) Node(this, &op, nextId_++);
   n->operands_.resize(operands.size(), nullptr);
   n->useSlots_.resize(operands.size(), 0);
   for (unsigned i = 0; i < operands.size(); ++i)
@@ -308,12 +319,13 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
   n->attrs_ = std::move(attrs);
   n->loc_ = std::move(loc);
   for (unsigned i = 0; i < resultTypes.size(); ++i) {
-    std::string name = names.empty() || names[i].empty() ? freshName() : names[i];
-    ArenaValuePtr v = makeValue(ValueKind::Result, resultTypes[i], name);
+    ArenaValuePtr v = makeValue(ValueKind::Result, resultTypes[i]);
     v->def_ = n;
     v->resultIndex_ = i;
-    assert(isNameFree(v->name()) && "value name already used");
-    names_[v->name()] = v.get();
+    if (names.empty() || names[i].empty())
+      claimFreshName(v.get());
+    else
+      claimName(v.get(), names[i]);
     n->results_.push_back(std::move(v));
   }
   if (before)
@@ -326,12 +338,13 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
 
 Value *Graph::addResult(Node *n, TensorType type, llvm::StringRef name) {
   assert(n->graph_ == this && "a node of another graph");
-  std::string resultName = name.empty() ? freshName() : name.str();
-  ArenaValuePtr v = makeValue(ValueKind::Result, std::move(type), resultName);
+  ArenaValuePtr v = makeValue(ValueKind::Result, std::move(type));
   v->def_ = n;
   v->resultIndex_ = n->results_.size();
-  assert(isNameFree(v->name()) && "value name already used");
-  names_[v->name()] = v.get();
+  if (name.empty())
+    claimFreshName(v.get());
+  else
+    claimName(v.get(), name);
   n->results_.push_back(std::move(v));
   return n->results_.back().get();
 }

@@ -6,8 +6,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
-#include <map>
-
 namespace ampc {
 
 bool isLosslessCast(DType from, DType to) {
@@ -46,7 +44,9 @@ public:
       if (n.kind() == OpKind::Cast)
         casts.push_back(&n);
     // In execution order, so a cast's input cast is already in final form.
-    std::map<std::pair<const Value *, DType>, Value *> firstCast;
+    // Hashed, not a tree: a big graph's tree lookups each miss the caches
+    // at every level.
+    llvm::DenseMap<std::pair<const Value *, DType>, Value *> firstCast;
     for (Node *cast : casts) {
       Value *in = cast->operand(0);
       DType to = attrs::Cast(*cast).to();

@@ -129,6 +129,52 @@ TEST(Graph, NamesOutliveTheStringsTheyWereMadeFrom) {
   EXPECT_TRUE(g.isNameFree(std::string(40, 'x')));
 }
 
+TEST(Graph, FreshNamesSkipTakenOnesAndOldNamesStayReadable) {
+  Graph g;
+  DiagnosticEngine diag;
+  // A user's value already holds the next numeric name: the fresh name
+  // skips it, in the one probe of the name table that also claims it.
+  Value *x = g.addInput("0", TensorType(DType::F32, {2}));
+  Node *r = buildNode(g, op("relu"), {x}, {}, {}, diag);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->result()->name(), "1");
+  EXPECT_EQ(g.lookup("1"), r->result());
+  Value *extra = g.addResult(r, TensorType(DType::F32, {2}), "");
+  EXPECT_EQ(extra->name(), "2");
+  // A name read before a rename stays readable after it (the name table's
+  // memory goes only with the graph), and the old name is free again.
+  llvm::StringRef before = r->result()->name();
+  g.renameValue(r->result(), "renamed");
+  EXPECT_EQ(before, "1");
+  EXPECT_TRUE(g.isNameFree("1"));
+  EXPECT_EQ(g.lookup("renamed"), r->result());
+  Node *again = buildNode(g, op("relu"), {x}, {}, {}, diag, {"1"});
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(g.lookup("1"), again->result());
+}
+
+TEST(Graph, NodesMadeInTurnLieInTurnInMemory) {
+  // Passes walk the node list; nodes made one after another sit one after
+  // another in their arena, apart from the values they make.
+  Graph g;
+  DiagnosticEngine diag;
+  Value *v = g.addInput("x", TensorType(DType::F32, {2}));
+  std::vector<const Node *> made;
+  for (int i = 0; i < 64; ++i) {
+    Node *n = buildNode(g, op("relu"), {v}, {}, {}, diag);
+    ASSERT_NE(n, nullptr);
+    made.push_back(n);
+    v = n->result();
+  }
+  size_t adjacent = 0;
+  for (size_t i = 1; i < made.size(); ++i)
+    adjacent += reinterpret_cast<uintptr_t>(made[i]) - reinterpret_cast<uintptr_t>(made[i - 1]) ==
+                sizeof(Node);
+  // Each new slab of the arena (4 KiB at first) breaks the run once.
+  size_t slabs = made.size() * sizeof(Node) / 4096 + 1;
+  EXPECT_GE(adjacent, made.size() - 1 - slabs);
+}
+
 TEST(Graph, TensorTypeSizes) {
   TensorType t(DType::BF16, {2, 3, 4});
   EXPECT_EQ(t.numElements(), 24);

@@ -157,7 +157,7 @@ Node::~Node() {
       operands_[i]->removeUse(this, i);
   if (graph_)
     for (auto &r : results_)
-      graph_->forgetName(r->name());
+      graph_->forgetName(r.get());
 }
 
 void Node::setOperand(unsigned i, Value *v) {
@@ -221,11 +221,16 @@ ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t) {
   return ArenaValuePtr(new (memory) Value(k, std::move(t), nextId_++));
 }
 
+void Graph::forgetName(const Value *v) {
+  auto entry = names_.find(v->name());
+  if (entry != names_.end() && entry->second == v)
+    unlinkName(*entry);
+}
+
 void Graph::claimName(Value *v, llvm::StringRef name) {
   // One probe of the table both checks and inserts. The value's name is the
-  // entry's own key: the chars are kept once, and an erased entry's memory
-  // stays in the table's arena (its Deallocate is a no-op), so a StringRef
-  // to an old name never dangles.
+  // entry's own key, so the chars are kept once; entries are unlinked, never
+  // destroyed, while the graph lives (unlinkName).
   auto [entry, inserted] = names_.try_emplace(name, v);
   assert(inserted && "value name already used");
   (void)inserted;
@@ -303,7 +308,7 @@ Value *Graph::lookup(llvm::StringRef name) const {
 void Graph::renameValue(Value *v, llvm::StringRef newName) {
   auto entry = names_.find(v->name());
   assert(entry != names_.end() && entry->second == v && "renaming a value of another graph");
-  names_.erase(entry);
+  unlinkName(*entry);
   claimName(v, newName); // asserts that newName is free
 }
 
@@ -363,9 +368,7 @@ void Graph::eraseNode(Node *n) {
   for (auto &r : n->results_) {
     assert(!r->hasUses() && "erasing a node whose results are still used");
     // The name goes with the value, so it can be reused.
-    auto it = names_.find(r->name());
-    if (it != names_.end() && it->second == r.get())
-      names_.erase(it);
+    forgetName(r.get());
   }
   nodes_.erase(n->getIterator());
   --nodeCount_;

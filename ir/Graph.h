@@ -354,7 +354,14 @@ private:
   uint64_t nextFreshName_ = 0;
 
   friend class Node;
-  void forgetName(llvm::StringRef n) { names_.erase(n); }
+  /// Frees v's name if v holds it.
+  void forgetName(const Value *v);
+  /// Unlinks a name's entry from the table without destroying it, so that
+  /// the value's name (the entry's key) stays readable: a StringRef to a
+  /// name read before a rename or an erase never dangles, and nothing is
+  /// handed back to the arena (whose Deallocate would poison it under
+  /// AddressSanitizer). The memory goes with the graph.
+  void unlinkName(llvm::StringMapEntry<Value *> &entry) { names_.remove(&entry); }
 };
 
 } // namespace ampc

@@ -365,11 +365,9 @@ void Graph::moveNode(Node *n, Node *before) {
 }
 
 void Graph::eraseNode(Node *n) {
-  for (auto &r : n->results_) {
+  for (auto &r : n->results_)
     assert(!r->hasUses() && "erasing a node whose results are still used");
-    // The name goes with the value, so it can be reused.
-    forgetName(r.get());
-  }
+  // ~Node frees the results' names, so they can be reused.
   nodes_.erase(n->getIterator());
   --nodeCount_;
 }

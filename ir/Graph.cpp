@@ -312,6 +312,17 @@ void Graph::renameValue(Value *v, llvm::StringRef newName) {
   claimName(v, newName); // asserts that newName is free
 }
 
+void Graph::swapNames(Value *a, Value *b) {
+  // The entries stay; each points at the other value. No name is freed or
+  // claimed, so nothing is probed for but the two names.
+  auto entryA = names_.find(a->name()), entryB = names_.find(b->name());
+  assert(entryA != names_.end() && entryA->second == a && entryB != names_.end() &&
+         entryB->second == b && "swapping the names of values of another graph");
+  entryA->second = b;
+  entryB->second = a;
+  std::swap(a->name_, b->name_);
+}
+
 Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, AttrMap attrs,
                         llvm::ArrayRef<TensorType> resultTypes, llvm::ArrayRef<std::string> names,
                         Location loc, Node *before) {

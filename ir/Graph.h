@@ -288,6 +288,8 @@ public:
   Value *lookup(llvm::StringRef name) const;
   /// Gives v a new name, which must be free.
   void renameValue(Value *v, llvm::StringRef newName);
+  /// Gives a the name of b and b the name of a.
+  void swapNames(Value *a, Value *b);
   bool isNameFree(llvm::StringRef name) const { return !names_.count(name); }
   /// `base` if free, else base_1, base_2, ...
   std::string uniqueName(llvm::StringRef base) const;
@@ -310,6 +312,10 @@ public:
   /// errors about the graph as a whole ("the graph has no loss").
   const Location &loc() const { return loc_; }
   void setLoc(Location loc) { loc_ = std::move(loc); }
+
+  /// One past the largest value or node id so far: the size an IdMap needs
+  /// for every key the graph has now.
+  uint64_t idBound() const { return nextId_; }
 
   /// Fresh numeric value name (used for unnamed results).
   std::string freshName();

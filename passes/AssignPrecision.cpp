@@ -24,12 +24,14 @@
 #include "passes/PrecisionPolicy.h"
 
 #include "ir/Builder.h"
+#include "ir/IdMap.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <array>
+#include <cassert>
 #include <climits>
 
 namespace ampc {
@@ -119,6 +121,10 @@ public:
   PassResult run() {
     for (Node &n : g_.nodes())
       nodes_.push_back(&n);
+    plans_.resize(nodes_.size());
+    planIndex_ = IdMap<Node, uint32_t>(g_.idBound());
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      planIndex_[nodes_[i]] = static_cast<uint32_t>(i + 1);
     for (const Value *v : g_.outputs())
       outputDTypes_.push_back(v->dtype());
     chooseParameterStorage();
@@ -136,6 +142,20 @@ public:
   }
 
 private:
+  /// The plan of a node of the graph as the pass found it.
+  NodePlan &planFor(const Node *n) {
+    assert(planIndex_.lookup(n) && "a node the pass made has no plan");
+    return plans_[planIndex_.lookup(n) - 1];
+  }
+  const NodePlan &planFor(const Node *n) const {
+    return const_cast<PrecisionAssigner *>(this)->planFor(n);
+  }
+  /// Null for a node the pass made.
+  const NodePlan *findPlan(const Node *n) const {
+    uint32_t index = planIndex_.lookup(n);
+    return index ? &plans_[index - 1] : nullptr;
+  }
+
   DType dtypeOf(Label l) const { return l == Label::Half ? policy_.halfType : DType::F32; }
 
   /// A float operand the node's precision decides (not integral indices, not
@@ -193,7 +213,7 @@ private:
   }
 
   bool planNode(Node &n) {
-    NodePlan &plan = plans_[&n];
+    NodePlan &plan = planFor(&n);
     if (n.kind() == OpKind::Cast) {
       plan.kind = NodePlan::Kind::Cast;
       plan.reason = PrecisionReason::Cast;
@@ -290,9 +310,9 @@ private:
   /// The cut-graph node standing for the precision of value v as produced.
   unsigned producerFlowNode(const Value *v) const {
     if (v->isResult()) {
-      auto it = plans_.find(v->definingNode());
-      if (it != plans_.end() && it->second.computeResult[v->resultIndex()]) {
-        const NodePlan &p = it->second;
+      const NodePlan *plan = findPlan(v->definingNode());
+      if (plan && plan->computeResult[v->resultIndex()]) {
+        const NodePlan &p = *plan;
         if (p.kind == NodePlan::Kind::Variable)
           return p.flowNode;
         if (p.kind == NodePlan::Kind::Fixed)
@@ -303,7 +323,7 @@ private:
   }
 
   unsigned consumerFlowNode(const Node *n) const {
-    const NodePlan &p = plans_.find(n)->second;
+    const NodePlan &p = planFor(n);
     if (p.kind == NodePlan::Kind::Variable)
       return p.flowNode;
     return p.label == Label::Half ? MinCut::kSource : MinCut::kSink;
@@ -314,7 +334,7 @@ private:
     MinCut cut;
     bool any = false;
     for (Node *n : nodes_) {
-      NodePlan &p = plans_[n];
+      NodePlan &p = planFor(n);
       if (p.kind == NodePlan::Kind::Variable) {
         p.flowNode = cut.addNode();
         any = true;
@@ -329,15 +349,17 @@ private:
       int64_t elements;
     };
     std::vector<Edge> edges;
-    llvm::DenseMap<const Value *, unsigned> edgeOf;
+    IdMap<Value, unsigned> edgeOf(g_.idBound()); // edge index + 1
     auto edgeFor = [&](const Value *v) -> Edge & {
-      auto [it, inserted] = edgeOf.try_emplace(v, edges.size());
-      if (inserted)
+      unsigned &index = edgeOf[v];
+      if (!index) {
         edges.push_back({{producerFlowNode(v)}, v->type().numElements()});
-      return edges[it->second];
+        index = static_cast<unsigned>(edges.size());
+      }
+      return edges[index - 1];
     };
     for (Node *n : nodes_) {
-      const NodePlan &p = plans_[n];
+      const NodePlan &p = planFor(n);
       if (p.kind != NodePlan::Kind::Fixed && p.kind != NodePlan::Kind::Variable)
         continue;
       for (unsigned i = 0; i < n->numOperands(); ++i)
@@ -381,7 +403,7 @@ private:
     }
     // A promote op in half needs every input in half.
     for (Node *n : nodes_) {
-      const NodePlan &p = plans_[n];
+      const NodePlan &p = planFor(n);
       if (p.kind != NodePlan::Kind::Variable || !p.promote)
         continue;
       for (unsigned i = 0; i < n->numOperands(); ++i)
@@ -391,13 +413,13 @@ private:
 
     std::vector<bool> fp32Side = cut.sinkSide();
     for (Node *n : nodes_) {
-      NodePlan &p = plans_[n];
+      NodePlan &p = planFor(n);
       if (p.kind == NodePlan::Kind::Variable)
         p.label = fp32Side[p.flowNode] ? Label::Fp32 : Label::Half;
     }
     // Explained against the producers as they were, before casts go in.
     for (Node *n : nodes_) {
-      NodePlan &p = plans_[n];
+      NodePlan &p = planFor(n);
       if (p.kind == NodePlan::Kind::Variable)
         p.detail = variableDetail(*n, p);
     }
@@ -406,10 +428,10 @@ private:
   /// The label of the value v as its producer leaves it (after the solve).
   Label producedLabel(const Value *v) const {
     if (v->isResult()) {
-      auto it = plans_.find(v->definingNode());
-      if (it != plans_.end() && it->second.computeResult[v->resultIndex()] &&
-          (it->second.kind == NodePlan::Kind::Fixed || it->second.kind == NodePlan::Kind::Variable))
-        return it->second.label;
+      const NodePlan *plan = findPlan(v->definingNode());
+      if (plan && plan->computeResult[v->resultIndex()] &&
+          (plan->kind == NodePlan::Kind::Fixed || plan->kind == NodePlan::Kind::Variable))
+        return plan->label;
     }
     return isHalfType(v->dtype()) ? Label::Half : Label::Fp32;
   }
@@ -438,17 +460,17 @@ private:
   /// A cast of v to `to`, shared by every consumer that needs it, placed
   /// before the first of them.
   Value *castOf(Value *v, DType to, Node *before) {
-    auto key = std::make_pair(v, to);
-    if (auto it = casts_.find(key); it != casts_.end())
-      return it->second;
+    Value *&shared = casts_[static_cast<unsigned>(to)][v];
+    if (shared)
+      return shared;
     AttrMap attrs{{"to", Attribute(to)}, {"cacheable", Attribute(v->isState())}};
     std::string name = g_.uniqueName((v->name() + "." + dtypeName(to)).str());
     Node *cast = buildNode(g_, OpRegistry::builtin().get(OpKind::Cast), {v}, std::move(attrs),
                            v->loc(), diag_, {name}, before);
     if (!cast)
       return nullptr;
-    casts_[key] = cast->result();
-    return cast->result();
+    shared = cast->result();
+    return shared;
   }
 
   bool reinfer(Node &n) {
@@ -469,7 +491,7 @@ private:
 
   bool rewrite() {
     for (Node *n : nodes_) {
-      NodePlan &p = plans_[n];
+      NodePlan &p = planFor(n);
       bool decides = p.kind == NodePlan::Kind::Fixed || p.kind == NodePlan::Kind::Variable;
       if (decides) {
         DType target = dtypeOf(p.label);
@@ -558,10 +580,13 @@ private:
   std::vector<DType> outputDTypes_;
   std::vector<Value *> halfParams_;
   llvm::DenseSet<const Value *> keptFp32Params_;
-  llvm::DenseMap<const Node *, NodePlan> plans_;
-  /// A hash map, not a tree: at 200k nodes a tree's lookups chase ~20
-  /// pointers each through memory the caches no longer hold.
-  llvm::DenseMap<std::pair<Value *, DType>, Value *> casts_;
+  /// Per node of nodes_, in the same order; planIndex_ holds a node's
+  /// index + 1 (ir/IdMap.h: tables the walks read in order, not hash tables
+  /// they read at random).
+  std::vector<NodePlan> plans_;
+  IdMap<Node, uint32_t> planIndex_;
+  /// Per target dtype, the shared cast of each value made so far.
+  std::array<IdMap<Value, Value *>, std::size(kAllDTypes)> casts_;
 };
 
 } // namespace

@@ -2,9 +2,8 @@
 #include "passes/Autodiff.h"
 
 #include "ir/GradientBuilder.h"
+#include "ir/IdMap.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace ampc {
@@ -26,7 +25,7 @@ bool differentiableOperand(const Node &n, unsigned i) {
   return spec && !spec->integral && isFloating(n.operand(i)->dtype());
 }
 
-bool isLive(const llvm::DenseSet<const Value *> &outputs, const Node &n) {
+bool isLive(const IdSet<Value> &outputs, const Node &n) {
   for (unsigned r = 0; r < n.numResults(); ++r)
     if (n.result(r)->hasUses() || outputs.count(n.result(r)))
       return true;
@@ -44,7 +43,8 @@ void pruneDeadBackwardNodes(Graph &g) {
       backward.push_back(&n);
   // A set: the outputs hold a gradient per parameter, so a scan per node
   // would be quadratic.
-  llvm::DenseSet<const Value *> outputs(g.outputs().begin(), g.outputs().end());
+  IdSet<Value> outputs(g.idBound());
+  outputs.insertAll(g.outputs());
   for (auto it = backward.rbegin(); it != backward.rend(); ++it)
     if (!isLive(outputs, **it))
       g.eraseNode(*it);
@@ -69,7 +69,7 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
   }
 
   // Forward: which values depend on a trainable parameter.
-  llvm::DenseSet<const Value *> dependsOnParam;
+  IdSet<Value> dependsOnParam(g.idBound());
   for (Value *v : g.state(StateKind::Parameter))
     if (v->trainable())
       dependsOnParam.insert(v);
@@ -89,7 +89,8 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
   }
 
   GradientBuilder gb(g, ctx.diag);
-  llvm::DenseMap<const Value *, Value *> grads;
+  // Keyed by forward values, nearly all of which get a gradient.
+  IdMap<Value, Value *> grads(g.idBound());
   // The seed d(loss)/d(loss) = 1, in the loss's dtype.
   gb.beginNode(*loss->definingNode(), {});
   Value *seed = gb.build1(OpKind::Fill, {},
@@ -156,7 +157,7 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
     return PassResult::Failed;
   }
 
-  llvm::DenseSet<const Value *> claimed; // gradients already named after a parameter
+  IdSet<Value> claimed(g.idBound()); // gradients already named after a parameter
   for (Value *p : g.state(StateKind::Parameter)) {
     Value *grad = grads.lookup(p);
     if (!p->trainable() || !grad)

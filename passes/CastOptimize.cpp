@@ -1,10 +1,11 @@
 //===- CastOptimize.cpp -----------------------------------------------------===//
 #include "passes/CastOptimize.h"
+#include "ir/IdMap.h"
 #include "ir/OpAttrs.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
+
+#include <array>
 
 namespace ampc {
 
@@ -44,9 +45,9 @@ public:
       if (n.kind() == OpKind::Cast)
         casts.push_back(&n);
     // In execution order, so a cast's input cast is already in final form.
-    // Hashed, not a tree: a big graph's tree lookups each miss the caches
-    // at every level.
-    llvm::DenseMap<std::pair<const Value *, DType>, Value *> firstCast;
+    // Per target dtype, by the input's id (ir/IdMap.h): a big graph's hash
+    // or tree lookups each miss the caches.
+    std::array<IdMap<Value, Value *>, std::size(kAllDTypes)> firstCast;
     for (Node *cast : casts) {
       Value *in = cast->operand(0);
       DType to = attrs::Cast(*cast).to();
@@ -63,11 +64,12 @@ public:
         replace(cast, in);
         continue;
       }
-      auto [it, inserted] = firstCast.try_emplace({in, to}, cast->result());
-      if (!inserted) {
-        replace(cast, it->second);
+      Value *&first = firstCast[static_cast<unsigned>(to)][in];
+      if (first) {
+        replace(cast, first);
         continue;
       }
+      first = cast->result();
       bool cacheable = in->isState();
       if (attrs::Cast(*cast).cacheable() != cacheable) {
         cast->setAttr("cacheable", Attribute(cacheable));
@@ -86,6 +88,7 @@ private:
     Value *old = cast->result();
     old->replaceAllUsesWith(with);
     replaced_[old] = with;
+    anyReplaced_ = true;
     changed_ = true;
   }
 
@@ -94,7 +97,7 @@ private:
   /// itself replaced later: it has uses (or is a kept cast), and only casts
   /// whose results are read get replaced after it.
   void replaceInOutputsAndUpdates() {
-    if (replaced_.empty())
+    if (!anyReplaced_)
       return;
     auto resolve = [&](Value *v) {
       Value *with = replaced_.lookup(v);
@@ -113,9 +116,8 @@ private:
   /// Casts nothing reads any more (replaced ones, and inner casts of folded
   /// round trips), users before producers.
   void eraseDeadCasts() {
-    llvm::DenseSet<const Value *> roots;
-    for (const Value *v : g_.outputs())
-      roots.insert(v);
+    IdSet<Value> roots(g_.idBound());
+    roots.insertAll(g_.outputs());
     for (const StateUpdate &u : g_.stateUpdates())
       roots.insert(u.newValue);
     for (auto it = g_.nodes().rbegin(); it != g_.nodes().rend();) {
@@ -128,7 +130,8 @@ private:
   }
 
   Graph &g_;
-  llvm::DenseMap<const Value *, Value *> replaced_;
+  IdMap<Value, Value *> replaced_;
+  bool anyReplaced_ = false;
   bool changed_ = false;
 };
 

@@ -1,14 +1,13 @@
 //===- DeadCodeElimination.cpp ----------------------------------------------===//
 #include "passes/DeadCodeElimination.h"
 
-#include "llvm/ADT/DenseSet.h"
+#include "ir/IdMap.h"
 
 namespace ampc {
 
 PassResult DeadCodeEliminationPass::run(Graph &g, PassContext &) {
-  llvm::DenseSet<const Value *> roots;
-  for (const Value *v : g.outputs())
-    roots.insert(v);
+  IdSet<Value> roots(g.idBound());
+  roots.insertAll(g.outputs());
   for (const StateUpdate &u : g.stateUpdates())
     roots.insert(u.newValue);
 

@@ -7,8 +7,9 @@
 #include "passes/PrecisionPolicy.h"
 
 #include "ir/Builder.h"
+#include "ir/IdMap.h"
 
-#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -103,7 +104,7 @@ bool LossScaleSplicer::scaleSeed(Value *scale) {
 Node *LossScaleSplicer::insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *> grads,
                                            int64_t accumulate) {
   // Right after the last gradient is computed: before anything reads them.
-  llvm::DenseSet<const Node *> producers;
+  IdSet<Node> producers(g_.idBound());
   for (Value *grad : grads)
     if (grad->isResult())
       producers.insert(grad->definingNode());
@@ -125,7 +126,7 @@ Node *LossScaleSplicer::insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *>
   // (conditionOnFinite gives them grad_scale 1 / scale), and the global norm
   // of clipping is unscaled by its clip coefficient. Any other reader would
   // see scaled values, so it is refused.
-  llvm::DenseSet<const Node *> later;
+  IdSet<Node> later(g_.idBound());
   for (Node *n = nextNode(g_, check); n; n = nextNode(g_, n))
     later.insert(n);
   llvm::SmallVector<Node *, 2> norms;
@@ -256,14 +257,14 @@ bool LossScaleSplicer::run() {
 
   // The gradients the updates apply, in update order.
   std::vector<Value *> grads;
-  llvm::DenseSet<const Value *> seenGrads; // a scan of `grads` would be quadratic
+  IdSet<Value> seenGrads(g_.idBound()); // a scan of `grads` would be quadratic
   unsigned gradIndex = *nodes.updates.front()->op().operandIndex("grad");
   int64_t accumulate = attrs::SgdUpdate(*nodes.updates.front()).accumulate();
   for (Node *update : nodes.updates) {
     if (attrs::SgdUpdate(*update).accumulate() != accumulate)
       return error(update->loc(), "the updates disagree on the accumulation count");
     Value *grad = update->operand(gradIndex);
-    if (seenGrads.insert(grad).second)
+    if (seenGrads.insert(grad))
       grads.push_back(grad);
   }
   Node *check = insertUnscaleCheck(scale, grads, accumulate);

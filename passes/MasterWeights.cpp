@@ -185,11 +185,8 @@ PassResult MasterWeightsPass::run(Graph &g, PassContext &ctx) {
       return failed();
     // Result 0 is now the new master; the model weight is the last result.
     Value *newMaster = n->result(0), *newModel = n->result(n->numResults() - 1);
-    std::string modelName = newMaster->name().str();
-    std::string masterNextName = newModel->name().str();
-    g.renameValue(newMaster, g.uniqueName(modelName + ".tmp"));
-    g.renameValue(newModel, modelName);
-    g.renameValue(newMaster, masterNextName);
+    // Each takes the other's name: the model weight keeps its name.
+    g.swapNames(newMaster, newModel);
     // Anything that read the new parameter reads the refreshed model weight.
     newMaster->replaceAllUsesWith(newModel);
     outputSwap[newMaster] = newModel;

@@ -5,9 +5,8 @@
 #include "passes/Autodiff.h"
 
 #include "ir/Builder.h"
+#include "ir/IdMap.h"
 #include "ir/MetaReader.h"
-
-#include "llvm/ADT/DenseSet.h"
 
 #include <optional>
 
@@ -159,7 +158,7 @@ private:
   Value *stepCount_ = nullptr;
   /// Per parameter, the gradient its update applies.
   std::vector<Value *> grads_;
-  llvm::DenseSet<const Value *> consumedGrads_;
+  IdSet<Value> consumedGrads_;
   Value *gradScale_ = nullptr;
   Value *gradNorm_ = nullptr;
 };
@@ -167,7 +166,8 @@ private:
 /// The trainable parameters with a gradient among the outputs, and the
 /// settings from the graph's meta.
 bool OptimizerLowering::readSettings() {
-  llvm::DenseSet<const Value *> outputs(g_.outputs().begin(), g_.outputs().end());
+  IdSet<Value> outputs(g_.idBound());
+  outputs.insertAll(g_.outputs());
   for (Value *p : g_.state(StateKind::Parameter)) {
     if (!p->trainable())
       continue;

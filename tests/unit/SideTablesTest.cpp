@@ -1,0 +1,127 @@
+// The graph's value-name table, and the id-indexed side tables passes keep
+// (ir/IdMap.h).
+#include "ir/Builder.h"
+#include "ir/Graph.h"
+#include "ir/IdMap.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+
+using namespace ampc;
+
+namespace {
+
+const OpInfo &op(llvm::StringRef name) {
+  const OpInfo *info = OpRegistry::builtin().lookup(name);
+  EXPECT_NE(info, nullptr) << name.str();
+  return *info;
+}
+
+TEST(GraphNames, AgreesWithAMapThroughGrowthRenamesAndErases) {
+  // Enough names to grow the table many times over, renames that leave
+  // tombstones behind and reuse freed names, and erased nodes: after every
+  // step the graph's lookups agree with a plain map kept alongside.
+  Graph g;
+  DiagnosticEngine diag;
+  std::map<std::string, Value *> model;
+  Value *x = g.addInput("x", TensorType(DType::F32, {2}));
+  model["x"] = x;
+  std::vector<Node *> nodes;
+  std::mt19937 rng(7);
+  for (int step = 0; step < 20000; ++step) {
+    unsigned choice = rng() % 10;
+    if (choice < 6 || nodes.empty()) {
+      // A named result or a fresh numeric one.
+      std::string name = rng() % 2 ? "v" + std::to_string(step) + ".fc.weight" : "";
+      Node *n = buildNode(g, op("relu"), {x}, {}, {}, diag, {name});
+      ASSERT_NE(n, nullptr);
+      if (!name.empty())
+        EXPECT_EQ(n->result()->name(), name);
+      EXPECT_EQ(model.count(n->result()->name().str()), 0u) << "a fresh name clashed";
+      model[n->result()->name().str()] = n->result();
+      nodes.push_back(n);
+    } else if (choice < 9) {
+      // Rename to a name that was freed before, or to a new one.
+      Node *n = nodes[rng() % nodes.size()];
+      std::string old = n->result()->name().str();
+      std::string fresh = "r" + std::to_string(rng() % 3000);
+      if (!g.isNameFree(fresh)) {
+        EXPECT_TRUE(model.count(fresh));
+        continue;
+      }
+      EXPECT_FALSE(model.count(fresh));
+      g.renameValue(n->result(), fresh);
+      model.erase(old);
+      model[fresh] = n->result();
+      EXPECT_EQ(n->result()->name(), fresh);
+      EXPECT_TRUE(g.isNameFree(old));
+    } else {
+      size_t i = rng() % nodes.size();
+      model.erase(nodes[i]->result()->name().str());
+      g.eraseNode(nodes[i]);
+      nodes.erase(nodes.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  for (const auto &[name, v] : model)
+    EXPECT_EQ(g.lookup(name), v) << name;
+  // Names nobody holds, including freed ones, find nothing.
+  for (int i = 0; i < 3000; ++i) {
+    std::string name = "r" + std::to_string(i);
+    EXPECT_EQ(g.lookup(name) != nullptr, model.count(name) == 1) << name;
+  }
+  EXPECT_EQ(g.lookup(""), nullptr);
+}
+
+TEST(GraphNames, SwappedNamesFindTheirNewHolders) {
+  Graph g;
+  DiagnosticEngine diag;
+  Value *x = g.addInput("x", TensorType(DType::F32, {2}));
+  Node *a = buildNode(g, op("relu"), {x}, {}, {}, diag, {"w.next"});
+  Node *b = buildNode(g, op("relu"), {x}, {}, {}, diag, {"w.master.next"});
+  ASSERT_TRUE(a && b);
+  g.swapNames(a->result(), b->result());
+  EXPECT_EQ(a->result()->name(), "w.master.next");
+  EXPECT_EQ(b->result()->name(), "w.next");
+  EXPECT_EQ(g.lookup("w.next"), b->result());
+  EXPECT_EQ(g.lookup("w.master.next"), a->result());
+  g.eraseNode(a); // the name a holds now goes with it
+  EXPECT_TRUE(g.isNameFree("w.master.next"));
+  EXPECT_EQ(g.lookup("w.next"), b->result());
+}
+
+TEST(IdMap, MissingKeysReadAsDefaultAndTheTableGrowsForNewIds) {
+  Graph g;
+  DiagnosticEngine diag;
+  Value *x = g.addInput("x", TensorType(DType::F32, {2}));
+  IdMap<Value, Value *> map(g.idBound());
+  IdSet<Value> set(g.idBound());
+  EXPECT_EQ(map.lookup(x), nullptr);
+  EXPECT_FALSE(set.contains(x));
+  map[x] = x;
+  EXPECT_TRUE(set.insert(x));
+  EXPECT_FALSE(set.insert(x));
+  // Values made after the tables were sized: past the end, then inserted.
+  std::vector<Value *> later;
+  for (int i = 0; i < 100; ++i) {
+    Node *n = buildNode(g, op("relu"), {x}, {}, {}, diag);
+    ASSERT_NE(n, nullptr);
+    later.push_back(n->result());
+  }
+  EXPECT_EQ(map.lookup(later.back()), nullptr);
+  EXPECT_FALSE(set.contains(later.back()));
+  for (size_t i = 0; i < later.size(); i += 2) {
+    map[later[i]] = x;
+    set.insert(later[i]);
+  }
+  for (size_t i = 0; i < later.size(); ++i) {
+    EXPECT_EQ(map.lookup(later[i]), i % 2 ? nullptr : x) << i;
+    EXPECT_EQ(set.count(later[i]), i % 2 ? 0u : 1u) << i;
+  }
+  EXPECT_EQ(map.lookup(x), x);
+  EXPECT_TRUE(set.contains(x));
+}
+
+} // namespace

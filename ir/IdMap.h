@@ -7,7 +7,7 @@
 // which is nearly creation order: the vector is read and written almost in
 // sequence, where a hash table is read at random. On a graph of a million
 // nodes every hash-table probe misses the caches; the vector's do not (the
-// pipeline's autodiff on a 200k-node model spent a sixth of its time in its
+// pipeline's autodiff on a 200k-node model spent an eighth of its time in its
 // two DenseMaps).
 //
 // Values and nodes share one id counter, so a table keyed by values has

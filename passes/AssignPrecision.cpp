@@ -144,8 +144,9 @@ public:
 private:
   /// The plan of a node of the graph as the pass found it.
   NodePlan &planFor(const Node *n) {
-    assert(planIndex_.lookup(n) && "a node the pass made has no plan");
-    return plans_[planIndex_.lookup(n) - 1];
+    uint32_t index = planIndex_.lookup(n);
+    assert(index && "a node the pass made has no plan");
+    return plans_[index - 1];
   }
   const NodePlan &planFor(const Node *n) const {
     return const_cast<PrecisionAssigner *>(this)->planFor(n);

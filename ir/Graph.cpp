@@ -217,7 +217,9 @@ Graph::~Graph() {
 void DestroyInArena::operator()(Value *v) const { v->~Value(); }
 
 ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t) {
-  void *memory = valueArena_.Allocate<Value>();
+  // 32-byte aligned: a value's first 32 bytes (kind, id, producer, dead
+  // uses) never straddle two cache lines.
+  void *memory = valueArena_.Allocate(sizeof(Value), llvm::Align(32));
   return ArenaValuePtr(new (memory) Value(k, std::move(t), nextId_++));
 }
 
@@ -327,7 +329,9 @@ Node *Graph::createNode(const OpInfo &op, llvm::ArrayRef<Value *> operands, Attr
                         llvm::ArrayRef<TensorType> resultTypes, llvm::ArrayRef<std::string> names,
                         Location loc, Node *before) {
   assert((names.empty() || names.size() == resultTypes.size()) && "one name per result");
-  Node *n = new (nodeArena_.Allocate<Node>()) Node(this, &op, nextId_++);
+  // 64-byte aligned, so that a node's first cache line holds what walks read
+  // (see the field order in Graph.h).
+  Node *n = new (nodeArena_.Allocate(sizeof(Node), llvm::Align(64))) Node(this, &op, nextId_++);
   n->operands_.resize(operands.size(), nullptr);
   n->useSlots_.resize(operands.size(), 0);
   for (unsigned i = 0; i < operands.size(); ++i)

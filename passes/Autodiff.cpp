@@ -53,16 +53,24 @@ void pruneDeadBackwardNodes(Graph &g) {
 } // namespace
 
 PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
-  Value *loss = findLoss(g);
+  // The loss (as findLoss finds it) and a backward pass already there, in
+  // one walk.
+  Value *loss = nullptr;
+  Node *backward = nullptr;
+  for (Node &n : g.nodes()) {
+    if (n.role() == NodeRole::Loss && n.numResults() > 0)
+      loss = n.result(0);
+    if (n.role() == NodeRole::Backward && !backward)
+      backward = &n;
+  }
   if (!loss) {
     ctx.diag.error(g.loc(), "autodiff: the graph has no loss (a node with role loss)");
     return PassResult::Failed;
   }
-  for (Node &n : g.nodes())
-    if (n.role() == NodeRole::Backward) {
-      ctx.diag.error(n.loc(), "autodiff: the graph already has a backward pass");
-      return PassResult::Failed;
-    }
+  if (backward) {
+    ctx.diag.error(backward->loc(), "autodiff: the graph already has a backward pass");
+    return PassResult::Failed;
+  }
   if (loss->type().rank() != 0) {
     ctx.diag.error(loss->loc(), "autodiff: the loss must be a scalar, got " + loss->type().str());
     return PassResult::Failed;

@@ -22,14 +22,25 @@ namespace {
 
 /// The optimizer nodes the pass conditions on "all finite": parameter
 /// updates (a `grad` and a `skip` operand) and step counters (a `skip` only).
+/// What the pass needs to know of the graph before it changes anything, in
+/// one walk over a graph that is at its biggest by now (forward, backward
+/// and optimizer).
 struct SkippableNodes {
   std::vector<Node *> updates;
   std::vector<Node *> counters;
+  /// The first node that already does loss scaling, if any.
+  Node *lossScaling = nullptr;
+  /// The loss: the last loss node's first result (findLoss).
+  Value *loss = nullptr;
 };
 
 SkippableNodes findSkippable(Graph &g) {
   SkippableNodes s;
   for (Node &n : g.nodes()) {
+    if (n.role() == NodeRole::LossScale && !s.lossScaling)
+      s.lossScaling = &n;
+    if (n.role() == NodeRole::Loss && n.numResults() > 0)
+      s.loss = n.result(0);
     if (n.role() != NodeRole::Optimizer || !n.op().operandIndex("skip"))
       continue;
     (n.op().operandIndex("grad") ? s.updates : s.counters).push_back(&n);
@@ -228,14 +239,13 @@ bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Node *chec
 }
 
 bool LossScaleSplicer::run() {
-  for (Node &n : g_.nodes())
-    if (n.role() == NodeRole::LossScale)
-      return error(n.loc(), "the graph already has loss scaling");
-  loss_ = findLoss(g_);
+  SkippableNodes nodes = findSkippable(g_);
+  if (nodes.lossScaling)
+    return error(nodes.lossScaling->loc(), "the graph already has loss scaling");
+  loss_ = nodes.loss;
   if (!loss_)
     return error(g_.loc(), "the graph has no loss (a node with role loss)");
   loc_ = loss_->loc();
-  SkippableNodes nodes = findSkippable(g_);
   if (nodes.updates.empty())
     return error(g_.loc(), "the graph has no optimizer updates (run the optimizer pass "
                            "before loss-scale)");

@@ -308,18 +308,19 @@ void OptimizerLowering::replaceOutputs() {
 }
 
 bool OptimizerLowering::run() {
-  for (Node &n : g_.nodes())
+  // Nodes that belong to no one parameter point at the loss: the training
+  // objective they serve (and a location keeps the textual IR round-trip).
+  // One walk finds it and refuses a graph already lowered.
+  for (Node &n : g_.nodes()) {
     if (n.role() == NodeRole::Optimizer)
       return error(n.loc(), "the graph already has optimizer nodes");
+    if (n.role() == NodeRole::Loss)
+      stepLoc_ = n.loc();
+  }
   if (!readSettings())
     return false;
   if (!requireFreeName("lr") || (clip_ && !requireFreeName("grad_norm")))
     return false;
-  // Nodes that belong to no one parameter point at the loss: the training
-  // objective they serve (and a location keeps the textual IR round-trip).
-  for (Node &n : g_.nodes())
-    if (n.role() == NodeRole::Loss)
-      stepLoc_ = n.loc();
   Node *lrNode = build(OpKind::LearningRate, {}, *schedule_, {"lr"}, stepLoc_);
   if (!lrNode)
     return false;

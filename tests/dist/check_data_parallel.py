@@ -159,11 +159,20 @@ def check_mismatch(args, tmp):
 
 
 def signal_rank_one(args, tmp, signal, timeout):
-    """A long run whose rank 1 gets `signal` after 2 s: (process, seconds)."""
+    """A long run whose rank 1 gets `signal` once training runs: (process, seconds).
+
+    "Runs" is rank 0's first metrics line: both ranks are then past MPI_Init
+    and in the step's collectives. A fixed delay was not enough on a loaded
+    machine: a rank stopped before MPI_Init leaves the other waiting inside
+    it, where no collective timeout watches, until the test's own timeout.
+    """
     model = os.path.join(args.inputs, "mlp-small.yaml")
-    script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -%s $$) & exec "$0" "$@"' % signal)
+    metrics = os.path.join(tmp, "signal-%s.jsonl" % signal)
+    script = ('[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (i=0; while [ ! -s "%s" ] && [ $i -lt 600 ]; '
+              'do sleep 0.1; i=$((i + 1)); done; kill -%s $$) & exec "$0" "$@"' % (metrics, signal))
     cmd = mpirun(args) + ["sh", "-c", script, args.ampc, model, "--threads", "1", "--steps",
-                          "100000000", "--progress", "none", "--collective-timeout", str(timeout)]
+                          "100000000", "--progress", "none", "--collective-timeout", str(timeout),
+                          "--metrics-out", metrics]
     return run(cmd, tmp, 120)
 
 

@@ -10,11 +10,15 @@ namespace ampc {
 
 std::string gradientName(llvm::StringRef param) { return (param + ".grad").str(); }
 
+Value *lossDefinedBy(Node &n) {
+  return n.role() == NodeRole::Loss && n.numResults() > 0 ? n.result(0) : nullptr;
+}
+
 Value *findLoss(Graph &g) {
   Value *loss = nullptr;
   for (Node &n : g.nodes())
-    if (n.role() == NodeRole::Loss && n.numResults() > 0)
-      loss = n.result(0);
+    if (Value *v = lossDefinedBy(n))
+      loss = v;
   return loss;
 }
 
@@ -53,13 +57,12 @@ void pruneDeadBackwardNodes(Graph &g) {
 } // namespace
 
 PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
-  // The loss (as findLoss finds it) and a backward pass already there, in
-  // one walk.
+  // The loss and a backward pass already there, in one walk.
   Value *loss = nullptr;
   Node *backward = nullptr;
   for (Node &n : g.nodes()) {
-    if (n.role() == NodeRole::Loss && n.numResults() > 0)
-      loss = n.result(0);
+    if (Value *v = lossDefinedBy(n))
+      loss = v;
     if (n.role() == NodeRole::Backward && !backward)
       backward = &n;
   }

@@ -24,6 +24,10 @@ public:
 /// The loss autodiff differentiates: the first result of the last node with
 /// role loss, or null when the graph has none.
 Value *findLoss(Graph &g);
+/// The loss `n` defines: its first result when it has role loss, else null.
+/// Passes that walk the graph anyway find the loss with it (the last
+/// non-null one), without a walk of findLoss's own.
+Value *lossDefinedBy(Node &n);
 
 /// The name autodiff gives the gradient of `param`.
 std::string gradientName(llvm::StringRef param);

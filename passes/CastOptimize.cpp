@@ -2,6 +2,7 @@
 #include "passes/CastOptimize.h"
 #include "ir/IdMap.h"
 #include "ir/OpAttrs.h"
+#include "passes/DeadCodeElimination.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -116,10 +117,7 @@ private:
   /// Casts nothing reads any more (replaced ones, and inner casts of folded
   /// round trips), users before producers.
   void eraseDeadCasts() {
-    IdSet<Value> roots(g_.idBound());
-    roots.insertAll(g_.outputs());
-    for (const StateUpdate &u : g_.stateUpdates())
-      roots.insert(u.newValue);
+    IdSet<Value> roots = stepRoots(g_);
     for (auto it = g_.nodes().rbegin(); it != g_.nodes().rend();) {
       Node &n = *it++;
       if (n.kind() != OpKind::Cast || n.result()->hasUses() || roots.count(n.result()))

@@ -5,11 +5,16 @@
 
 namespace ampc {
 
-PassResult DeadCodeEliminationPass::run(Graph &g, PassContext &) {
+IdSet<Value> stepRoots(const Graph &g) {
   IdSet<Value> roots(g.idBound());
   roots.insertAll(g.outputs());
   for (const StateUpdate &u : g.stateUpdates())
     roots.insert(u.newValue);
+  return roots;
+}
+
+PassResult DeadCodeEliminationPass::run(Graph &g, PassContext &) {
+  IdSet<Value> roots = stepRoots(g);
 
   // Walking backwards, a node's users have already been visited, so "no uses
   // left" is final by the time we reach it.

@@ -4,6 +4,8 @@
 
 #include "passes/Pass.h"
 
+#include "ir/IdMap.h"
+
 namespace ampc {
 
 /// Removes nodes without side effects whose results reach neither a graph
@@ -16,6 +18,10 @@ public:
   }
   PassResult run(Graph &g, PassContext &ctx) override;
 };
+
+/// The values a step must produce whatever reads them: the graph's outputs
+/// and the new values of its state updates.
+IdSet<Value> stepRoots(const Graph &g);
 
 } // namespace ampc
 

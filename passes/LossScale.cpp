@@ -20,17 +20,17 @@ namespace ampc {
 
 namespace {
 
-/// The optimizer nodes the pass conditions on "all finite": parameter
-/// updates (a `grad` and a `skip` operand) and step counters (a `skip` only).
-/// What the pass needs to know of the graph before it changes anything, in
-/// one walk over a graph that is at its biggest by now (forward, backward
-/// and optimizer).
+/// What the pass needs to know of the graph before it changes anything,
+/// found in one walk over a graph that is at its biggest by now (forward,
+/// backward and optimizer): the optimizer nodes it conditions on "all
+/// finite" -- parameter updates (a `grad` and a `skip` operand) and step
+/// counters (a `skip` only) -- the loss, and any loss scaling already there.
 struct SkippableNodes {
   std::vector<Node *> updates;
   std::vector<Node *> counters;
   /// The first node that already does loss scaling, if any.
   Node *lossScaling = nullptr;
-  /// The loss: the last loss node's first result (findLoss).
+  /// The loss, as findLoss finds it.
   Value *loss = nullptr;
 };
 
@@ -39,8 +39,8 @@ SkippableNodes findSkippable(Graph &g) {
   for (Node &n : g.nodes()) {
     if (n.role() == NodeRole::LossScale && !s.lossScaling)
       s.lossScaling = &n;
-    if (n.role() == NodeRole::Loss && n.numResults() > 0)
-      s.loss = n.result(0);
+    if (Value *loss = lossDefinedBy(n))
+      s.loss = loss;
     if (n.role() != NodeRole::Optimizer || !n.op().operandIndex("skip"))
       continue;
     (n.op().operandIndex("grad") ? s.updates : s.counters).push_back(&n);

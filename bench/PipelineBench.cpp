@@ -31,6 +31,9 @@
 //   ns_per_node  pipeline time / forward nodes: constant when the pipeline
 //                grows linearly
 //   <pass>_ms    each pass's share, to name the one that does not
+//   walk_ns      one walk of the training graph's node list, per node
+//                (untimed by the benchmark): memory's part, see timeListWalk
+//   index_walk_ns  the same nodes read through an array in list order
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/yaml/ModelLoader.h"
@@ -53,6 +56,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 using namespace ampc;
 
@@ -100,6 +104,43 @@ std::unique_ptr<Graph> importChain(const std::string &text, const char *level) {
   return g;
 }
 
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// One walk of the node list reading each node's op, the least a pass that
+/// looks at every node does: its time per node is the memory's part of the
+/// pipeline's, which a bigger graph cannot keep flat (the list is a chain
+/// of pointers, each node's address known only once the one before it is
+/// read, and passes insert nodes far from their neighbours in memory).
+double timeListWalk(const Graph &g) {
+  auto start = std::chrono::steady_clock::now();
+  uint64_t sum = 0;
+  for (const Node &n : g.nodes())
+    sum += static_cast<uint64_t>(n.kind());
+  benchmark::DoNotOptimize(sum);
+  return msSince(start);
+}
+
+/// The same walk through an array of the nodes in list order (made before
+/// the clock starts): the addresses are known up front, so the reads
+/// overlap. Its distance to timeListWalk is what chasing the list costs.
+/// (Both start with the graph as the walk before left it in the caches:
+/// all of it at 1k nodes, its last tens of MiB at 200k.)
+double timeIndexWalk(const Graph &g) {
+  std::vector<const Node *> order;
+  order.reserve(g.numNodes());
+  for (const Node &n : g.nodes())
+    order.push_back(&n);
+  auto start = std::chrono::steady_clock::now();
+  uint64_t sum = 0;
+  for (const Node *n : order)
+    sum += static_cast<uint64_t>(n->kind());
+  benchmark::DoNotOptimize(sum);
+  return msSince(start);
+}
+
 void BM_TrainPipeline(benchmark::State &state) {
   int64_t targetNodes = state.range(0);
   const char *level = state.range(1) == 1 ? "O1" : "O2";
@@ -108,7 +149,7 @@ void BM_TrainPipeline(benchmark::State &state) {
   std::unique_ptr<Backend> target = createBackend("cpu", unavailable);
 
   std::map<std::string, double> passMs;
-  double totalMs = 0;
+  double totalMs = 0, walkMs = 0, indexWalkMs = 0;
   size_t forwardNodes = 0, trainNodes = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -141,6 +182,8 @@ void BM_TrainPipeline(benchmark::State &state) {
       std::abort();
     }
     trainNodes = g->numNodes();
+    walkMs += timeListWalk(*g);
+    indexWalkMs += timeIndexWalk(*g);
     g.reset(); // freeing a 100k-node graph is not the pipeline's time
     state.ResumeTiming();
   }
@@ -148,6 +191,9 @@ void BM_TrainPipeline(benchmark::State &state) {
   state.counters["nodes"] = static_cast<double>(forwardNodes);
   state.counters["train_nodes"] = static_cast<double>(trainNodes);
   state.counters["ns_per_node"] = totalMs * 1e6 / iterations / static_cast<double>(forwardNodes);
+  state.counters["walk_ns"] = walkMs * 1e6 / iterations / static_cast<double>(trainNodes);
+  state.counters["index_walk_ns"] =
+      indexWalkMs * 1e6 / iterations / static_cast<double>(trainNodes);
   for (const auto &[name, ms] : passMs)
     state.counters[name + "_ms"] = ms / iterations;
 }

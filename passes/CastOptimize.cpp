@@ -51,7 +51,10 @@ public:
     std::array<IdMap<Value, Value *>, std::size(kAllDTypes)> firstCast;
     for (Node *cast : casts) {
       Value *in = cast->operand(0);
-      DType to = attrs::Cast(*cast).to();
+      // The result's dtype is `to` (type inference): read it there rather
+      // than in the attributes, which lie elsewhere in memory (a miss per
+      // cast on a big graph).
+      DType to = cast->result()->dtype();
       if (Node *inner = castProducing(in)) {
         Value *source = inner->operand(0);
         if (isLosslessCast(source->dtype(), in->dtype())) {

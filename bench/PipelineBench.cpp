@@ -173,8 +173,7 @@ void BM_TrainPipeline(benchmark::State &state) {
     auto start = std::chrono::steady_clock::now();
     last = start;
     bool ok = pm.run(*g, diag);
-    totalMs +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    totalMs += msSince(start);
 
     state.PauseTiming();
     if (!ok) {

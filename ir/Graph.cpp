@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
+#include <cstring>
+#include <optional>
 
 namespace ampc {
 
@@ -223,7 +226,39 @@ ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t) {
   return ArenaValuePtr(new (memory) Value(k, std::move(t), nextId_++));
 }
 
+namespace {
+/// The number `name` spells in canonical decimal ("0", "17"; not "017",
+/// "+1" or a number past 19 digits): the only names claimFreshName makes.
+std::optional<uint64_t> canonicalNumber(llvm::StringRef name) {
+  if (name.empty() || name.size() > 19 || (name.size() > 1 && name[0] == '0'))
+    return std::nullopt;
+  uint64_t n = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n;
+}
+} // namespace
+
+Value *const *Graph::freshSlot(llvm::StringRef name) const {
+  std::optional<uint64_t> n = canonicalNumber(name);
+  if (!n || *n >= freshNamed_.size() || !freshNamed_[*n])
+    return nullptr;
+  return &freshNamed_[*n];
+}
+
+bool Graph::isNameFree(llvm::StringRef name) const {
+  return !freshSlot(name) && !names_.count(name);
+}
+
 void Graph::forgetName(const Value *v) {
+  if (Value **slot = freshSlot(v->name())) {
+    if (*slot == v)
+      *slot = nullptr;
+    return;
+  }
   auto entry = names_.find(v->name());
   if (entry != names_.end() && entry->second == v)
     unlinkName(*entry);
@@ -233,19 +268,33 @@ void Graph::claimName(Value *v, llvm::StringRef name) {
   // One probe of the table both checks and inserts. The value's name is the
   // entry's own key, so the chars are kept once; entries are unlinked, never
   // destroyed, while the graph lives (unlinkName).
+  assert(!freshSlot(name) && "value name already used");
   auto [entry, inserted] = names_.try_emplace(name, v);
   assert(inserted && "value name already used");
   (void)inserted;
+  if (canonicalNumber(name))
+    numericNamesInTable_ = true;
   v->name_ = entry->first();
 }
 
 void Graph::claimFreshName(Value *v) {
   while (true) {
-    auto [entry, inserted] = names_.try_emplace(std::to_string(nextFreshName_++), v);
-    if (inserted) {
-      v->name_ = entry->first();
-      return;
-    }
+    uint64_t number = nextFreshName_++;
+    char digits[24];
+    int length =
+        std::snprintf(digits, sizeof(digits), "%llu", static_cast<unsigned long long>(number));
+    llvm::StringRef name(digits, static_cast<size_t>(length));
+    // Numbers only ever count up, so no fresh name has this one yet; an
+    // explicit one may (a parsed %7).
+    if (numericNamesInTable_ && names_.count(name))
+      continue;
+    char *chars = freshNameChars_.Allocate<char>(name.size());
+    std::memcpy(chars, name.data(), name.size());
+    if (freshNamed_.size() <= number)
+      freshNamed_.resize(number + 1, nullptr);
+    freshNamed_[number] = v;
+    v->name_ = llvm::StringRef(chars, name.size());
+    return;
   }
 }
 
@@ -303,25 +352,34 @@ std::string Graph::uniqueName(llvm::StringRef base) const {
 }
 
 Value *Graph::lookup(llvm::StringRef name) const {
+  if (Value *const *slot = freshSlot(name))
+    return *slot;
   auto it = names_.find(name);
   return it == names_.end() ? nullptr : it->second;
 }
 
 void Graph::renameValue(Value *v, llvm::StringRef newName) {
-  auto entry = names_.find(v->name());
-  assert(entry != names_.end() && entry->second == v && "renaming a value of another graph");
-  unlinkName(*entry);
+  assert(lookup(v->name()) == v && "renaming a value of another graph");
+  forgetName(v);
   claimName(v, newName); // asserts that newName is free
+}
+
+Value *&Graph::nameHolder(const Value *v) {
+  if (Value **slot = freshSlot(v->name()))
+    return *slot;
+  auto entry = names_.find(v->name());
+  assert(entry != names_.end() && "a value of another graph");
+  return entry->second;
 }
 
 void Graph::swapNames(Value *a, Value *b) {
   // The entries stay; each points at the other value. No name is freed or
   // claimed, so nothing is probed for but the two names.
-  auto entryA = names_.find(a->name()), entryB = names_.find(b->name());
-  assert(entryA != names_.end() && entryA->second == a && entryB != names_.end() &&
-         entryB->second == b && "swapping the names of values of another graph");
-  entryA->second = b;
-  entryB->second = a;
+  Value *&holderA = nameHolder(a);
+  Value *&holderB = nameHolder(b);
+  assert(holderA == a && holderB == b && "swapping the names of values of another graph");
+  holderA = b;
+  holderB = a;
   std::swap(a->name_, b->name_);
 }
 

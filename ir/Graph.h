@@ -152,7 +152,8 @@ private:
   // kept, before anyone reads the list and whenever they are the majority.
   mutable llvm::SmallVector<Use, 2> uses_;
   TensorType type_;
-  /// The key of the value's entry in the graph's name table (Graph::claimName).
+  /// Kept by the graph: the key of the value's entry in its name table, or
+  /// for a fresh numeric name chars of its own (Graph::claimFreshName).
   llvm::StringRef name_;
   std::unique_ptr<Declaration> decl_;
 };
@@ -297,7 +298,7 @@ public:
   void renameValue(Value *v, llvm::StringRef newName);
   /// Gives a the name of b and b the name of a.
   void swapNames(Value *a, Value *b);
-  bool isNameFree(llvm::StringRef name) const { return !names_.count(name); }
+  bool isNameFree(llvm::StringRef name) const;
   /// `base` if free, else base_1, base_2, ...
   std::string uniqueName(llvm::StringRef base) const;
 
@@ -360,6 +361,17 @@ private:
   /// Name entries in an arena of their own, for the same reason. A value's
   /// name is its entry's key (claimName).
   llvm::StringMap<Value *, llvm::BumpPtrAllocator> names_;
+  /// The values that hold fresh numeric names, by number (null where the
+  /// number is unused or was freed). Most of a training graph's values are
+  /// results named so; in the hash table each would cost a probe at a
+  /// random slot of a table of millions (a miss in every cache at 200k
+  /// nodes), here it is the next slot of an array. Their chars lie in
+  /// freshNameChars_, in order. Names given explicitly, numeric ones
+  /// included (the textual IR's), go to names_.
+  std::vector<Value *> freshNamed_;
+  llvm::BumpPtrAllocator freshNameChars_;
+  /// Whether names_ may hold a numeric name, which a fresh one must avoid.
+  bool numericNamesInTable_ = false;
   AttrMap meta_;
   llvm::StringMap<Location> metaLocations_;
   Location loc_;
@@ -369,6 +381,14 @@ private:
   friend class Node;
   /// Frees v's name if v holds it.
   void forgetName(const Value *v);
+  /// The slot of freshNamed_ that holds `name`, when it is a fresh numeric
+  /// name in use; else null.
+  Value *const *freshSlot(llvm::StringRef name) const;
+  Value **freshSlot(llvm::StringRef name) {
+    return const_cast<Value **>(static_cast<const Graph *>(this)->freshSlot(name));
+  }
+  /// Where the name table records which value holds v's name.
+  Value *&nameHolder(const Value *v);
   /// Unlinks a name's entry from the table without destroying it, so that
   /// the value's name (the entry's key) stays readable: a StringRef to a
   /// name read before a rename or an erase never dangles, and nothing is

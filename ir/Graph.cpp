@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstdio>
+#include <charconv>
 #include <cstring>
 #include <optional>
 
@@ -281,9 +281,8 @@ void Graph::claimFreshName(Value *v) {
   while (true) {
     uint64_t number = nextFreshName_++;
     char digits[24];
-    int length =
-        std::snprintf(digits, sizeof(digits), "%llu", static_cast<unsigned long long>(number));
-    llvm::StringRef name(digits, static_cast<size_t>(length));
+    char *end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
+    llvm::StringRef name(digits, static_cast<size_t>(end - digits));
     // Numbers only ever count up, so no fresh name has this one yet; an
     // explicit one may (a parsed %7).
     if (numericNamesInTable_ && names_.count(name))

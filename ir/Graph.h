@@ -335,7 +335,7 @@ private:
   ArenaValuePtr makeValue(ValueKind k, TensorType t);
   /// Enters `v` in the name table under `name`, which must be free.
   void claimName(Value *v, llvm::StringRef name);
-  /// Enters `v` under the next free numeric name.
+  /// Gives `v` the next free numeric name, recorded in freshNamed_.
   void claimFreshName(Value *v);
 
   std::string name_;
@@ -387,7 +387,8 @@ private:
   Value **freshSlot(llvm::StringRef name) {
     return const_cast<Value **>(static_cast<const Graph *>(this)->freshSlot(name));
   }
-  /// Where the name table records which value holds v's name.
+  /// What records which value holds v's name: its slot of freshNamed_ or
+  /// its entry's value in names_.
   Value *&nameHolder(const Value *v);
   /// Unlinks a name's entry from the table without destroying it, so that
   /// the value's name (the entry's key) stays readable: a StringRef to a

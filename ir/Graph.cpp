@@ -358,8 +358,15 @@ Value *Graph::lookup(llvm::StringRef name) const {
 }
 
 void Graph::renameValue(Value *v, llvm::StringRef newName) {
-  assert(lookup(v->name()) == v && "renaming a value of another graph");
-  forgetName(v);
+  // One probe for the old name (asserts are on in optimised builds too).
+  if (Value **slot = freshSlot(v->name())) {
+    assert(*slot == v && "renaming a value of another graph");
+    *slot = nullptr;
+  } else {
+    auto entry = names_.find(v->name());
+    assert(entry != names_.end() && entry->second == v && "renaming a value of another graph");
+    unlinkName(*entry);
+  }
   claimName(v, newName); // asserts that newName is free
 }
 

@@ -228,16 +228,11 @@ ArenaValuePtr Graph::makeValue(ValueKind k, TensorType t) {
 
 namespace {
 /// The number `name` spells in canonical decimal ("0", "17"; not "017",
-/// "+1" or a number past 19 digits): the only names claimFreshName makes.
+/// "+1" or past 64 bits): the only names claimFreshName makes.
 std::optional<uint64_t> canonicalNumber(llvm::StringRef name) {
-  if (name.empty() || name.size() > 19 || (name.size() > 1 && name[0] == '0'))
-    return std::nullopt;
   uint64_t n = 0;
-  for (char c : name) {
-    if (c < '0' || c > '9')
-      return std::nullopt;
-    n = n * 10 + static_cast<uint64_t>(c - '0');
-  }
+  if (name.empty() || (name.size() > 1 && name[0] == '0') || name.getAsInteger(10, n))
+    return std::nullopt;
   return n;
 }
 } // namespace

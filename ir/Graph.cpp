@@ -85,8 +85,34 @@ std::string InitSpec::str() const {
     return "normal(" + formatDouble(a) + ", " + formatDouble(b) + ")";
   case Kind::File:
     return "file(" + Attribute(path).str() + (key.empty() ? "" : ", " + Attribute(key).str()) + ")";
+  case Kind::Data: {
+    std::string out = "data(";
+    const std::vector<double> &v = data ? *data : std::vector<double>{};
+    for (size_t i = 0; i < v.size();) {
+      size_t run = 1;
+      auto same = [](double x, double y) { return x == y || (x != x && y != y); };
+      while (i + run < v.size() && same(v[i + run], v[i]))
+        ++run;
+      if (i)
+        out += ", ";
+      out += formatDouble(v[i]);
+      if (run > 1)
+        out += " x " + std::to_string(run);
+      i += run;
+    }
+    return out + ")";
+  }
   }
   return "none";
+}
+
+bool InitSpec::equalBits(const std::vector<double> &x, const std::vector<double> &y) {
+  if (x.size() != y.size())
+    return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!(x[i] == y[i] || (x[i] != x[i] && y[i] != y[i])))
+      return false;
+  return true;
 }
 
 //===----------------------------------------------------------------------===//

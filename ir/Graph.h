@@ -51,7 +51,7 @@ llvm::StringRef precisionOverrideName(PrecisionOverride p);
 
 /// How a state tensor gets its first value.
 struct InitSpec {
-  enum class Kind : uint8_t { None, Zeros, Ones, Constant, Uniform, Normal, File };
+  enum class Kind : uint8_t { None, Zeros, Ones, Constant, Uniform, Normal, File, Data };
   Kind kind = Kind::None;
   double a = 0;     ///< Constant: value; Uniform: low; Normal: mean
   double b = 0;     ///< Uniform: high; Normal: std
@@ -59,12 +59,23 @@ struct InitSpec {
   /// File: the tensor's name in a container file (an ONNX model's
   /// initializer); empty for an .npy file. See ir/support/TensorFile.h.
   std::string key;
+  /// Data: every element, in row-major order. A constant a frontend computed
+  /// (an ONNX mask or index tensor folded at import) has no file to come
+  /// from; it travels with the graph. Shared: copies of a graph share it.
+  std::shared_ptr<const std::vector<double>> data;
   /// "zeros", "uniform(-0.1, 0.1)", "normal(0.0, 1.0)", "file(\"w.npy\")",
-  /// "file(\"m.onnx\", \"fc.weight\")".
+  /// "file(\"m.onnx\", \"fc.weight\")", "data(0.0, 1.0 x 3)" (a run of
+  /// equal elements is written once with its length).
   std::string str() const;
   friend bool operator==(const InitSpec &x, const InitSpec &y) {
-    return x.kind == y.kind && x.a == y.a && x.b == y.b && x.path == y.path && x.key == y.key;
+    return x.kind == y.kind && x.a == y.a && x.b == y.b && x.path == y.path && x.key == y.key &&
+           (x.data == y.data || (x.data && y.data && equalBits(*x.data, *y.data)));
   }
+
+private:
+  /// Element-wise equality that also holds for NaN elements (a graph
+  /// compares equal to its printed and parsed copy).
+  static bool equalBits(const std::vector<double> &x, const std::vector<double> &y);
 };
 
 enum class ValueKind : uint8_t { Input, State, Result };

@@ -985,9 +985,13 @@ private:
     return true;
   }
 
+  /// data(...) holds folded masks and indices; 2^24 elements is 16 times
+  /// the largest mask of the zoo's models (a 1024-token causal mask).
+  static constexpr int64_t kMaxDataElements = int64_t(1) << 24;
+
   bool parseInitSpec(InitSpec &init) {
     if (tok_.kind != Tok::Ident)
-      return expected("an initializer (zeros, ones, constant, uniform, normal or file)");
+      return expected("an initializer (zeros, ones, constant, uniform, normal, file or data)");
     Token kindTok = tok_;
     llvm::StringRef k = kindTok.text;
     advance();
@@ -1027,8 +1031,40 @@ private:
       }
       return consume(Tok::RParen, "')' after the path");
     }
+    if (k == "data") {
+      // data(v, v x run, ...): every element, runs of equal ones shortened.
+      init.kind = InitSpec::Kind::Data;
+      if (!consume(Tok::LParen, "'(' after 'data'"))
+        return false;
+      auto values = std::make_shared<std::vector<double>>();
+      while (tok_.kind != Tok::RParen) {
+        double v = 0;
+        if (!parseNumber(v))
+          return false;
+        int64_t run = 1;
+        if (tok_.kind == Tok::Ident && tok_.text == "x") {
+          advance();
+          Token runTok = tok_;
+          if (tok_.kind != Tok::Int || !parseInt(tok_, run))
+            return expected("a run length after 'x'");
+          // Bounded, so that a hostile file cannot ask for gigabytes.
+          if (run < 1 || run > kMaxDataElements - int64_t(values->size()))
+            return error(runTok.pos, "run length " + std::to_string(run) + " is out of range");
+          advance();
+        }
+        if (int64_t(values->size()) + run > kMaxDataElements)
+          return expected("at most " + std::to_string(kMaxDataElements) + " elements in data(...)");
+        values->insert(values->end(), size_t(run), v);
+        if (tok_.kind != Tok::Comma)
+          break;
+        advance();
+      }
+      init.data = std::move(values);
+      return consume(Tok::RParen, "')' after the elements of data(...)");
+    }
     return error(kindTok.pos, "unknown initializer '" + k +
-                                  "' (expected zeros, ones, constant, uniform, normal or file)");
+                                  "' (expected zeros, ones, constant, uniform, normal, file or "
+                                  "data)");
   }
 
   //===--------------------------------------------------------------------===//

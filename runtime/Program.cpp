@@ -356,6 +356,17 @@ bool Program::initializeState(const CompileOptions &opts, DiagnosticEngine &diag
         kernels::storeFromDouble(
             t, dst, i, init.a + init.b * kernels::standardNormal(opts.initSeed, stream, i));
       break;
+    case InitSpec::Kind::Data:
+      if (!init.data || int64_t(init.data->size()) != n) {
+        diag.error(v->loc(), "cannot initialise %" + v->name() + ": its data has " +
+                                 llvm::Twine(init.data ? init.data->size() : 0) +
+                                 " elements, its type " + v->type().str() + " needs " +
+                                 llvm::Twine(n));
+        return false;
+      }
+      for (int64_t i = 0; i < n; ++i)
+        kernels::storeFromDouble(t, dst, i, (*init.data)[size_t(i)]);
+      break;
     case InitSpec::Kind::File: {
       llvm::SmallString<256> path(init.path);
       if (!llvm::sys::path::is_absolute(path)) {

@@ -52,6 +52,43 @@ bool lowerUnsqueeze(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerSqueeze(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerCast(OnnxLowering &l, const onnx::NodeProto &n);
 
+// LogicOps.cpp
+bool lowerEqual(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerLess(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerLessOrEqual(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerGreater(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerGreaterOrEqual(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerNot(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerAnd(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerOr(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerXor(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerWhere(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerMod(OnnxLowering &l, const onnx::NodeProto &n);
+
+// ConstOps.cpp
+bool lowerRange(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerConstantOfShape(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerExpand(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerTile(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerTrilu(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerCumSum(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerScatterND(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerSplit(OnnxLowering &l, const onnx::NodeProto &n);
+
+// ReduceOps.cpp
+bool lowerReduceSum(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceMax(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceMin(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceL2(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerArgMax(OnnxLowering &l, const onnx::NodeProto &n);
+
+// Einsum.cpp
+bool lowerEinsum(OnnxLowering &l, const onnx::NodeProto &n);
+
+// LayerOps.cpp
+bool lowerInstanceNormalization(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerConvTranspose(OnnxLowering &l, const onnx::NodeProto &n);
+
 /// Constant folding of a binary elementwise op with numpy broadcasting;
 /// false after an error when the shapes do not broadcast.
 bool foldBinary(OnnxLowering &l, const ConstTensor &a, const ConstTensor &b,

@@ -1,4 +1,5 @@
 //===- Importer.cpp - The ONNX graph walk: inputs, nodes, outputs ----------===//
+#include "frontends/onnx/ConstFold.h"
 #include "frontends/onnx/Lowering.h"
 #include "frontends/onnx/OnnxFile.h"
 
@@ -77,7 +78,7 @@ Value *OnnxLowering::materialise(llvm::StringRef name, Term &t, StateKind kind) 
     init.path = settings_.pathInInit;
     init.key = t.initializer->name();
     loc = Location::inFile(fileLabel_ + ": initializer '" + t.initializer->name() + "'", 0, 0);
-    if (!isFloating(t.type.dtype()))
+    if (!isFloating(t.type.dtype()) || t.onlyFeedsMasks)
       kind = StateKind::Buffer;
   } else if (t.constant) {
     const ConstTensor &c = *t.constant;
@@ -91,21 +92,25 @@ Value *OnnxLowering::materialise(llvm::StringRef name, Term &t, StateKind kind) 
       init.path = settings_.pathInInit;
       init.key = name.str();
     } else {
-      error("the constant '" + name +
-            "' is computed at import time and used as data; ampc "
-            "cannot yet keep such a tensor");
-      return nullptr;
+      // Computed here (a mask, positions): the graph carries the elements.
+      init.kind = InitSpec::Kind::Data;
+      init.data = std::make_shared<std::vector<double>>(c.values);
     }
     kind = StateKind::Buffer;
   } else {
     return nullptr;
   }
-  if (t.type.dtype() == DType::F64 || t.type.dtype() == DType::I32 ||
-      t.type.dtype() == DType::Bool) {
-    // The registry's ops take f32/half data and i64 indices.
+  if (t.type.dtype() == DType::I32 && t.constant) {
+    // Index constants (Range of int32, a Cast the exporter left): the
+    // registry's ops take i64 indices, and the values are exact in either.
+    t.type = t.type.withDType(DType::I64);
+    t.constant->dtype = DType::I64;
+  }
+  if (t.type.dtype() == DType::F64 || t.type.dtype() == DType::I32) {
+    // The registry's ops take f32/half data, i64 indices and bool masks.
     error("'" + name + "' is " + t.type.str() +
-          "; ampc imports float32/float16 data and int64 "
-          "indices");
+          "; ampc imports float32/float16 data, int64 "
+          "indices and bool masks");
     return nullptr;
   }
   std::string vname = valueName(name);
@@ -185,6 +190,60 @@ Value *OnnxLowering::constantState(llvm::StringRef base, TensorType type, double
   return g_.addState(g_.uniqueName(base), std::move(type), StateKind::Buffer, init, nodeLoc_);
 }
 
+Value *OnnxLowering::constantBuffer(llvm::StringRef base, const ConstTensor &c) {
+  TensorType type(c.dtype == DType::I32 ? DType::I64 : c.dtype, c.dims);
+  if (type.dtype() == DType::F64)
+    type = type.withDType(DType::F32);
+  InitSpec init;
+  bool uniform =
+      !c.values.empty() && llvm::all_of(c.values, [&](double v) { return v == c.values.front(); });
+  if (uniform) {
+    init.kind = InitSpec::Kind::Constant;
+    init.a = c.values.front();
+  } else {
+    init.kind = InitSpec::Kind::Data;
+    init.data = std::make_shared<std::vector<double>>(c.values);
+  }
+  return g_.addState(g_.uniqueName(valueName(base)), std::move(type), StateKind::Buffer, init,
+                     nodeLoc_);
+}
+
+bool OnnxLowering::onlyFeedsMasks(llvm::StringRef name, unsigned depth) const {
+  // Deep chains are not masks; the bound also keeps a hostile file's
+  // recursion short.
+  if (depth > 16 || isGraphOutput(name))
+    return false;
+  llvm::ArrayRef<const onnx::NodeProto *> users = consumers(name);
+  if (users.empty())
+    return false;
+  for (const onnx::NodeProto *u : users) {
+    llvm::StringRef op = u->op_type();
+    bool asData = u->input_size() > 0 && u->input(0) == name;
+    if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+        op == "GreaterOrEqual" || op == "Shape")
+      continue;
+    if (op == "Where" && asData && !llvm::is_contained(llvm::drop_begin(u->input()), name))
+      continue;
+    if (op == "Cast") {
+      bool toFloat = false;
+      for (const onnx::AttributeProto &a : u->attribute())
+        if (a.name() == "to")
+          toFloat = dtypeOfOnnx(int32_t(a.i())).has_value() && isFloating(*dtypeOfOnnx(int32_t(a.i())));
+      if (!toFloat)
+        continue;
+    }
+    bool moves = op == "Slice" || op == "Reshape" || op == "Unsqueeze" || op == "Squeeze" ||
+                 op == "Transpose" || op == "Expand" || op == "Identity" || op == "Flatten" ||
+                 (op == "Gather" && asData) || op == "Cast";
+    if (!moves || !asData)
+      return false;
+    for (const std::string &out : u->output())
+      if (!out.empty() && !onlyFeedsMasks(out, depth + 1))
+        return false;
+  }
+  return true;
+}
+
 Value *OnnxLowering::privateBuffer(const onnx::NodeProto &n, int i) {
   const Term *t = input(n, i);
   if (!t || !t->initializer)
@@ -228,8 +287,8 @@ const ConstTensor *OnnxLowering::constantOf(const onnx::NodeProto &n, int i, llv
   if (t->constant)
     return &*t->constant;
   if (t->initializer) {
-    // Small initializers (shapes, axes, scalars) are read on demand.
-    if (t->type.numElements() > (int64_t(1) << 16)) {
+    // Small initializers (shapes, axes, scalars; masks) are read on demand.
+    if (t->type.numElements() > (t->onlyFeedsMasks ? kMaxFoldedElements : int64_t(1) << 16)) {
       error(what + " '" + n.input(i) + "' is too large to fold");
       return nullptr;
     }
@@ -363,6 +422,7 @@ bool OnnxLowering::declareInputs(const llvm::StringMap<Value *> &bound) {
     Term term;
     term.initializer = &t;
     term.type = TensorType(*dtype, llvm::SmallVector<int64_t, 4>(t.dims().begin(), t.dims().end()));
+    term.onlyFeedsMasks = isFloating(*dtype) && onlyFeedsMasks(t.name());
     if (!term.type.checkedNumElements() ||
         *term.type.checkedNumElements() > settings_.load.maxElements)
       return error("has " + term.type.str() + ", more elements than the limit (" +
@@ -396,7 +456,7 @@ bool OnnxLowering::declareInputs(const llvm::StringMap<Value *> &bound) {
         return error("the model file declares it " + t.str() +
                      ", which does not fit the ONNX "
                      "input's type");
-      terms_[in.name()] = Term{v, std::nullopt, nullptr, false, t};
+      terms_[in.name()] = Term{v, std::nullopt, nullptr, false, false, t};
       continue;
     }
     if (!bound.empty())
@@ -423,7 +483,7 @@ bool OnnxLowering::declareInputs(const llvm::StringMap<Value *> &bound) {
     if (!g_.isNameFree(in.name()))
       return error("the name is used twice");
     Value *v = g_.addInput(valueName(in.name()), type, nodeLoc_);
-    terms_[in.name()] = Term{v, std::nullopt, nullptr, false, type};
+    terms_[in.name()] = Term{v, std::nullopt, nullptr, false, false, type};
   }
   return true;
 }
@@ -443,8 +503,47 @@ bool OnnxLowering::lowerNode(const onnx::NodeProto &n) {
   return entry->build(*this, n);
 }
 
+bool OnnxLowering::checkOpTypes() {
+  // One error for the whole model: a user meets every op type ampc lacks in
+  // one run, not one per run.
+  struct Missing {
+    unsigned count = 0;
+    std::string first;
+  };
+  llvm::StringMap<Missing> missing;
+  std::vector<std::string> order;
+  for (const onnx::NodeProto &n : model_.graph().node()) {
+    if (findOnnxOp(n.op_type(), opset_))
+      continue;
+    auto [it, inserted] = missing.try_emplace(n.op_type());
+    if (inserted) {
+      order.push_back(n.op_type());
+      it->second.first = n.name().empty() ? "producing '" + (n.output_size() ? n.output(0) : "?") + "'"
+                                          : "'" + n.name() + "'";
+    }
+    ++it->second.count;
+  }
+  if (order.empty())
+    return true;
+  Location fileLoc = Location::inFile(settings_.path, 0, 0);
+  unsigned nodes = 0;
+  for (const std::string &op : order)
+    nodes += missing[op].count;
+  diag_.error(fileLoc, llvm::Twine(order.size()) + " op type" + (order.size() > 1 ? "s are" : " is") +
+                           " not supported (" + llvm::Twine(nodes) + " node" +
+                           (nodes > 1 ? "s" : "") + "): " + llvm::join(order, ", ") +
+                           " (docs/onnx.md lists the " + llvm::Twine(supportedOnnxOps().size()) +
+                           " supported ones)");
+  for (const std::string &op : order) {
+    const Missing &m = missing[op];
+    diag_.note(fileLoc, "op type '" + op + "': " + llvm::Twine(m.count) + " node" +
+                            (m.count > 1 ? "s, the first " : " ") + m.first);
+  }
+  return false;
+}
+
 bool OnnxLowering::run(const llvm::StringMap<Value *> &bound) {
-  if (!declareInputs(bound))
+  if (!checkOpTypes() || !declareInputs(bound))
     return false;
   const onnx::GraphProto &graph = model_.graph();
   llvm::DenseMap<const onnx::NodeProto *, PatternLowering> replaced;

@@ -70,13 +70,18 @@ struct Term {
   /// The constant came from a Constant node of this output name: the
   /// tensor reader can find its data in the file.
   bool fromConstantNode = false;
+  /// A float initializer that only ever feeds masks (compared, or moved and
+  /// then compared: nanoGPT's causal `bias` buffer): it folds like a
+  /// constant instead of becoming a parameter that gets no gradient.
+  bool onlyFeedsMasks = false;
   TensorType type;
 };
 
-/// A term that folds at import: a constant, or an integer initializer
-/// (shape arithmetic).
+/// A term that folds at import: a constant, an integer initializer (shape
+/// arithmetic), or a float initializer that only feeds masks.
 inline bool isFoldable(const Term *t) {
-  return t && (t->constant || (t->initializer && !isFloating(t->type.dtype())));
+  return t && (t->constant ||
+               (t->initializer && (!isFloating(t->type.dtype()) || t->onlyFeedsMasks)));
 }
 
 class OnnxLowering;
@@ -126,6 +131,9 @@ public:
   /// A buffer of `type` filled with `value` (a bias or scale an ONNX node
   /// left out), named `base` or a fresh variant of it.
   Value *constantState(llvm::StringRef base, TensorType type, double value);
+  /// A buffer holding constant `c` (a folded mask or index tensor), named
+  /// `base` or a fresh variant of it; nullptr after an error.
+  Value *constantBuffer(llvm::StringRef base, const ConstTensor &c);
   /// Input i as a buffer this node alone updates (batchnorm statistics):
   /// an initializer that something else uses too (exporters merge equal
   /// initializers) gets a copy of its own, named after it.
@@ -186,7 +194,13 @@ public:
   bool isGraphOutput(llvm::StringRef name) const { return graphOutputs_.count(name); }
 
 private:
+  /// Reports every op type of the graph that has no builder, in one error.
+  bool checkOpTypes();
   bool declareInputs(const llvm::StringMap<Value *> &bound);
+  /// Whether every path from ONNX name `name` ends in a comparison or a
+  /// mask (Equal, Where's condition, a Cast to bool...), through data
+  /// movement only.
+  bool onlyFeedsMasks(llvm::StringRef name, unsigned depth = 0) const;
   bool lowerNode(const onnx::NodeProto &n);
   Value *materialise(llvm::StringRef name, Term &t, StateKind kind);
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/Builders.h"
+#include "frontends/onnx/ConstFold.h"
 #include "frontends/onnx/OnnxFile.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -146,6 +147,54 @@ bool lowerShape(OnnxLowering &l, const onnx::NodeProto &n) {
   return true;
 }
 
+namespace {
+
+/// x gathered along `axis` by i64 indices `idx` (any shape): an embedding
+/// lookup into x with the axis moved first and the other dims flattened,
+/// then put back.
+Value *gatherAlong(OnnxLowering &l, Value *x, Value *idx, unsigned axis, llvm::StringRef name) {
+  llvm::ArrayRef<int64_t> dims = x->type().dims();
+  std::vector<int64_t> perm{int64_t(axis)};
+  for (unsigned d = 0; d < dims.size(); ++d)
+    if (d != axis)
+      perm.push_back(d);
+  bool moved = axis != 0;
+  Value *first = moved ? l.build1(OpKind::Permute, {x}, {{"dims", Attribute(perm)}}) : x;
+  int64_t rest = 1;
+  for (unsigned d = 0; d < dims.size(); ++d)
+    if (d != axis)
+      rest *= dims[d];
+  Value *table = l.reshape(first, {dims[axis], rest});
+  Value *rows = l.build1(OpKind::Embedding, {idx, table});
+  if (!rows)
+    return nullptr;
+  // [indices..., other dims...], then the other dims before the axis go
+  // back in front.
+  llvm::ArrayRef<int64_t> idxDims = idx->type().dims();
+  std::vector<int64_t> unflat(idxDims.begin(), idxDims.end());
+  for (unsigned d = 0; d < dims.size(); ++d)
+    if (d != axis)
+      unflat.push_back(dims[d]);
+  if (!moved)
+    return l.reshape(rows, unflat, name);
+  Value *y = l.reshape(rows, unflat);
+  std::vector<int64_t> back;
+  int64_t k = int64_t(idxDims.size());
+  for (unsigned d = 0; d < axis; ++d)
+    back.push_back(k + d);
+  for (int64_t d = 0; d < k; ++d)
+    back.push_back(d);
+  for (size_t d = axis; d + 1 < dims.size(); ++d)
+    back.push_back(k + int64_t(d));
+  bool identity = true;
+  for (size_t d = 0; d < back.size(); ++d)
+    identity &= back[d] == int64_t(d);
+  return identity ? l.reshape(y, y->type().dims(), name)
+                  : l.build1(OpKind::Permute, {y}, {{"dims", Attribute(back)}}, name);
+}
+
+} // namespace
+
 bool lowerGather(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"axis"}))
     return false;
@@ -156,78 +205,78 @@ bool lowerGather(OnnxLowering &l, const onnx::NodeProto &n) {
   unsigned axis;
   if (!l.normAxis(l.intAttr(n, "axis", 0), dataDims.size(), axis, "axis"))
     return false;
-  // Constant data and indices (shape arithmetic): fold.
+  // Constant data and indices (shape arithmetic, masks): fold.
   if (isFoldable(data) && isFoldable(indices)) {
     const ConstTensor *d = l.constantOf(n, 0, "data"), *idx = l.constantOf(n, 1, "indices");
     if (!d || !idx)
       return false;
-    int64_t outer = product(llvm::ArrayRef<int64_t>(d->dims).take_front(axis));
-    int64_t inner = product(llvm::ArrayRef<int64_t>(d->dims).drop_front(axis + 1));
-    int64_t size = d->dims[axis];
-    if (outer * inner * idx->numElements() > (int64_t(1) << 20))
-      return l.error("folding this Gather would make a constant of more than 2^20 elements");
     ConstTensor out;
-    out.dtype = d->dtype;
-    out.dims.assign(d->dims.begin(), d->dims.begin() + axis);
-    out.dims.append(idx->dims.begin(), idx->dims.end());
-    out.dims.append(d->dims.begin() + axis + 1, d->dims.end());
-    for (int64_t o = 0; o < outer; ++o)
-      for (double iv : idx->values) {
-        int64_t i = saturatingInt(iv) < 0 ? saturatingInt(iv) + size : saturatingInt(iv);
-        if (i < 0 || i >= size)
-          return l.error("index " + llvm::Twine(saturatingInt(iv)) +
-                         " is out of range for dim of size " + llvm::Twine(size));
-        for (int64_t k = 0; k < inner; ++k)
-          out.values.push_back(d->values[(o * size + i) * inner + k]);
-      }
+    std::string err;
+    if (!foldGather(*d, *idx, axis, out, err))
+      return l.error(err);
     l.setConstant(n, 0, std::move(out));
     return true;
   }
-  // Rows of a table by run-time indices: an embedding lookup.
-  if (!isFoldable(indices)) {
-    if (axis != 0 || dataDims.size() != 2)
-      return l.error("Gather with run-time indices is supported on a 2-D table along axis 0 "
-                     "(an embedding), got data " +
-                     l.typeOf(n, 0).str());
-    Value *idx = l.valueOf(n, 1), *table = l.valueOf(n, 0);
-    if (!idx || !table)
-      return false;
-    if (idx->dtype() != DType::I64)
-      return l.error("embedding indices must be int64, got " + idx->type().str());
-    l.setOutput(n, 0, l.build1(OpKind::Embedding, {idx, table}, {}, n.output(0)));
-    return true;
-  }
-  // Constant indices into a value: slices (a scalar index drops the axis).
-  const ConstTensor *idx = l.constantOf(n, 1, "indices");
-  if (!idx)
-    return false;
   Value *x = l.valueOf(n, 0);
   if (!x)
     return false;
   int64_t size = dataDims[axis];
-  llvm::SmallVector<int64_t, 4> picks;
-  for (double iv : idx->values) {
+  if (!isFoldable(indices)) {
+    // Run-time indices: an embedding lookup (a 2-D table along axis 0), or
+    // one on the data with the axis moved first.
+    Value *idx = l.valueOf(n, 1);
+    if (!idx)
+      return false;
+    if (idx->dtype() != DType::I64)
+      return l.error("Gather indices must be int64, got " + idx->type().str());
+    if (axis == 0 && dataDims.size() == 2) {
+      l.setOutput(n, 0, l.build1(OpKind::Embedding, {idx, x}, {}, n.output(0)));
+      return true;
+    }
+    l.setOutput(n, 0, gatherAlong(l, x, idx, axis, n.output(0)));
+    return true;
+  }
+  // Constant indices into a value: a slice where they are one contiguous
+  // ascending run (a scalar index drops the axis; position ids), else a
+  // gather by an index buffer.
+  const ConstTensor *idx = l.constantOf(n, 1, "indices");
+  if (!idx)
+    return false;
+  ConstTensor picks = *idx;
+  picks.dtype = DType::I64;
+  for (double &iv : picks.values) {
     int64_t i = saturatingInt(iv) < 0 ? saturatingInt(iv) + size : saturatingInt(iv);
     if (i < 0 || i >= size)
       return l.error("index " + llvm::Twine(saturatingInt(iv)) +
                      " is out of range for dim of size " + llvm::Twine(size));
-    picks.push_back(i);
+    iv = double(i);
   }
-  bool contiguous = true;
-  for (size_t k = 1; k < picks.size(); ++k)
-    contiguous &= picks[k] == picks[k - 1] + 1;
-  if (picks.empty() || !contiguous || idx->dims.size() > 1)
-    return l.error("Gather of constant indices from a value is supported for a scalar or a "
-                   "contiguous 1-D range");
-  Value *y = l.build1(OpKind::Slice, {x},
-                      {{"axis", Attribute(int64_t(axis))},
-                       {"start", Attribute(picks.front())},
-                       {"end", Attribute(picks.back() + 1)}});
+  bool contiguous = !picks.values.empty();
+  for (size_t k = 1; k < picks.values.size(); ++k)
+    contiguous &= picks.values[k] == picks.values[k - 1] + 1;
+  llvm::SmallVector<int64_t, 4> dims(dataDims.begin(), dataDims.begin() + axis);
+  dims.append(idx->dims.begin(), idx->dims.end());
+  dims.append(dataDims.begin() + axis + 1, dataDims.end());
+  if (!contiguous) {
+    Value *buffer = l.constantBuffer(n.output(0) + ".indices", picks);
+    if (!buffer)
+      return false;
+    l.setOutput(n, 0, gatherAlong(l, x, buffer, axis, n.output(0)));
+    return true;
+  }
+  int64_t first = int64_t(picks.values.front()), last = int64_t(picks.values.back());
+  Value *y = x;
+  if (first != 0 || last + 1 != size)
+    y = l.build1(OpKind::Slice, {x},
+                 {{"axis", Attribute(int64_t(axis))},
+                  {"start", Attribute(first)},
+                  {"end", Attribute(last + 1)}});
   if (!y)
     return false;
-  llvm::SmallVector<int64_t, 4> dims(y->type().dims().begin(), y->type().dims().end());
-  if (idx->dims.empty())
-    dims.erase(dims.begin() + axis);
+  if (y == x && x->type().dims() == llvm::ArrayRef<int64_t>(dims)) {
+    l.alias(n, 0, 0);
+    return true;
+  }
   l.setOutput(n, 0, l.reshape(y, dims, n.output(0)));
   return true;
 }
@@ -245,17 +294,17 @@ bool lowerConcat(OnnxLowering &l, const onnx::NodeProto &n) {
   for (int i = 0; i < n.input_size(); ++i)
     allConst &= isFoldable(l.input(n, i));
   if (allConst) {
-    if (rank != 1)
-      return l.error("folding a Concat of constants is supported for 1-D tensors");
-    ConstTensor out;
+    llvm::SmallVector<const ConstTensor *, 4> parts;
     for (int i = 0; i < n.input_size(); ++i) {
       const ConstTensor *c = l.constantOf(n, i, "input");
       if (!c)
         return false;
-      out.dtype = c->dtype;
-      out.values.insert(out.values.end(), c->values.begin(), c->values.end());
+      parts.push_back(c);
     }
-    out.dims = {int64_t(out.values.size())};
+    ConstTensor out;
+    std::string err;
+    if (!foldConcat(parts, axis, out, err))
+      return l.error(err);
     l.setConstant(n, 0, std::move(out));
     return true;
   }
@@ -275,13 +324,51 @@ bool lowerConcat(OnnxLowering &l, const onnx::NodeProto &n) {
   return true;
 }
 
+namespace {
+
+/// Every `step`-th element of x along `axis`, `count` of them from `start`
+/// (step > 1): reshaped so that each step is a dim of its own, of which the
+/// first element is kept; a last element past the whole steps is
+/// concatenated.
+Value *stridedSlice(OnnxLowering &l, Value *x, unsigned axis, int64_t start, int64_t step,
+                    int64_t count) {
+  llvm::ArrayRef<int64_t> dims = x->type().dims();
+  auto slice = [&](Value *v, unsigned a, int64_t b, int64_t e) {
+    if (b == 0 && e == v->type().dim(a))
+      return v;
+    return l.build1(OpKind::Slice, {v},
+                    {{"axis", Attribute(int64_t(a))}, {"start", Attribute(b)}, {"end", Attribute(e)}});
+  };
+  int64_t whole = start + count * step <= dims[axis] ? count : count - 1;
+  Value *picked = nullptr;
+  if (whole > 0) {
+    Value *run = slice(x, axis, start, start + whole * step);
+    std::vector<int64_t> split(dims.begin(), dims.end());
+    split[axis] = whole;
+    split.insert(split.begin() + axis + 1, step);
+    Value *first = slice(l.reshape(run, split), axis + 1, 0, 1);
+    std::vector<int64_t> merged(dims.begin(), dims.end());
+    merged[axis] = whole;
+    picked = l.reshape(first, merged);
+  }
+  if (whole == count)
+    return picked;
+  int64_t last = start + (count - 1) * step;
+  Value *tail = slice(x, axis, last, last + 1);
+  if (!picked)
+    return tail;
+  return l.build1(OpKind::Concat, {picked, tail}, {{"axis", Attribute(int64_t(axis))}});
+}
+
+} // namespace
+
 bool lowerSlice(OnnxLowering &l, const onnx::NodeProto &n) {
   const ConstTensor *starts = l.constantOf(n, 1, "starts"), *ends = l.constantOf(n, 2, "ends");
   if (!starts || !ends)
     return false;
   llvm::SmallVector<int64_t, 4> dims = dimsOf(l, n, 0);
   unsigned rank = dims.size();
-  std::vector<int64_t> axes;
+  std::vector<int64_t> axes, steps(starts->values.size(), 1);
   if (l.hasInput(n, 3)) {
     const ConstTensor *a = l.constantOf(n, 3, "axes");
     if (!a)
@@ -292,67 +379,75 @@ bool lowerSlice(OnnxLowering &l, const onnx::NodeProto &n) {
       axes.push_back(int64_t(k));
   }
   if (l.hasInput(n, 4)) {
-    const ConstTensor *steps = l.constantOf(n, 4, "steps");
-    if (!steps)
+    const ConstTensor *s = l.constantOf(n, 4, "steps");
+    if (!s)
       return false;
-    if (llvm::any_of(steps->values, [](double s) { return s != 1; }))
-      return l.error("steps other than 1 are not supported");
+    steps = s->asInts();
   }
-  if (axes.size() != starts->values.size() || axes.size() != ends->values.size())
-    return l.error("starts, ends and axes must have the same length");
-  // Each axis's [begin, end), clamped as ONNX does.
-  struct Range {
-    unsigned axis;
-    int64_t begin, end;
-  };
-  llvm::SmallVector<Range, 4> ranges;
+  if (axes.size() != starts->values.size() || axes.size() != ends->values.size() ||
+      axes.size() != steps.size())
+    return l.error("starts, ends, axes and steps must have the same length");
+  // Each axis's first index, step and count, clamped as ONNX does.
+  llvm::SmallVector<SliceAxis, 4> ranges;
   for (size_t k = 0; k < axes.size(); ++k) {
     unsigned axis;
     if (!l.normAxis(axes[k], rank, axis, "axis"))
       return false;
-    int64_t size = dims[axis];
-    auto clampIndex = [&](double v) {
-      int64_t i = saturatingInt(v);
-      i = std::clamp<int64_t>(i, -(int64_t(1) << 61), int64_t(1) << 61);
-      if (i < 0)
-        i += size;
-      return std::clamp<int64_t>(i, 0, size);
+    for (const SliceAxis &r : ranges)
+      if (r.axis == axis)
+        return l.error("axis " + llvm::Twine(axis) + " is sliced twice");
+    int64_t size = dims[axis], step = steps[k];
+    if (step == 0)
+      return l.error("steps must not be 0");
+    auto index = [&](double v) {
+      int64_t i = std::clamp<int64_t>(saturatingInt(v), -(int64_t(1) << 61), int64_t(1) << 61);
+      return i < 0 ? i + size : i;
     };
-    int64_t b = clampIndex(starts->values[k]), e = std::max(b, clampIndex(ends->values[k]));
-    ranges.push_back({axis, b, e});
-  }
-  if (ranges.empty()) {
-    l.alias(n, 0, 0);
-    return true;
+    int64_t b = index(starts->values[k]), e = index(ends->values[k]);
+    int64_t count;
+    if (step > 0) {
+      b = std::clamp<int64_t>(b, 0, size);
+      e = std::clamp<int64_t>(e, 0, size);
+      count = e > b ? (e - b + step - 1) / step : 0;
+    } else {
+      b = std::clamp<int64_t>(b, 0, size - 1);
+      e = std::clamp<int64_t>(e, -1, size - 1);
+      count = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+    }
+    ranges.push_back({axis, b, step, count});
   }
   const Term *data = l.input(n, 0);
   if (isFoldable(data)) {
     const ConstTensor *c = l.constantOf(n, 0, "data");
     if (!c)
       return false;
-    if (rank != 1)
-      return l.error("folding a Slice of a constant is supported for 1-D tensors");
-    ConstTensor out = *c;
-    out.values.assign(c->values.begin() + ranges.front().begin,
-                      c->values.begin() + ranges.front().end);
-    out.dims = {int64_t(out.values.size())};
-    l.setConstant(n, 0, std::move(out));
+    l.setConstant(n, 0, foldSlice(*c, ranges));
     return true;
   }
   Value *y = l.valueOf(n, 0);
-  for (const Range &r : ranges) {
+  for (const SliceAxis &r : ranges) {
     if (!y)
       return false;
-    if (r.begin == 0 && r.end == dims[r.axis])
+    if (r.step == 1 && r.start == 0 && r.count == dims[r.axis])
       continue;
-    y = l.build1(OpKind::Slice, {y},
-                 {{"axis", Attribute(int64_t(r.axis))},
-                  {"start", Attribute(r.begin)},
-                  {"end", Attribute(r.end)}});
+    if (r.count == 0)
+      return l.error("slicing axis " + llvm::Twine(r.axis) + " to no elements is not supported");
+    if (r.step < 0)
+      return l.error("negative steps are supported on constants only");
+    if (r.step == 1 || r.count == 1)
+      y = l.build1(OpKind::Slice, {y},
+                   {{"axis", Attribute(int64_t(r.axis))},
+                    {"start", Attribute(r.start)},
+                    {"end", Attribute(r.start + r.count)}});
+    else
+      y = stridedSlice(l, y, r.axis, r.start, r.step, r.count);
   }
   if (!y)
     return false;
-  l.setOutput(n, 0, y);
+  if (y == l.valueOf(n, 0))
+    l.alias(n, 0, 0);
+  else
+    l.setOutput(n, 0, y);
   return true;
 }
 
@@ -423,8 +518,16 @@ bool lowerTranspose(OnnxLowering &l, const onnx::NodeProto &n) {
     l.alias(n, 0, 0);
     return true;
   }
-  if (isFoldable(l.input(n, 0)))
-    return l.error("transposing a constant is not supported");
+  if (isFoldable(l.input(n, 0))) {
+    const ConstTensor *c = l.constantOf(n, 0, "input");
+    if (!c)
+      return false;
+    if (perm.size() != c->dims.size())
+      return l.error("perm has " + llvm::Twine(perm.size()) + " dims for a tensor of rank " +
+                     llvm::Twine(c->dims.size()));
+    l.setConstant(n, 0, foldTranspose(*c, perm));
+    return true;
+  }
   Value *x = l.valueOf(n, 0);
   if (!x)
     return false;
@@ -484,10 +587,7 @@ bool lowerCast(OnnxLowering &l, const onnx::NodeProto &n) {
     if (!c)
       return false;
     ConstTensor out = *c;
-    out.dtype = *dtype;
-    if (!isFloating(*dtype))
-      for (double &v : out.values)
-        v = *dtype == DType::Bool ? (v != 0) : std::trunc(v);
+    convertElements(out, *dtype);
     l.setConstant(n, 0, std::move(out));
     return true;
   }

@@ -509,8 +509,12 @@ bool lowerLayers(ModelContext &ctx, const Bound &layers, Value *&last,
   Scope top;
   for (Value *in : ctx.g.inputs())
     top.names[in->name()] = in;
+  // Layers after a wrapped ONNX graph see its outputs by name and start
+  // from its first one.
+  for (const auto &named : names)
+    top.names[named.getKey()] = named.getValue();
   assert(!ctx.g.inputs().empty() && "inputs are read first");
-  top.prev = ctx.g.inputs().front();
+  top.prev = last ? last : ctx.g.inputs().front();
   LayerLowering lowering(ctx);
   if (!lowering.lowerList(layers, top))
     return false;

@@ -119,10 +119,13 @@ private:
     Value *last = nullptr;
     llvm::StringMap<Value *> names;
     if (onnx_) {
-      if (const MapEntry *layers = find("layers"))
-        return r_.error(layers->keyNode, "a model that wraps an ONNX graph has no 'layers'");
+      // `layers:` after a wrapped graph continue from its outputs (select
+      // one, reshape it before the loss).
       if (!lowerOnnx(ctx, last, names))
         return false;
+      if (const MapEntry *layers = find("layers"))
+        if (!lowerLayers(ctx, layers->value, last, names))
+          return false;
     } else {
       const MapEntry *layers = require("layers");
       if (!layers || !lowerLayers(ctx, layers->value, last, names))
@@ -350,6 +353,8 @@ private:
         return false;
       attrs[a.key] = std::move(value);
     }
+    if (loss.key == "cross_entropy" && !flattenTokens(ctx, operands, loc))
+      return false;
     if (!ctx.g.isNameFree("loss"))
       return r_.error(loc, "the name 'loss' is taken by a layer; the loss result needs it");
     Node *node = buildNode(ctx.g, *op, operands, std::move(attrs), loc, r_.diag(), {"loss"});
@@ -359,6 +364,36 @@ private:
     ctx.g.addOutput(node->result(0));
     ctx.g.meta()["loss"] = Attribute(loss.key);
     return true;
+  }
+
+  /// A language model's cross entropy: logits [B, T, ..., V] (classes last)
+  /// against targets [B, T, ...] are flattened to [B*T*..., V] and
+  /// [B*T*...], so the loss is the mean over every token (but those of
+  /// ignore_index), as F.cross_entropy(logits.view(-1, V), y.view(-1)).
+  bool flattenTokens(ModelContext &ctx, llvm::SmallVectorImpl<Value *> &operands,
+                     const Location &loc) {
+    const TensorType &logits = operands[0]->type(), &target = operands[1]->type();
+    if (logits.rank() <= 2)
+      return true;
+    if (target.rank() + 1 != logits.rank() ||
+        target.dims() != logits.dims().drop_back()) {
+      r_.diag().error(loc, "cross_entropy: input " + logits.str() +
+                               " has its classes in the last dim, so target must have its "
+                               "other dims, got " +
+                               target.str());
+      return false;
+    }
+    int64_t tokens = 1;
+    for (int64_t d : target.dims())
+      tokens *= d;
+    auto reshape = [&](Value *v, std::vector<int64_t> dims) -> Value * {
+      Node *n = buildNode(ctx.g, OpRegistry::builtin().get(OpKind::Reshape), {v},
+                          {{"shape", Attribute(std::move(dims))}}, loc, r_.diag());
+      return n ? n->result(0) : nullptr;
+    };
+    operands[0] = reshape(operands[0], {tokens, logits.dims().back()});
+    operands[1] = operands[0] ? reshape(operands[1], {tokens}) : nullptr;
+    return operands[1] != nullptr;
   }
 
   bool readInit(Graph &g, const MapEntry &init) {

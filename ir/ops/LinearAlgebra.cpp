@@ -335,6 +335,22 @@ static void gradConv2d(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Valu
         gb.build1(OpKind::ReduceSum, {dy}, {{"dims", Attribute(std::vector<int64_t>{0, 2, 3})}});
 }
 
+// conv2d_grad_input is also a layer of its own: ONNX ConvTranspose (a
+// decoder's upsampling) lowers to it. y = convT(g, w), the transpose of
+// x -> conv(x, w): dL/dg = conv(dy, w) and dL/dw = the convolution's weight
+// gradient with dy in the input's place and g in the output gradient's.
+static void gradConv2dGradInput(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                                llvm::MutableArrayRef<Value *> dxs) {
+  Value *dy = dys[0], *g = fwd.operand(0), *w = fwd.operand(1);
+  if (gb.needsGradient(0))
+    dxs[0] = gb.build1(OpKind::Conv2d, {dy, w}, convAttrs(fwd));
+  if (gb.needsGradient(1)) {
+    AttrMap attrs = convAttrs(fwd);
+    attrs["weight_shape"] = Attribute(dimsOf(w));
+    dxs[1] = gb.build1(OpKind::Conv2dGradWeight, {g, dy}, std::move(attrs));
+  }
+}
+
 // One fused backward computes all three gradients: they share the recomputed
 // attention probabilities.
 static void gradAttention(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
@@ -434,6 +450,7 @@ void registerLinearAlgebraOps(OpRegistry &r) {
       .operand("grad_output")
       .operand("weight")
       .infer(inferConv2dGradInput)
+      .gradient(gradConv2dGradInput)
       .flops(flopsConv2dGradInput);
   OpRow(r.define(OpKind::Conv2dGradWeight))
       .operand("grad_output")

@@ -16,6 +16,7 @@ void registerReductionOps(OpRegistry &r);     // ops/Reduction.cpp
 void registerOptimizerOps(OpRegistry &r);     // ops/Optimizer.cpp
 void registerLossScaleOps(OpRegistry &r);     // ops/LossScale.cpp
 void registerCollectiveOps(OpRegistry &r);    // ops/Collective.cpp
+void registerLogicOps(OpRegistry &r);         // ops/Logic.cpp
 
 inline void registerAllOpFamilies(OpRegistry &r) {
   registerLinearAlgebraOps(r);
@@ -29,6 +30,7 @@ inline void registerAllOpFamilies(OpRegistry &r) {
   registerOptimizerOps(r);
   registerLossScaleOps(r);
   registerCollectiveOps(r);
+  registerLogicOps(r);
 }
 
 } // namespace ampc

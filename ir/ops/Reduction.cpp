@@ -1,4 +1,4 @@
-//===- Reduction.cpp - reduce_sum, reduce_mean, fill -----------------------===//
+//===- Reduction.cpp - reduce_sum/mean/max/min, argmax, fill ----------------===//
 #include "ir/GradientBuilder.h"
 #include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
@@ -93,12 +93,78 @@ static void gradReduceMean(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<
   dxs[0] = broadcastToInput(gb, fwd, scaled);
 }
 
+// The extremum's gradient goes to the elements equal to it, shared among
+// ties (torch.amax's rule).
+static void gradReduceExtremum(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                               llvm::MutableArrayRef<Value *> dxs) {
+  if (!dys[0])
+    return;
+  dxs[0] = gb.build1(OpKind::ReduceSelectGrad, {dys[0], fwd.operand(0), fwd.result()},
+                     {{"dims", fwd.attr("dims")}, {"keepdim", fwd.attr("keepdim")}});
+}
+
+// reduce_select_grad(grad: reduced shape, input, result: reduced shape) ->
+// input's type.
+static bool inferReduceSelectGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0) || !requireSameDType(ctx, 0, 1) || !requireSameDType(ctx, 0, 2) ||
+      !requireSameShape(ctx, 0, 2))
+    return false;
+  InferContext reduce(ctx.op(), ctx.operands().slice(1, 1), ctx.attrs());
+  llvm::SmallVector<TensorType, 1> reduced;
+  if (!inferReduce(reduce, reduced))
+    return ctx.error(reduce.errorMessage());
+  if (reduced.front().dims() != ctx.operand(0).dims())
+    return ctx.error("grad " + typeStr(ctx.operand(0)) + " is not the reduced shape of input " +
+                     typeStr(ctx.operand(1)));
+  results.push_back(ctx.operand(1));
+  return true;
+}
+
+// argmax(input) -> i64: the index of the (first, or last) largest element
+// along dim.
+static bool inferArgMax(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0))
+    return false;
+  const TensorType &x = ctx.operand(0);
+  unsigned axis;
+  if (!normalizeAxis(ctx, ctx.getInt("dim"), x.rank(), axis))
+    return false;
+  if (x.dim(axis) < 1)
+    return ctx.error("dim " + llvm::Twine(ctx.getInt("dim")) + " of " + typeStr(x) +
+                     " is empty: it has no largest element");
+  llvm::SmallVector<int64_t, 4> dims;
+  for (unsigned i = 0; i < x.rank(); ++i) {
+    if (i != axis)
+      dims.push_back(x.dim(i));
+    else if (ctx.getBool("keepdim"))
+      dims.push_back(1);
+  }
+  results.push_back(TensorType(DType::I64, dims));
+  return true;
+}
+
 void registerReductionOps(OpRegistry &r) {
   OpRow(r.define(OpKind::ReduceSum)).operand("input").infer(inferReduce).gradient(gradReduceSum);
   // reduce_mean: reduce_sum's kernels, each sum divided by its count.
   OpRow(r.define(OpKind::ReduceMean)).operand("input").infer(inferReduce).gradient(gradReduceMean);
   // fill has no operands, so nothing to differentiate.
   OpRow(r.define(OpKind::Fill)).infer(inferFill);
+  OpRow(r.define(OpKind::ReduceMax))
+      .operand("input")
+      .infer(inferReduce)
+      .gradient(gradReduceExtremum);
+  OpRow(r.define(OpKind::ReduceMin))
+      .operand("input")
+      .infer(inferReduce)
+      .gradient(gradReduceExtremum);
+  // argmax: an index, not differentiable.
+  OpRow(r.define(OpKind::ArgMax)).operand("input").infer(inferArgMax);
+  // Backward op (not differentiated again).
+  OpRow(r.define(OpKind::ReduceSelectGrad))
+      .operand("grad")
+      .operand("input")
+      .operand("result")
+      .infer(inferReduceSelectGrad);
 }
 
 } // namespace ampc

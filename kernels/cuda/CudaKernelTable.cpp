@@ -637,6 +637,15 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   case OpKind::BinaryCrossEntropyGradInput:
   case OpKind::BinaryCrossEntropyGradTarget:
   case OpKind::GlobalNorm:
+  // Masks and extremum reductions of imported models (issue 39).
+  case OpKind::Compare:
+  case OpKind::Logical:
+  case OpKind::LogicalNot:
+  case OpKind::Where:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ReduceSelectGrad:
+  case OpKind::ArgMax:
   case OpKind::AllReduce: // Backend::deviceCollective: NcclKernels.cpp
   case OpKind::Custom:
     return nullptr;

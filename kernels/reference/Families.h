@@ -36,6 +36,15 @@ void permute(const KernelArgs &a);
 void concat(const KernelArgs &a);
 void embedding(const KernelArgs &a);
 void cast(const KernelArgs &a);
+// Logic.cpp
+void compare(const KernelArgs &a);
+void logical(const KernelArgs &a);
+void logicalNot(const KernelArgs &a);
+void where(const KernelArgs &a);
+void reduceMax(const KernelArgs &a);
+void reduceMin(const KernelArgs &a);
+void reduceSelectGrad(const KernelArgs &a);
+void argMax(const KernelArgs &a);
 // Loss.cpp
 void mseLoss(const KernelArgs &a);
 void crossEntropy(const KernelArgs &a);

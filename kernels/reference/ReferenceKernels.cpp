@@ -73,6 +73,23 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::reduceMean;
   case OpKind::Fill:
     return ref::fill;
+  // Comparisons, logic, selection and the extremum reductions.
+  case OpKind::Compare:
+    return ref::compare;
+  case OpKind::Logical:
+    return ref::logical;
+  case OpKind::LogicalNot:
+    return ref::logicalNot;
+  case OpKind::Where:
+    return ref::where;
+  case OpKind::ReduceMax:
+    return ref::reduceMax;
+  case OpKind::ReduceMin:
+    return ref::reduceMin;
+  case OpKind::ReduceSelectGrad:
+    return ref::reduceSelectGrad;
+  case OpKind::ArgMax:
+    return ref::argMax;
   // Backward ops of activations, shape ops and losses.
   case OpKind::SoftmaxGrad:
     return ref::softmaxGrad;

@@ -64,7 +64,8 @@ class Case:
 
     def model(self):
         def info(name, array):
-            t = TensorProto.INT64 if array.dtype == np.int64 else TensorProto.FLOAT
+            t = {np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL}.get(
+                array.dtype, TensorProto.FLOAT)
             return helper.make_tensor_value_info(name, t, list(array.shape))
 
         graph = helper.make_graph(
@@ -208,6 +209,129 @@ def op_cases():
     return cases
 
 
+def logic_cases():
+    """Masks, generators, index arithmetic, reductions, einsum and the
+    composed layers (InstanceNormalization, ConvTranspose): on run-time
+    values, and folded from constants into buffers the graph reads."""
+    ids = RNG.integers(0, 4, (2, 6)).astype(np.int64)
+    mask = np.tril(np.ones((5, 5), np.float32))
+    x4 = rand(2, 3, 5, 5)
+    cases = [
+        # nanoGPT's masked_fill: a float buffer sliced and compared with 0.
+        Case("causal_mask_where",
+             [const("s0", [0, 0]), const("s1", [5, 5]), const("ax", [0, 1]),
+              node("Slice", ["bias", "s0", "s1", "ax"], ["b"]), const("zero", 0.0, np.float32),
+              node("Equal", ["b", "zero"], ["m"]), const("ninf", -np.inf, np.float32),
+              node("Where", ["m", "ninf", "x"], ["y"])],
+             {"x": x4}, [("y", x4.shape)],
+             lambda e: [e["x"].masked_fill(e["bias"] == 0, float("-inf"))], {"bias": mask}),
+        # A padding mask from an int64 input: compare and where at run time.
+        Case("padding_mask_where",
+             [const("zero", 0), node("Equal", ["ids", "zero"], ["m"]), const("big", -1e4, np.float32),
+              const("ax", [1]), node("Unsqueeze", ["m", "ax"], ["m3"]),
+              node("Where", ["m3", "big", "x"], ["y"])],
+             {"ids": ids, "x": rand(2, 3, 6)}, [("y", (2, 3, 6))],
+             lambda e: [e["x"].masked_fill((e["ids"] == 0).unsqueeze(1), -1e4)]),
+        Case("compare_logic_values",
+             [node("Less", ["x", "z"], ["a"]), node("Greater", ["x", "w"], ["b"]),
+              node("Or", ["a", "b"], ["o"]), node("Not", ["o"], ["n"]), node("And", ["n", "a"], ["k"]),
+              node("Xor", ["k", "o"], ["q"]), node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)],
+             {"x": rand(3, 4), "z": rand(4), "w": rand(3, 1)}, [("y", (3, 4))],
+             lambda e: [torch.logical_xor(torch.logical_and(~((e["x"] < e["z"]) | (e["x"] > e["w"])),
+                                                            e["x"] < e["z"]),
+                                          (e["x"] < e["z"]) | (e["x"] > e["w"])).float()]),
+        # arange positions into a table: Range folds, Gather of a [1, T] range
+        # becomes a slice.
+        Case("range_positions",
+             [const("st", 0), const("lim", 6), const("d", 1), node("Range", ["st", "lim", "d"], ["r"]),
+              const("ax", [0]), node("Unsqueeze", ["r", "ax"], ["pos"]), node("Gather", ["wpe", "pos"], ["y"])],
+             {}, [("y", (1, 6, 4))],
+             lambda e: [F.embedding(torch.arange(6).unsqueeze(0), e["wpe"])], {"wpe": rand(8, 4)}),
+        Case("gather_constant_2d_indices",
+             [const("idx", [[2, 0], [1, 1]]), node("Gather", ["x", "idx"], ["y"], axis=1)],
+             {"x": rand(2, 3, 4)}, [("y", (2, 2, 2, 4))],
+             lambda e: [e["x"][:, torch.tensor([[2, 0], [1, 1]])]]),
+        Case("gather_runtime_axis2", [node("Gather", ["x", "ids"], ["y"], axis=2)],
+             {"x": rand(2, 3, 4), "ids": RNG.integers(0, 4, (5,)).astype(np.int64)}, [("y", (2, 3, 5))],
+             lambda e: [e["x"][:, :, e["ids"]]]),
+        Case("constant_of_shape_expand",
+             [node("Shape", ["x"], ["s"]), node("ConstantOfShape", ["s"], ["c"],
+                                                 value=numpy_helper.from_array(np.array([2.0], np.float32))),
+              node("Mul", ["x", "c"], ["m"]), const("shape", [2, 3, 4]), node("Expand", ["b", "shape"], ["e"]),
+              node("Add", ["m", "e"], ["y"])],
+             {"x": rand(2, 3, 4), "b": rand(3, 1)}, [("y", (2, 3, 4))],
+             lambda e: [e["x"] * 2 + e["b"].expand(2, 3, 4)]),
+        Case("tile", [const("r", [2, 1, 3]), node("Tile", ["x", "r"], ["y"])], {"x": rand(2, 3, 2)},
+             [("y", (4, 3, 6))], lambda e: [e["x"].repeat(2, 1, 3)]),
+        Case("split", [const("sp", [1, 3]), node("Split", ["x", "sp"], ["a", "b"], axis=-1),
+                       node("Concat", ["b", "a"], ["y"], axis=-1)],
+             {"x": rand(2, 4)}, [("y", (2, 4))], lambda e: [torch.cat([e["x"][:, 1:], e["x"][:, :1]], -1)]),
+        Case("split_equal_qkv", [node("Split", ["x"], ["q", "k", "v"], axis=2), node("Mul", ["q", "k"], ["qk"]),
+                                 node("Add", ["qk", "v"], ["y"])],
+             {"x": rand(2, 3, 12)}, [("y", (2, 3, 4))],
+             lambda e: [e["x"][..., :4] * e["x"][..., 4:8] + e["x"][..., 8:]]),
+        Case("strided_slice", [const("st", [0, 1]), const("en", [1000, 1000]), const("ax", [1, 2]),
+                               const("sp", [2, 2]), node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
+             {"x": rand(2, 5, 6, 3)}, [("y", (2, 3, 3, 3))], lambda e: [e["x"][:, 0::2, 1::2]]),
+        Case("trilu_value", [const("k", 1), node("Trilu", ["x", "k"], ["y"], upper=0)], {"x": rand(2, 4, 5)},
+             [("y", (2, 4, 5))], lambda e: [torch.tril(e["x"], 1)]),
+        Case("mod_cumsum_fold",
+             [node("Shape", ["x"], ["s"]), const("three", [3]), node("Mod", ["s", "three"], ["m"]),
+              const("ax0", 0), node("CumSum", ["m", "ax0"], ["c"]), node("Cast", ["c"], ["cf"], to=TensorProto.FLOAT),
+              node("Add", ["x", "cf"], ["y"])],
+             {"x": rand(2, 4, 5)}, [("y", (2, 4, 5))],
+             lambda e: [e["x"] + torch.tensor([2.0, 3.0, 5.0])]),
+        Case("reduce_max_min_sum_l2",
+             [node("ReduceMax", ["x"], ["a"], axes=[2], keepdims=0), node("ReduceMin", ["x"], ["b"], axes=[2],
+                                                                         keepdims=0),
+              const("ax", [2]), node("ReduceSum", ["x", "ax"], ["c"], keepdims=0),
+              node("ReduceL2", ["x"], ["d"], axes=[2], keepdims=0), node("Add", ["a", "b"], ["ab"]),
+              node("Add", ["c", "d"], ["cd"]), node("Mul", ["ab", "cd"], ["y"])],
+             {"x": rand(2, 3, 7)}, [("y", (2, 3))],
+             lambda e: [(e["x"].amax(2) + e["x"].amin(2)) * (e["x"].sum(2) + e["x"].norm(dim=2))]),
+        Case("argmax", [node("ArgMax", ["x"], ["i"], axis=1, keepdims=0), node("Cast", ["i"], ["y"],
+                                                                             to=TensorProto.FLOAT)],
+             {"x": rand(3, 8)}, [("y", (3,))], lambda e: [e["x"].argmax(1).float()]),
+        Case("einsum_attention", [node("Einsum", ["q", "k"], ["y"], equation="bhid,bhjd->bhij")],
+             {"q": rand(2, 3, 4, 5), "k": rand(2, 3, 6, 5)}, [("y", (2, 3, 4, 6))],
+             lambda e: [torch.einsum("bhid,bhjd->bhij", e["q"], e["k"])]),
+        Case("einsum_maxvit", [node("Einsum", ["p", "v"], ["y"], equation="B G H I J, B G H J D -> B G H I D")],
+             {"p": rand(2, 2, 3, 4, 5), "v": rand(2, 2, 3, 5, 6)}, [("y", (2, 2, 3, 4, 6))],
+             lambda e: [torch.einsum("bghij,bghjd->bghid", e["p"], e["v"])]),
+        Case("einsum_sum_and_transpose", [node("Einsum", ["a", "b"], ["y"], equation="ij,kj->ki")],
+             {"a": rand(3, 4), "b": rand(5, 4)}, [("y", (5, 3))],
+             lambda e: [torch.einsum("ij,kj->ki", e["a"], e["b"])]),
+        Case("einsum_ellipsis", [node("Einsum", ["a", "b"], ["y"], equation="...ij,...jk")],
+             {"a": rand(2, 3, 4), "b": rand(2, 4, 5)}, [("y", (2, 3, 5))],
+             lambda e: [torch.einsum("...ij,...jk", e["a"], e["b"])]),
+        # GroupNorm as PyTorch exports it.
+        Case("groupnorm",
+             [const("g", [2, 3, -1]), node("Reshape", ["x", "g"], ["r"]),
+              const("ones", [1.0, 1.0, 1.0], np.float32), const("zeros", [0.0, 0.0, 0.0], np.float32),
+              node("InstanceNormalization", ["r", "ones", "zeros"], ["n"], epsilon=1e-5),
+              const("shape", [2, 6, 4, 4]), node("Reshape", ["n", "shape"], ["u"]),
+              node("Mul", ["u", "w"], ["m"]), node("Add", ["m", "bb"], ["y"])],
+             {"x": rand(2, 6, 4, 4)}, [("y", (2, 6, 4, 4))],
+             lambda e: [F.group_norm(e["x"], 3, e["w"].reshape(6), e["bb"].reshape(6), 1e-5)],
+             {"w": rand(6, 1, 1), "bb": rand(6, 1, 1)}),
+        Case("instancenorm_affine", [node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
+             {"x": x4}, [("y", x4.shape)],
+             lambda e: [F.instance_norm(e["x"], weight=e["s"], bias=e["b"], eps=1e-3)],
+             {"s": rand(3), "b": rand(3)}),
+        Case("conv_transpose",
+             [node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],
+                   output_padding=[1, 1])],
+             {"x": x4}, [("y", (2, 4, 10, 10))],
+             lambda e: [F.conv_transpose2d(e["x"], e["w"], e["b"], stride=2, padding=1, output_padding=1)],
+             {"w": rand(3, 4, 3, 3), "b": rand(4)}),
+        Case("conv_transpose_grouped_1d",
+             [node("ConvTranspose", ["x", "w"], ["y"], strides=[3], group=2)],
+             {"x": rand(2, 4, 5)}, [("y", (2, 6, 17))],
+             lambda e: [F.conv_transpose1d(e["x"], e["w"], stride=3, groups=2)], {"w": rand(4, 3, 5)}),
+    ]
+    return cases
+
+
 def run_driver(driver, model_path, inputs, work, opt_level="O0", emit=False):
     in_dir = os.path.join(work, "in")
     out_dir = os.path.join(work, f"out-{opt_level}")
@@ -284,7 +408,7 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="ampc-onnx-")
     os.makedirs(work, exist_ok=True)
     failures = 0
-    for case in op_cases():
+    for case in op_cases() + logic_cases():
         if args.only and args.only not in case.name:
             continue
         case_dir = os.path.join(work, case.name)

@@ -272,8 +272,9 @@ TEST(Autodiff, SliceSendsZerosOutsideItsRange) {
 TEST(Autodiff, EveryForwardOpHasAGradientRule) {
   // The ops autodiff may meet on a path from a parameter to the loss all
   // have a rule; the ones without are exactly the backward ops (not
-  // differentiated again), fill (no operands) and the optimizer ops. A new
-  // op must be put on one side.
+  // differentiated again; conv2d_grad_input is differentiable, as ONNX
+  // ConvTranspose lowers to it), fill (no operands), ops with bool or index
+  // results and the optimizer ops. A new op must be put on one side.
   const std::set<std::string> withoutRule = {
       "fill",
       // Backward ops of activations, shape ops and losses.
@@ -282,9 +283,11 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
       "embedding_grad", "mse_loss_grad", "cross_entropy_grad", "binary_cross_entropy_grad_input",
       "binary_cross_entropy_grad_target",
       // Backward ops of linear algebra, pooling and normalization.
-      "conv2d_grad_input", "conv2d_grad_weight", "scaled_dot_product_attention_grad",
-      "maxpool2d_grad", "avgpool2d_grad", "global_avgpool_grad", "batchnorm2d_grad",
-      "layernorm_grad",
+      "conv2d_grad_weight", "scaled_dot_product_attention_grad", "maxpool2d_grad",
+      "avgpool2d_grad", "global_avgpool_grad", "batchnorm2d_grad", "layernorm_grad",
+      "reduce_select_grad",
+      // Not differentiable: bool and index results.
+      "compare", "logical", "logical_not", "argmax",
       // Optimizer ops.
       "learning_rate", "step_counter", "accumulate_grad", "global_norm", "clip_coefficient",
       "sgd_update", "sgd_momentum_update", "adam_update",

@@ -125,6 +125,13 @@ std::vector<ValidCase> validCases() {
       {"reduce_sum", {"f32[4,5,6]"}, {{"dims", Ints{0, -1}}}, "f32[5]"},
       {"reduce_mean", {"f16[4,5,6]"}, {{"dims", Ints{-1}}, {"keepdim", true}}, "f16[4,5,1]"},
       {"fill", {}, {{"shape", Ints{2, 3}}, {"dtype", DType::BF16}}, "bf16[2,3]"},
+      {"compare", {"i64[4,1]", "i64[]"}, {{"predicate", std::string("eq")}}, "bool[4,1]"},
+      {"logical", {"bool[4,1]", "bool[1,5]"}, {{"op", std::string("or")}}, "bool[4,5]"},
+      {"logical_not", {"bool[3]"}, {}, "bool[3]"},
+      {"where", {"bool[1,1,4,4]", "f32[]", "f32[2,3,4,4]"}, {}, "f32[2,3,4,4]"},
+      {"reduce_max", {"f32[2,8,20]"}, {{"dims", Ints{2}}}, "f32[2,8]"},
+      {"reduce_min", {"bf16[2,8]"}, {{"keepdim", true}}, "bf16[1,1]"},
+      {"argmax", {"f32[2,10]"}, {{"dim", 1}, {"keepdim", false}}, "i64[2]"},
       {"mse_loss", {"f32[8,10]", "f32[8,10]"}, {}, "f32[]"},
       {"cross_entropy", {"f32[8,10]", "i64[8]"}, {}, "f32[]"},
       {"binary_cross_entropy", {"f32[8,1]", "f32[8,1]"}, {}, "f32[]"},
@@ -191,6 +198,10 @@ std::vector<ValidCase> validCases() {
        {"f16[8,16,14,14]", "f16[8,16,14,14]", "f32[16]", "f32[16]", "f32[16]"},
        {},
        "f16[8,16,14,14], f32[16], f32[16]"},
+      {"reduce_select_grad",
+       {"f32[2,8]", "f32[2,8,20]", "f32[2,8]"},
+       {{"dims", Ints{-1}}},
+       "f32[2,8,20]"},
       {"layernorm_grad",
        {"f32[2,5,16]", "f32[2,5,16]", "f32[5,16]"},
        {{"normalized_dims", 2}},
@@ -507,6 +518,35 @@ TEST(OpInference, ReduceMean) {
     EXPECT_EQ(infer(op, {"f32[4,5]"}, {{"dims", Ints{1, -1}}}), "error: dim -1 is listed twice");
     EXPECT_EQ(infer(op, {"i64[4]"}), "error: input must be a floating type, got i64[4]");
   }
+}
+
+TEST(OpInference, LogicAndExtrema) {
+  EXPECT_EQ(infer("compare", {"f16[2,3]", "f32[3]"}),
+            "error: a and b must have the same dtype, got f16[2,3] and f32[3]");
+  EXPECT_EQ(infer("compare", {"f32[2,3]", "f32[4]"}),
+            "error: shapes [2,3] and [4] cannot be broadcast together");
+  EXPECT_EQ(infer("compare", {"f32[2]", "f32[2]"}, {{"predicate", std::string("lte")}}),
+            "error: attribute 'predicate' of compare must be one of eq, ne, lt, le, gt, ge, got "
+            "'lte'");
+  EXPECT_EQ(infer("logical", {"bool[2]", "i64[2]"}), "error: b must be bool, got i64[2]");
+  EXPECT_EQ(infer("logical_not", {"f32[2]"}), "error: a must be bool, got f32[2]");
+  EXPECT_EQ(infer("where", {"i64[2]", "f32[2]", "f32[2]"}),
+            "error: condition must be bool, got i64[2]");
+  EXPECT_EQ(infer("where", {"bool[2]", "f32[2]", "f16[2]"}),
+            "error: x and y must have the same dtype, got f32[2] and f16[2]");
+  EXPECT_EQ(infer("where", {"bool[3]", "f32[2,1]", "f32[2]"}),
+            "error: shapes [3] and [2,2] cannot be broadcast together");
+  EXPECT_EQ(infer("reduce_max", {"f32[4,5]"}, {{"dims", Ints{1, -1}}}),
+            "error: dim -1 is listed twice");
+  EXPECT_EQ(infer("reduce_min", {"i64[4]"}), "error: input must be a floating type, got i64[4]");
+  EXPECT_EQ(infer("argmax", {"f32[4,0]"}, {{"dim", -1}}),
+            "error: dim -1 of f32[4,0] is empty: it has no largest element");
+  EXPECT_EQ(infer("argmax", {"f32[4,5]"}, {{"dim", 2}}),
+            "error: dim 2 is out of range for rank 2");
+  EXPECT_EQ(infer("reduce_select_grad", {"f32[4]", "f32[4,5]", "f32[5]"}, {{"dims", Ints{1}}}),
+            "error: grad and result must have the same shape, got f32[4] and f32[5]");
+  EXPECT_EQ(infer("reduce_select_grad", {"f32[5]", "f32[4,5]", "f32[5]"}, {{"dims", Ints{1}}}),
+            "error: grad f32[5] is not the reduced shape of input f32[4,5]");
 }
 
 //===----------------------------------------------------------------------===//

@@ -560,3 +560,31 @@ TEST(TextualIR, ParsesLargeGraphsInLinearTime) {
 }
 
 } // namespace
+
+TEST(TextualIR, DataInitialisersRoundTripWithRuns) {
+  // A folded causal mask and index tensor: every element, runs shortened.
+  std::unique_ptr<Graph> g = parseOk("graph @g {\n"
+                                     "  buffer %mask : bool[2,3] init data(1.0, 0.0 x 2, 1.0 x 2, "
+                                     "0.0)\n"
+                                     "  buffer %fill : f32[3] init data(-inf x 2, nan)\n"
+                                     "}\n");
+  ASSERT_TRUE(g);
+  const InitSpec &mask = g->lookup("mask")->init();
+  ASSERT_EQ(mask.kind, InitSpec::Kind::Data);
+  EXPECT_EQ(*mask.data, (std::vector<double>{1, 0, 0, 1, 1, 0}));
+  EXPECT_EQ(mask.str(), "data(1.0, 0.0 x 2, 1.0 x 2, 0.0)");
+  EXPECT_EQ(g->lookup("fill")->init().str(), "data(-inf x 2, nan)");
+  expectRoundTrip(*g);
+  std::unique_ptr<Graph> again = parseOk(printGraphToString(*g));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->lookup("fill")->init(), g->lookup("fill")->init());
+}
+
+TEST(TextualIR, DataInitialiserErrors) {
+  expectParseError("graph @g {\n  buffer %m : f32[2] init data(1.0 x 0)\n}\n",
+                   "t.ir:2:38: error: run length 0 is out of range");
+  expectParseError("graph @g {\n  buffer %m : f32[2] init data(1.0 x)\n}\n",
+                   "t.ir:2:37: error: expected a run length after 'x', got ')'");
+  expectParseError("graph @g {\n  buffer %m : f32[2] init data(1.0 x 99999999999)\n}\n",
+                   "t.ir:2:38: error: run length 99999999999 is out of range");
+}

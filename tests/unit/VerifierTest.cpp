@@ -143,3 +143,16 @@ TEST(Verifier, ReportsOverflowingDeclarations) {
 }
 
 } // namespace
+
+TEST(Verifier, ReportsDataOfTheWrongSize) {
+  Chain c;
+  InitSpec init;
+  init.kind = InitSpec::Kind::Data;
+  init.data = std::make_shared<std::vector<double>>(std::vector<double>{1, 0, 1});
+  c.g.addState("mask", TensorType(DType::Bool, {2, 2}), StateKind::Buffer, init,
+               Location::inFile("m.onnx", 1, 1));
+  DiagnosticEngine d;
+  EXPECT_FALSE(verifyGraph(c.g, d));
+  EXPECT_EQ(firstError(d),
+            "m.onnx:1:1: error: state %mask of type bool[2,2] has 3 elements in its data(...)");
+}

@@ -1,0 +1,292 @@
+//===- ConstOps.cpp - Range, ConstantOfShape, Expand, Tile, Trilu, ... -----===//
+//
+// Generators (Range, ConstantOfShape) and the ops exporters apply to
+// masks and index tensors (Trilu, CumSum, ScatterND) fold at import; Expand,
+// Tile, Split and Trilu also lower on values, to broadcast_to, reshape,
+// slice and where.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/Builders.h"
+#include "frontends/onnx/ConstFold.h"
+#include "frontends/onnx/OnnxFile.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace ampc::onnxfe {
+
+namespace {
+
+bool folded(OnnxLowering &l, const onnx::NodeProto &n, bool ok, ConstTensor &out,
+            const std::string &err) {
+  if (!ok)
+    return l.error(err);
+  l.setConstant(n, 0, std::move(out));
+  return true;
+}
+
+std::vector<int64_t> dimsOfType(const TensorType &t) {
+  return std::vector<int64_t>(t.dims().begin(), t.dims().end());
+}
+
+} // namespace
+
+bool lowerRange(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {}))
+    return false;
+  const ConstTensor *start = l.constantOf(n, 0, "start"), *limit = l.constantOf(n, 1, "limit"),
+                    *delta = l.constantOf(n, 2, "delta");
+  if (!start || !limit || !delta)
+    return false;
+  if (!start->isScalarLike() || !limit->isScalarLike() || !delta->isScalarLike())
+    return l.error("start, limit and delta must be scalars");
+  ConstTensor out;
+  std::string err;
+  bool ok = foldRange(start->values[0], limit->values[0], delta->values[0], start->dtype, out, err);
+  return folded(l, n, ok, out, err);
+}
+
+bool lowerConstantOfShape(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {"value"}))
+    return false;
+  const ConstTensor *shape = l.constantOf(n, 0, "shape");
+  if (!shape)
+    return false;
+  ConstTensor out;
+  out.dtype = DType::F32;
+  double value = 0;
+  if (const onnx::AttributeProto *a = l.attr(n, "value")) {
+    NpyArray array;
+    std::string err;
+    if (!a->has_t() || !tensorToArray(a->t(), ".", array, err) || array.numElements() != 1)
+      return l.error("value must be a one-element tensor" + (err.empty() ? "" : ": " + err));
+    out.dtype = array.dtype;
+    value = arrayElement(array, 0);
+  }
+  for (double d : shape->values)
+    out.dims.push_back(saturatingInt(d));
+  int64_t count = foldedCount(out.dims);
+  if (count < 0)
+    return l.error("the shape has a negative dim or more than " +
+                   llvm::Twine(kMaxFoldedElements) + " elements");
+  out.values.assign(size_t(count), value);
+  l.setConstant(n, 0, std::move(out));
+  return true;
+}
+
+bool lowerExpand(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {}))
+    return false;
+  const ConstTensor *shape = l.constantOf(n, 1, "shape");
+  if (!shape)
+    return false;
+  std::vector<int64_t> target = shape->asInts();
+  std::vector<int64_t> in = dimsOfType(l.typeOf(n, 0));
+  llvm::SmallVector<int64_t, 6> dims;
+  std::string err;
+  if (!broadcastShapes({in, target}, dims, err))
+    return l.error(err);
+  if (isFoldable(l.input(n, 0))) {
+    const ConstTensor *c = l.constantOf(n, 0, "input");
+    ConstTensor out;
+    return c && folded(l, n, foldExpand(*c, dims, out, err), out, err);
+  }
+  Value *x = l.valueOf(n, 0);
+  if (!x)
+    return false;
+  if (llvm::ArrayRef<int64_t>(dims) == x->type().dims()) {
+    l.alias(n, 0, 0);
+    return true;
+  }
+  // broadcast_to aligns ranks itself only through a reshape: give x the
+  // result's rank first.
+  llvm::SmallVector<int64_t, 6> ranked(dims.size() - in.size(), 1);
+  ranked.append(in.begin(), in.end());
+  Value *r = l.reshape(x, ranked);
+  l.setOutput(n, 0,
+              l.build1(OpKind::BroadcastTo, {r},
+                       {{"shape", Attribute(std::vector<int64_t>(dims.begin(), dims.end()))}},
+                       n.output(0)));
+  return true;
+}
+
+bool lowerTile(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {}))
+    return false;
+  const ConstTensor *repeats = l.constantOf(n, 1, "repeats");
+  if (!repeats)
+    return false;
+  std::vector<int64_t> reps = repeats->asInts();
+  std::vector<int64_t> in = dimsOfType(l.typeOf(n, 0));
+  if (reps.size() != in.size())
+    return l.error("repeats has " + llvm::Twine(reps.size()) + " values for an input of rank " +
+                   llvm::Twine(in.size()));
+  std::string err;
+  if (isFoldable(l.input(n, 0))) {
+    const ConstTensor *c = l.constantOf(n, 0, "input");
+    ConstTensor out;
+    return c && folded(l, n, foldTile(*c, reps, out, err), out, err);
+  }
+  Value *x = l.valueOf(n, 0);
+  if (!x)
+    return false;
+  if (llvm::all_of(reps, [](int64_t r) { return r == 1; })) {
+    l.alias(n, 0, 0);
+    return true;
+  }
+  // [d0, d1] -> [1, d0, 1, d1] -> broadcast [r0, d0, r1, d1] -> [r0 d0, r1 d1].
+  std::vector<int64_t> split, spread, merged;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (reps[d] < 1)
+      return l.error("repeats must be positive on a run-time value");
+    split.insert(split.end(), {1, in[d]});
+    spread.insert(spread.end(), {reps[d], in[d]});
+    merged.push_back(reps[d] * in[d]);
+  }
+  Value *wide = l.build1(OpKind::BroadcastTo, {l.reshape(x, split)}, {{"shape", Attribute(spread)}});
+  l.setOutput(n, 0, l.reshape(wide, merged, n.output(0)));
+  return true;
+}
+
+bool lowerTrilu(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {"upper"}))
+    return false;
+  bool upper = l.intAttr(n, "upper", 1) != 0;
+  int64_t k = 0;
+  if (l.hasInput(n, 1)) {
+    const ConstTensor *kc = l.constantOf(n, 1, "k");
+    if (!kc)
+      return false;
+    if (!kc->isScalarLike())
+      return l.error("k must be a scalar");
+    k = saturatingInt(kc->values[0]);
+  }
+  const TensorType &type = l.typeOf(n, 0);
+  if (type.rank() < 2)
+    return l.error("the input must have at least 2 dims, got " + type.str());
+  if (isFoldable(l.input(n, 0))) {
+    const ConstTensor *c = l.constantOf(n, 0, "input");
+    if (!c)
+      return false;
+    l.setConstant(n, 0, foldTrilu(*c, k, upper));
+    return true;
+  }
+  // On a value: where(mask, x, 0) with the mask a bool buffer.
+  ConstTensor ones;
+  ones.dtype = DType::Bool;
+  ones.dims = {type.dim(type.rank() - 2), type.dim(type.rank() - 1)};
+  if (foldedCount(ones.dims) < 0)
+    return l.error("the triangle mask would pass " + llvm::Twine(kMaxFoldedElements) + " elements");
+  ones.values.assign(size_t(ones.dims[0] * ones.dims[1]), 1.0);
+  Value *mask = l.constantBuffer(n.output(0) + ".mask", foldTrilu(ones, k, upper));
+  Value *x = l.valueOf(n, 0);
+  if (!mask || !x)
+    return false;
+  Value *zero = l.constantState(n.output(0) + ".zero", TensorType(x->dtype(), {}), 0.0);
+  l.setOutput(n, 0, l.build1(OpKind::Where, {mask, x, zero}, {}, n.output(0)));
+  return true;
+}
+
+bool lowerCumSum(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {"exclusive", "reverse"}))
+    return false;
+  const ConstTensor *axis = l.constantOf(n, 1, "axis");
+  if (!axis)
+    return false;
+  if (!axis->isScalarLike())
+    return l.error("axis must be a scalar");
+  unsigned a;
+  if (!l.normAxis(saturatingInt(axis->values[0]), l.typeOf(n, 0).rank(), a, "axis"))
+    return false;
+  if (!isFoldable(l.input(n, 0)))
+    return l.error("CumSum is supported on tensors known when the model is imported (position "
+                   "ids from a mask); here its input is computed at run time");
+  const ConstTensor *c = l.constantOf(n, 0, "input");
+  if (!c)
+    return false;
+  l.setConstant(n, 0,
+                foldCumSum(*c, a, l.intAttr(n, "exclusive", 0) != 0, l.intAttr(n, "reverse", 0) != 0));
+  return true;
+}
+
+bool lowerScatterND(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {"reduction"}))
+    return false;
+  std::string reduction = l.stringAttr(n, "reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return l.error("reduction '" + reduction + "' is not supported");
+  for (int i = 0; i < 3; ++i)
+    if (!isFoldable(l.input(n, i)))
+      return l.error("ScatterND is supported on tensors known when the model is imported (a "
+                     "mask written in place); here input " +
+                     llvm::Twine(i) + " is computed at run time");
+  const ConstTensor *data = l.constantOf(n, 0, "data"), *indices = l.constantOf(n, 1, "indices"),
+                    *updates = l.constantOf(n, 2, "updates");
+  if (!data || !indices || !updates)
+    return false;
+  ConstTensor out;
+  std::string err;
+  return folded(l, n, foldScatterNd(*data, *indices, *updates, reduction, out, err), out, err);
+}
+
+bool lowerSplit(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {"axis", "split"}))
+    return false;
+  const TensorType &type = l.typeOf(n, 0);
+  unsigned axis;
+  if (!l.normAxis(l.intAttr(n, "axis", 0), type.rank(), axis, "axis"))
+    return false;
+  int64_t size = type.dim(axis);
+  std::vector<int64_t> sizes;
+  if (l.hasInput(n, 1)) {
+    const ConstTensor *s = l.constantOf(n, 1, "split");
+    if (!s)
+      return false;
+    sizes = s->asInts();
+  } else if (std::optional<std::vector<int64_t>> s = l.intsAttr(n, "split")) {
+    sizes = *s;
+  } else {
+    int64_t parts = n.output_size();
+    if (parts < 1 || size % parts)
+      return l.error("cannot split a dim of " + llvm::Twine(size) + " into " + llvm::Twine(parts) +
+                     " equal parts");
+    sizes.assign(size_t(parts), size / parts);
+  }
+  if (int64_t(sizes.size()) != n.output_size())
+    return l.error("split has " + llvm::Twine(sizes.size()) + " sizes for " +
+                   llvm::Twine(n.output_size()) + " outputs");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      return l.error("split sizes must not be negative");
+    total += s;
+  }
+  if (total != size)
+    return l.error("split sizes add up to " + llvm::Twine(total) + ", the dim is " +
+                   llvm::Twine(size));
+  bool constant = isFoldable(l.input(n, 0));
+  const ConstTensor *c = constant ? l.constantOf(n, 0, "input") : nullptr;
+  Value *x = constant ? nullptr : l.valueOf(n, 0);
+  if (constant ? !c : !x)
+    return false;
+  int64_t start = 0;
+  for (int i = 0; i < n.output_size(); ++i) {
+    int64_t end = start + sizes[size_t(i)];
+    if (constant) {
+      ConstTensor part = foldSlice(*c, {SliceAxis{axis, start, 1, end - start}});
+      l.setConstant(n, i, std::move(part));
+    } else if (start == 0 && end == size) {
+      l.alias(n, i, 0);
+    } else {
+      l.setOutput(n, i,
+                  l.build1(OpKind::Slice, {x},
+                           {{"axis", Attribute(int64_t(axis))},
+                            {"start", Attribute(start)},
+                            {"end", Attribute(end)}},
+                           n.output(i)));
+    }
+    start = end;
+  }
+  return true;
+}
+
+} // namespace ampc::onnxfe

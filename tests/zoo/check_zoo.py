@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""The real-models zoo against PyTorch (tests/zoo/zoo_models.py).
+
+For each model: PyTorch exports it to ONNX (opset 17) and ampc
+- imports the eval-mode export and runs its forward at O0 (relative error
+  to PyTorch's eval output <= 1e-5 of the output's largest magnitude) and
+  at O2 in f16 (<= 3e-2), on the cpu backend;
+- trains the training-mode export (a model file wraps it with the loss,
+  plain SGD and an .npy batch) for three steps at O0 from the same weights
+  on the same batch as PyTorch does (every loss within 1e-4 relative;
+  dropout and stochastic depth set to 0, so both sides compute the same
+  function), and one step at O1, O2 and O3 (finite losses);
+- runs view, diff, compare, calibrate, --profile and export on it.
+
+The default set is one model per family (Entry.ci); --all runs the whole zoo
+(CTest runs it under `ctest -C long`). --table FILE writes the coverage
+table docs/onnx.md shows.
+
+Run by CTest as `zoo` (and `zoo-all`); exits 77 (skip) without torch,
+torchvision or onnx, except under CI=true.
+
+  python3 check_zoo.py --ampc build/bin/ampc --driver build/bin/ampc-onnx-forward-driver
+                       [--all | --models a,b] [--keep DIR] [--table FILE]
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+SKIP = 77
+MISSING = 1 if os.environ.get("CI") == "true" else SKIP
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import torchvision  # noqa: F401
+    import onnx  # noqa: F401  (torch.onnx.export's checker)
+except ImportError as error:
+    print(f"{'FAIL' if MISSING == 1 else 'SKIP'}: a Python package is missing ({error})")
+    sys.exit(MISSING)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_models  # noqa: E402
+
+warnings.filterwarnings("ignore")
+FORWARD_O0 = 1e-5
+FORWARD_O2 = 3e-2
+TRAIN_O0 = 1e-4
+STEPS = 3
+LR = 1e-3
+
+
+def run(cmd, work, timeout=900):
+    start = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=timeout)
+    return proc, time.time() - start
+
+
+def relative_error(got, want):
+    scale = max(float(np.max(np.abs(want))), 1e-12)
+    return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / scale
+
+
+def quiet_randomness(module):
+    """Dropout and stochastic depth at 0: both sides compute one function."""
+    from torchvision.ops import StochasticDepth
+    for m in module.modules():
+        if isinstance(m, (nn.Dropout, nn.Dropout2d, nn.AlphaDropout)):
+            m.p = 0.0
+        elif isinstance(m, StochasticDepth):
+            m.p = 0.0
+        elif isinstance(m, nn.MultiheadAttention):
+            m.dropout = 0.0
+
+
+def labels_for(entry, output):
+    g = torch.Generator().manual_seed(3)
+    if entry.loss == "cross_entropy":
+        return torch.randint(0, entry.classes, (output.shape[0],), generator=g)
+    if entry.loss == "lm":
+        return torch.randint(0, entry.classes, tuple(output.shape[:-1]), generator=g)
+    return torch.randn(*output.shape, generator=g)
+
+
+def torch_loss(entry, output, target):
+    if entry.loss == "cross_entropy":
+        return F.cross_entropy(output, target)
+    if entry.loss == "lm":
+        return F.cross_entropy(output.reshape(-1, output.shape[-1]), target.reshape(-1))
+    return F.mse_loss(output, target)
+
+
+def loss_yaml(entry):
+    if entry.loss in ("cross_entropy", "lm"):
+        return "{cross_entropy: {input: logits, target: target}}"
+    return "{mse_loss: {input: logits, target: target}}"
+
+
+def dtype_yaml(t):
+    return {torch.int64: "i64", torch.float32: "f32", torch.bool: "bool"}[t.dtype]
+
+
+def export(module, entry, path, training):
+    torch.onnx.export(
+        module, tuple(entry.inputs.values()), path, opset_version=17,
+        input_names=list(entry.inputs), output_names=["logits"],
+        training=torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL,
+        do_constant_folding=not training)
+
+
+class Result:
+    def __init__(self, name):
+        self.name = name
+        self.cells = {}
+        self.failures = []
+
+    def fail(self, what, detail):
+        self.failures.append(f"{what}: {detail}")
+        self.cells.setdefault(what, "FAIL")
+
+
+def check_forward(entry, args, work, result):
+    torch.manual_seed(0)
+    module = entry.build().eval()
+    path = os.path.join(work, f"{entry.name}.onnx")
+    export(module, entry, path, training=False)
+    with torch.no_grad():
+        want = module(*entry.inputs.values()).numpy()
+    in_dir = os.path.join(work, "in")
+    os.makedirs(in_dir, exist_ok=True)
+    for key, tensor in entry.inputs.items():
+        np.save(os.path.join(in_dir, key + ".npy"), tensor.numpy())
+    for level, half, tolerance in (("O0", "f16", FORWARD_O0), ("O2", "f16", FORWARD_O2)):
+        out_dir = os.path.join(work, f"out-{level}")
+        os.makedirs(out_dir, exist_ok=True)
+        proc, seconds = run([args.driver, path, in_dir, out_dir, "--opt-level", level,
+                             "--half-type", half], work)
+        if proc.returncode != 0:
+            result.fail(f"forward {level}", proc.stderr.strip().splitlines()[:8])
+            continue
+        got = np.load(os.path.join(out_dir, "out0.npy"))
+        if got.shape != want.shape:
+            result.fail(f"forward {level}", f"shape {got.shape}, PyTorch {want.shape}")
+            continue
+        err = relative_error(got, want)
+        result.cells[f"forward {level}"] = f"{err:.1e}"
+        if not err <= tolerance:
+            result.fail(f"forward {level}", f"relative error {err:.3e} > {tolerance:g}")
+        print(f"  forward {level}: relative error {err:.2e} ({seconds:.1f} s)")
+
+
+def write_training_model(entry, work, module):
+    path = os.path.join(work, f"{entry.name}-train.onnx")
+    export(module, entry, path, training=True)
+    with torch.no_grad():
+        output = module(*entry.inputs.values())
+    target = labels_for(entry, output)
+    data = {}
+    for key, tensor in list(entry.inputs.items()) + [("target", target)]:
+        np.save(os.path.join(work, f"data-{key}.npy"), tensor.numpy())
+        data[key] = f"data-{key}.npy"
+    inputs = "\n".join(
+        f"  {k}: {{shape: [B, {', '.join(str(d) for d in t.shape[1:])}], dtype: {dtype_yaml(t)}}}"
+        .replace("[B, ]", "[B]")
+        for k, t in list(entry.inputs.items()) + [("target", target)])
+    batch = next(iter(entry.inputs.values())).shape[0]
+    model_file = os.path.join(work, f"{entry.name}.yaml")
+    with open(model_file, "w") as f:
+        f.write(f"""model: {{onnx: {entry.name}-train.onnx}}
+batch: {batch}
+inputs:
+{inputs}
+loss: {loss_yaml(entry)}
+optimizer: {{sgd: {{lr: {LR}}}}}
+train:
+  steps: {STEPS}
+  data: {{npy: {{{', '.join(f'{k}: {v}' for k, v in data.items())}}}}}
+""")
+    return model_file, target
+
+
+def ampc_losses(args, model_file, level, work, steps=STEPS):
+    metrics = os.path.join(work, f"metrics-{level}.jsonl")
+    proc, seconds = run([args.ampc, "--opt-level", level, model_file, "--metrics-out", metrics,
+                         "--progress", "none", "--steps", str(steps)], work)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ampc {level} failed ({proc.returncode}): "
+                           + " | ".join(proc.stderr.strip().splitlines()[:8]))
+    losses = []
+    with open(metrics) as f:
+        for line in f:
+            record = json.loads(line)
+            if "loss" in record:
+                losses.append(float(record["loss"]))
+    return losses, seconds
+
+
+def check_training(entry, args, work, result):
+    torch.manual_seed(0)
+    module = entry.build()
+    quiet_randomness(module)
+    module.eval()
+    model_file, target = write_training_model(entry, work, module)
+    module.train()
+    opt = torch.optim.SGD(module.parameters(), lr=LR)
+    want = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = torch_loss(entry, module(*entry.inputs.values()), target)
+        want.append(loss.item())
+        loss.backward()
+        opt.step()
+    try:
+        got, seconds = ampc_losses(args, model_file, "O0", work)
+    except RuntimeError as e:
+        result.fail("train O0", str(e))
+        return model_file
+    if len(got) != STEPS:
+        result.fail("train O0", f"{len(got)} losses for {STEPS} steps")
+        return model_file
+    diff = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, want))
+    result.cells["train O0"] = f"{diff:.1e}"
+    print(f"  train O0: ampc {['%.6f' % v for v in got]} torch {['%.6f' % v for v in want]} "
+          f"max rel diff {diff:.2e} ({seconds:.1f} s)")
+    if not diff <= TRAIN_O0:
+        result.fail("train O0", f"losses differ by {diff:.3e} relative > {TRAIN_O0:g}")
+    for level in ("O1", "O2", "O3"):
+        try:
+            losses, seconds = ampc_losses(args, model_file, level, work, steps=1)
+        except RuntimeError as e:
+            result.fail(f"train {level}", str(e))
+            continue
+        ok = len(losses) == 1 and math.isfinite(losses[0])
+        result.cells[f"train {level}"] = "ok" if ok else "FAIL"
+        if not ok:
+            result.fail(f"train {level}", f"losses {losses}")
+        print(f"  train {level}: loss {losses} ({seconds:.1f} s)")
+    return model_file
+
+
+def check_commands(model_file, args, work, result):
+    commands = {
+        "view": ["view", model_file, "-O", "O1", "-o", "page.html"],
+        "diff": ["diff", model_file, "--levels", "O0,O2"],
+        "compare": ["compare", model_file, "--levels", "O0,O2"],
+        "calibrate": ["calibrate", model_file, "--batches", "1"],
+        "profile": ["-O", "O1", model_file, "--steps", "1", "--profile", "--progress", "none"],
+        "export": ["export", model_file, "--format", "onnx", "-O", "O2", "-o", "exported.onnx"],
+    }
+    failed = []
+    for name, cmd in commands.items():
+        proc, seconds = run([args.ampc] + cmd, work)
+        if proc.returncode != 0:
+            failed.append(name)
+            result.fail(name, " | ".join(proc.stderr.strip().splitlines()[:4]))
+    result.cells["commands"] = "ok" if not failed else "FAIL " + ",".join(failed)
+    print(f"  commands: {result.cells['commands']}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ampc", required=True)
+    parser.add_argument("--driver", required=True)
+    parser.add_argument("--all", action="store_true", help="the whole zoo, not one per family")
+    parser.add_argument("--models", help="comma-separated names")
+    parser.add_argument("--keep", help="keep the work files in this folder")
+    parser.add_argument("--table", help="write the coverage table (markdown) here")
+    parser.add_argument("--no-commands", action="store_true")
+    args = parser.parse_args()
+    args.ampc, args.driver = os.path.abspath(args.ampc), os.path.abspath(args.driver)
+    torch.set_num_threads(2)
+    entries = zoo_models.zoo()
+    if args.models:
+        wanted = args.models.split(",")
+        unknown = set(wanted) - {e.name for e in entries}
+        if unknown:
+            print(f"FAIL: unknown models {sorted(unknown)}")
+            return 1
+        entries = [e for e in entries if e.name in wanted]
+    elif not args.all:
+        entries = [e for e in entries if e.ci]
+    root = args.keep or tempfile.mkdtemp(prefix="ampc-zoo-")
+    results = []
+    for entry in entries:
+        work = os.path.join(root, entry.name)
+        os.makedirs(work, exist_ok=True)
+        print(f"{entry.name} ({entry.family})")
+        sys.stdout.flush()
+        result = Result(entry.name)
+        start = time.time()
+        try:
+            check_forward(entry, args, work, result)
+            model_file = check_training(entry, args, work, result)
+            if not args.no_commands:
+                check_commands(model_file, args, work, result)
+        except Exception as e:  # an export or a tool crash: this model fails, the rest go on
+            result.fail("error", f"{type(e).__name__}: {e}")
+        result.seconds = time.time() - start
+        for f in result.failures:
+            print(f"  FAIL {f}")
+        print(f"  {'ok' if not result.failures else 'FAIL'} {entry.name} ({result.seconds:.0f} s)")
+        sys.stdout.flush()
+        results.append((entry, result))
+    columns = ["forward O0", "forward O2", "train O0", "train O1", "train O2", "train O3",
+               "commands"]
+    lines = ["| model | family | " + " | ".join(columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for entry, result in results:
+        lines.append(f"| {entry.name} | {entry.family} | "
+                     + " | ".join(result.cells.get(c, "-") for c in columns) + " |")
+    table = "\n".join(lines)
+    print(table)
+    if args.table:
+        with open(args.table, "w") as f:
+            f.write(table + "\n")
+    failed = [r.name for _, r in results if r.failures]
+    print(f"{'FAIL' if failed else 'PASS'}: {len(results) - len(failed)} of {len(results)} models"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

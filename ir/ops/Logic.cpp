@@ -20,10 +20,22 @@ static bool requireBool(InferContext &ctx, unsigned i) {
   return true;
 }
 
+/// A string attribute must spell a value of enum E (its spellings listed
+/// in the message).
+template <class E> static bool requireEnum(InferContext &ctx, llvm::StringRef attr) {
+  const std::string &spelling = ctx.getString(attr);
+  if (attrs::parseEnum<E>(spelling))
+    return true;
+  std::string allowed;
+  for (const auto &e : attrs::EnumTraits<E>::entries)
+    allowed += (allowed.empty() ? "" : ", ") + std::string(e.spelling);
+  return ctx.error(attr + " must be one of " + allowed + ", got \"" + spelling + "\"");
+}
+
 // compare(a, b) -> bool[broadcast]: a and b of one dtype (the precision pass
 // casts float operands of two precisions to the wider).
 static bool inferCompare(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
-  if (!requireSameDType(ctx, 0, 1))
+  if (!requireEnum<ComparePredicate>(ctx, "predicate") || !requireSameDType(ctx, 0, 1))
     return false;
   llvm::SmallVector<int64_t, 4> dims;
   if (!broadcastShapes(ctx, ctx.operand(0).dims(), ctx.operand(1).dims(), dims))
@@ -34,7 +46,7 @@ static bool inferCompare(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &r
 
 // logical(a: bool, b: bool) -> bool[broadcast]
 static bool inferLogical(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
-  if (!requireBool(ctx, 0) || !requireBool(ctx, 1))
+  if (!requireEnum<LogicalOp>(ctx, "op") || !requireBool(ctx, 0) || !requireBool(ctx, 1))
     return false;
   llvm::SmallVector<int64_t, 4> dims;
   if (!broadcastShapes(ctx, ctx.operand(0).dims(), ctx.operand(1).dims(), dims))

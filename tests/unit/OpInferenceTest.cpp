@@ -526,8 +526,7 @@ TEST(OpInference, LogicAndExtrema) {
   EXPECT_EQ(infer("compare", {"f32[2,3]", "f32[4]"}),
             "error: shapes [2,3] and [4] cannot be broadcast together");
   EXPECT_EQ(infer("compare", {"f32[2]", "f32[2]"}, {{"predicate", std::string("lte")}}),
-            "error: attribute 'predicate' of compare must be one of eq, ne, lt, le, gt, ge, got "
-            "'lte'");
+            "error: predicate must be one of eq, ne, lt, le, gt, ge, got \"lte\"");
   EXPECT_EQ(infer("logical", {"bool[2]", "i64[2]"}), "error: b must be bool, got i64[2]");
   EXPECT_EQ(infer("logical_not", {"f32[2]"}), "error: a must be bool, got f32[2]");
   EXPECT_EQ(infer("where", {"i64[2]", "f32[2]", "f32[2]"}),

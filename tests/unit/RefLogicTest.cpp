@@ -127,7 +127,7 @@ TEST(RefLogicTest, ArgMaxFirstOrLastOfTies) {
   EXPECT_EQ(first.outputs[0], (std::vector<double>{1, 0}));
   EXPECT_EQ(last.outputTypes[0].str(), "i64[2,1]");
   EXPECT_EQ(last.outputs[0], (std::vector<double>{2, 3}));
-  EXPECT_EQ(cols.outputs[0], (std::vector<double>{0, 0, 0, 1}));
+  EXPECT_EQ(cols.outputs[0], (std::vector<double>{1, 0, 0, 1}));
 }
 
 TEST(RefLogicTest, SelectGradSharesAmongTies) {

@@ -508,7 +508,7 @@ TEST(TextualIR, ParseErrorsAtExactPositions) {
        "a dtype), got 'what'"},
       {"  param %p : f32[2] init gaussian(0, 1)\n",
        "t.ir:3:26: error: unknown initializer 'gaussian' (expected zeros, ones, constant, uniform, "
-       "normal or file)"},
+       "normal, file or data)"},
       {"  update %x = %x\n", "t.ir:3:10: error: update target %x is not a state tensor"},
       {"  output %x, %q\n", "t.ir:3:14: error: use of undefined value %q"},
       {"  %y = relu(%x) : (f32[2]) -> f32[2] $\n", "t.ir:3:38: error: unexpected character '$'"},

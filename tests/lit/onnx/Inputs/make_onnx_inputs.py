@@ -57,6 +57,12 @@ save(model(relu, [vi("x", [2, 3])], [vi("y", [2, 3])], opset=18), "opset-18.onnx
 save(model(relu, [vi("x", [2, 3])], [vi("y", [2, 3])], opset=5), "opset-5.onnx", check=False)
 save(model([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], [vi("x", [2, 3])], [vi("y", [2, 3])]),
      "unknown-op.onnx")
+# Several unsupported op types: one error lists them all.
+save(model([helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("Hardmax", ["r"], ["h1"], name="hm1"),
+            helper.make_node("LpNormalization", ["h1"], ["n"]),
+            helper.make_node("Hardmax", ["n"], ["y"], name="hm2")],
+           [vi("x", [2, 3])], [vi("y", [2, 3])]), "unknown-ops.onnx")
 save(model([helper.make_node("Relu", ["b"], ["a"], name="first"), helper.make_node("Relu", ["a"], ["b"], name="second")],
            [vi("x", [2, 3])], [vi("a", [2, 3])]), "cyclic.onnx", check=False)
 save(model([helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")], [vi("x", [2, 3])], [vi("y", [2, 3])]),

@@ -78,7 +78,11 @@ AMPC_API Status checkExport(const ExportOptions &opts);
 /// the forward pipeline, its loss replaced by the loss's prediction input;
 /// written atomically as an ONNX model (opset 17) that passes ONNX's
 /// checker, initializers taking the program's values (after loadCheckpoint,
-/// the checkpoint's).
+/// the checkpoint's). The outputs keep the names they have in the model
+/// (the prediction's, at every level). The batch is symbolic: the model is
+/// imported once more at twice its batch to find the dims that follow it
+/// (docs/onnx.md, "Export"); where that cannot tell, the file keeps the
+/// program's batch and the result carries a warning saying why.
 ///
 /// npy: every parameter and buffer (weightsOf) as `<output>/<name>.npy`,
 /// fp32, C order, and nothing else; the directory is created if missing;

@@ -937,6 +937,31 @@ Result<std::vector<Weight>> weightsOf(const Program &program) {
   return out;
 }
 
+std::vector<BatchNormCount> batchNormCounts(const Program &program) {
+  const Program::Impl &p = *program.impl_;
+  const Graph &g = p.graph();
+  std::vector<BatchNormCount> out;
+  std::set<std::string> seen;
+  for (const ampc::Node &n : g.nodes()) {
+    if (n.kind() != ampc::OpKind::BatchNorm2d)
+      continue;
+    // The running mean may be read through a cast (a half batchnorm).
+    const ampc::Value *mean = n.operand(3);
+    while (mean->definingNode() && mean->definingNode()->kind() == ampc::OpKind::Cast)
+      mean = mean->definingNode()->operand(0);
+    llvm::StringRef prefix = mean->name();
+    if (!mean->isState() || !prefix.consume_back(".running_mean"))
+      continue;
+    std::string name = (prefix + ".num_batches_tracked").str();
+    if (g.lookup(name) || !seen.insert(name).second)
+      continue;
+    // Every training micro-batch ran every batchnorm in training mode (a
+    // Forward-stage program's batchnorm is in eval mode: it counts as well).
+    out.push_back({name, static_cast<int64_t>(p.microSteps)});
+  }
+  return out;
+}
+
 #if AMPC_HAVE_ONNX
 namespace {
 

@@ -115,6 +115,11 @@ bool BatchProbe::propagate(const Graph &g, BatchShapes &out, std::string &why) c
     } else if (!inferResultTypes(n.op(), operands, n.attrs(), results, err) && err.empty()) {
       err = "it does not type-check";
     }
+    // The exporter reads a result's dims at both batches side by side.
+    for (unsigned i = 0; err.empty() && i < n.numResults(); ++i)
+      if (i >= results.size() || results[i].rank() != n.result(i)->type().rank())
+        err = "its result " + std::to_string(i) + " has another rank than " +
+              n.result(i)->type().str();
     if (!err.empty()) {
       why = ("at batch " + llvm::Twine(otherBatch_) + ", " + n.opName() + " making " +
              quoted(n.result(0)) + ": " + err)

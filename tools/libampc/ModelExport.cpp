@@ -41,7 +41,7 @@ const std::vector<FormatEntry> &formatTable() {
        writeNpyDirectory},
       {{"onnx",
         "the rewritten inference graph (casts, half initializers, eval-mode batchnorm) as one "
-        "ONNX model file (-o FILE, opset 17)",
+        "ONNX model file (-o FILE, opset 17, any batch size)",
         /*writesDirectory=*/false, /*available=*/AMPC_HAVE_ONNX_EXPORT},
        AMPC_HAVE_ONNX_EXPORT ? exportOnnxFile : nullptr},
   };

@@ -42,14 +42,22 @@ int32_t onnxTypeOf(DType t) {
 
 class Exporter {
 public:
-  Exporter(const Graph &g, onnx::GraphProto &out, DiagnosticEngine &diag)
-      : g_(g), out_(out), diag_(diag) {}
+  Exporter(const Graph &g, onnx::GraphProto &out, DiagnosticEngine &diag, const BatchShapes *batch)
+      : g_(g), out_(out), diag_(diag), batch_(batch) {}
 
   const Graph &graph() const { return g_; }
+  /// The graph's shapes at another batch; null when the batch is fixed.
+  const BatchShapes *batch() const { return batch_; }
   bool error(const Node &n, const llvm::Twine &msg) {
     diag_.error(n.loc(), "cannot export " + n.opName() + " to ONNX: " + msg);
     return false;
   }
+  /// Gives up the symbolic batch: the model is written again at g's.
+  bool fixBatch(const Node &n, const llvm::Twine &why) {
+    fixedBecause_ = (n.opName() + " making '" + n.result()->name() + "': " + why).str();
+    return false;
+  }
+  const std::string &fixedBecause() const { return fixedBecause_; }
 
   std::string fresh(llvm::StringRef hint) {
     return ("ampc_" + hint + "_" + llvm::Twine(counter_++)).str();
@@ -145,6 +153,8 @@ private:
   const Graph &g_;
   onnx::GraphProto &out_;
   DiagnosticEngine &diag_;
+  const BatchShapes *batch_;
+  std::string fixedBecause_;
   unsigned counter_ = 0;
 };
 
@@ -158,10 +168,51 @@ bool emitSimple(Exporter &e, const Node &n, llvm::StringRef type) {
   return true;
 }
 
-/// A result whose shape is all that changes: a Reshape to its static dims.
+/// A result whose shape is all that changes: a Reshape. Its target is the
+/// result's static shape, but for the dims that follow a symbolic batch: 0
+/// where the result has the input's dim at the same place (ONNX copies it),
+/// else -1 (ONNX infers it from the element count; one dim at most).
 bool emitReshape(Exporter &e, const Node &n) {
-  std::vector<int64_t> dims(n.result()->type().dims().begin(), n.result()->type().dims().end());
-  e.node("Reshape", {Exporter::in(n, 0), e.constInts(dims)}, {Exporter::out(n)});
+  const Value *x = n.operand(0), *y = n.result();
+  std::vector<int64_t> dims(y->type().dims().begin(), y->type().dims().end());
+  // A 0 in the target copies the input's dim unless allowzero says it is 0.
+  bool empty = llvm::is_contained(dims, 0);
+  if (const BatchShapes *b = e.batch()) {
+    bool inferred = false;
+    for (unsigned d = 0; d < dims.size(); ++d) {
+      if (!b->varies(y, d))
+        continue;
+      if (empty)
+        return e.fixBatch(n, "an empty tensor's reshape cannot infer the batch");
+      if (d < x->type().rank() && x->type().dim(d) == dims[d] &&
+          b->at(x).dim(d) == b->at(y).dim(d)) {
+        dims[d] = 0;
+      } else if (!inferred) {
+        dims[d] = -1;
+        inferred = true;
+      } else {
+        return e.fixBatch(n, "two of its dims follow the batch and are not its input's (" +
+                                 x->type().str() + " to " + y->type().str() + ")");
+      }
+    }
+  }
+  onnx::NodeProto &r =
+      e.node("Reshape", {Exporter::in(n, 0), e.constInts(dims)}, {Exporter::out(n)});
+  if (empty)
+    Exporter::attrInt(r, "allowzero", 1);
+  return true;
+}
+
+/// flatten(1, -1) is ONNX's Flatten (axis 1: [d0, the rest]), which holds
+/// at any batch; any other span is a Reshape.
+bool emitFlatten(Exporter &e, const Node &n) {
+  unsigned rank = n.operand(0)->type().rank();
+  attrs::Flatten a(n);
+  int64_t start = a.start_dim() < 0 ? a.start_dim() + rank : a.start_dim();
+  int64_t end = a.end_dim() < 0 ? a.end_dim() + rank : a.end_dim();
+  if (rank < 2 || start != 1 || end != int64_t(rank) - 1)
+    return emitReshape(e, n);
+  Exporter::attrInt(e.node("Flatten", {Exporter::in(n, 0)}, {Exporter::out(n)}), "axis", 1);
   return true;
 }
 
@@ -428,7 +479,7 @@ const ExportRow kExportTable[] = {
   {OpKind::MaxPool2d,    [](Exporter &e, const Node &n) { return emitPool(e, n, true); }},
   {OpKind::AvgPool2d,    [](Exporter &e, const Node &n) { return emitPool(e, n, false); }},
   {OpKind::GlobalAvgPool,[](Exporter &e, const Node &n) { return emitSimple(e, n, "GlobalAveragePool"); }},
-  {OpKind::Flatten,      emitReshape},
+  {OpKind::Flatten,      emitFlatten},
   {OpKind::Reshape,      emitReshape},
   {OpKind::Transpose,    emitTranspose},
   {OpKind::Permute,      emitPermute},
@@ -453,28 +504,26 @@ const ExportRow *findRow(OpKind k) {
   return nullptr;
 }
 
-void setValueInfo(onnx::ValueInfoProto &vi, const Value *v) {
+/// A graph input's or output's type; a dim that follows a symbolic batch is
+/// named ("batch", "batch*6"), or left unknown when it is not a multiple.
+void setValueInfo(onnx::ValueInfoProto &vi, const Value *v, const BatchShapes *batch) {
   vi.set_name(v->name().str());
   onnx::TypeProto::Tensor &t = *vi.mutable_type()->mutable_tensor_type();
   t.set_elem_type(onnxTypeOf(v->dtype()));
   onnx::TensorShapeProto &s = *t.mutable_shape();
-  for (int64_t d : v->type().dims())
-    s.add_dim()->set_dim_value(d);
+  for (unsigned d = 0; d < v->type().rank(); ++d) {
+    onnx::TensorShapeProto::Dimension &dim = *s.add_dim();
+    if (!batch || !batch->varies(v, d))
+      dim.set_dim_value(v->type().dim(d));
+    else if (std::optional<std::string> symbol = batch->symbol(v, d))
+      dim.set_dim_param(*symbol);
+  }
 }
 
-} // namespace
-
-std::vector<std::string> exportableOps() {
-  std::vector<std::string> ops;
-  for (const ExportRow &r : kExportTable)
-    ops.push_back(std::string(OpRegistry::builtin().get(r.kind).name));
-  llvm::sort(ops);
-  return ops;
-}
-
-bool exportOnnxModel(const Graph &g, StateBytesFn stateBytes, std::string &out,
-                     DiagnosticEngine &diag) {
-  onnx::ModelProto model;
+/// The model of `g`; false when an op cannot be written, or, with `batch`,
+/// with `fixedBecause` set when the batch cannot stay symbolic.
+bool buildModel(const Graph &g, StateBytesFn stateBytes, const BatchShapes *batch,
+                onnx::ModelProto &model, DiagnosticEngine &diag, std::string &fixedBecause) {
   model.set_ir_version(onnx::IR_VERSION);
   model.set_producer_name("ampc");
   onnx::OperatorSetIdProto &opset = *model.add_opset_import();
@@ -491,7 +540,7 @@ bool exportOnnxModel(const Graph &g, StateBytesFn stateBytes, std::string &out,
   // Inputs only the loss read (labels) are not the model's.
   for (const Value *in : g.inputs())
     if (used.count(in))
-      setValueInfo(*graph.add_input(), in);
+      setValueInfo(*graph.add_input(), in, batch);
   for (const Value *s : g.state()) {
     if (!used.count(s))
       continue;
@@ -505,7 +554,7 @@ bool exportOnnxModel(const Graph &g, StateBytesFn stateBytes, std::string &out,
       return false;
     t.set_raw_data(std::string(bytes.begin(), bytes.end()));
   }
-  Exporter e(g, graph, diag);
+  Exporter e(g, graph, diag, batch);
   for (const Node &n : g.nodes()) {
     if (n.role() != NodeRole::Forward)
       return e.error(n,
@@ -513,11 +562,42 @@ bool exportOnnxModel(const Graph &g, StateBytesFn stateBytes, std::string &out,
     const ExportRow *row = findRow(n.kind());
     if (!row)
       return e.error(n, "the op has no ONNX form yet (docs/onnx.md lists the exported ops)");
-    if (!row->emit(e, n))
+    if (!row->emit(e, n)) {
+      fixedBecause = e.fixedBecause();
       return false;
+    }
   }
   for (const Value *o : g.outputs())
-    setValueInfo(*graph.add_output(), o);
+    setValueInfo(*graph.add_output(), o, batch);
+  return true;
+}
+
+} // namespace
+
+std::vector<std::string> exportableOps() {
+  std::vector<std::string> ops;
+  for (const ExportRow &r : kExportTable)
+    ops.push_back(std::string(OpRegistry::builtin().get(r.kind).name));
+  llvm::sort(ops);
+  return ops;
+}
+
+bool exportOnnxModel(const Graph &g, StateBytesFn stateBytes, std::string &out,
+                     DiagnosticEngine &diag, const BatchShapes *batch, bool *batchKept) {
+  onnx::ModelProto model;
+  std::string fixedBecause;
+  if (!buildModel(g, stateBytes, batch, model, diag, fixedBecause)) {
+    if (fixedBecause.empty())
+      return false;
+    diag.warning({}, "the exported model's batch is fixed at " + llvm::Twine(batch->batch) + ": " +
+                         fixedBecause);
+    model.Clear();
+    batch = nullptr;
+    if (!buildModel(g, stateBytes, batch, model, diag, fixedBecause))
+      return false;
+  }
+  if (batchKept)
+    *batchKept = batch != nullptr;
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &ex) {

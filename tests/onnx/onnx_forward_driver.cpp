@@ -2,13 +2,16 @@
 //
 // ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O0..O3]
 //                          [--device cpu|cpu-ref] [--half-type f16|bf16] [--emit]
+//                          [--batch N]
 //
 // A test-only tool for tests/onnx/check_onnx.py: imports MODEL.onnx with the
 // ONNX frontend, runs the forward pipeline at the given opt level (O0 by
 // default, half type f16), compiles it on the device (cpu by default), fills every graph
 // input from IN_DIR/<input name>.npy, runs one step and writes graph output
 // i to OUT_DIR/out<i>.npy (as f32). --emit prints the rewritten graph's
-// textual IR to stdout. Exit codes as ampc's: 2 bad input, 1 failure.
+// textual IR to stdout. --batch N binds a symbolic (or any) first input
+// dim to N, as `ampc --batch N model.onnx` does (an exported model run at
+// another batch). Exit codes as ampc's: 2 bad input, 1 failure.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxImporter.h"
@@ -23,6 +26,7 @@
 #include "runtime/Program.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -68,12 +72,14 @@ bool loadInput(Program &program, const Value *v, llvm::StringRef dir) {
 int main(int argc, char **argv) {
   if (argc < 4) {
     llvm::errs() << "usage: ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O1] "
-                    "[--device cpu|cpu-ref] [--emit]\n";
+                    "[--device cpu|cpu-ref] [--emit] [--batch N]\n";
     return kBadInput;
   }
   std::string modelPath = argv[1], inDir = argv[2], outDir = argv[3];
   std::string optLevel = "O0", device = "cpu", halfType = "f16";
   bool emit = false;
+  int64_t batch = 0;
+  LoadOptions load;
   for (int i = 4; i < argc; ++i) {
     llvm::StringRef a = argv[i];
     if (a == "--opt-level" && i + 1 < argc)
@@ -84,13 +90,16 @@ int main(int argc, char **argv) {
       device = argv[++i];
     else if (a == "--emit")
       emit = true;
-    else {
+    else if (a == "--batch" && i + 1 < argc && llvm::to_integer(argv[i + 1], batch) && batch > 0) {
+      load.batchOverride = batch;
+      ++i;
+    } else {
       llvm::errs() << "error: unknown argument '" << a << "'\n";
       return kBadInput;
     }
   }
   DiagnosticEngine diag;
-  std::unique_ptr<Graph> graph = loadOnnxModel(modelPath, diag);
+  std::unique_ptr<Graph> graph = loadOnnxModel(modelPath, diag, load);
   if (!graph || !setPolicyOverride(graph->meta(), "opt_level", optLevel, diag) ||
       !setPolicyOverride(graph->meta(), "half_type", halfType, diag) ||
       !resolvePolicy(graph->meta(), diag)) {

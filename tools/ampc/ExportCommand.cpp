@@ -124,10 +124,9 @@ int runExport(int argc, char **argv) {
           << m->graph().metaInt("init.seed").value_or(0) << ")\n";
   }
   api::Result<api::ExportReport> report = api::exportProgram(*program, eopts);
-  if (!report) {
-    printDiagnostics(report.status());
+  printDiagnostics(report.status());
+  if (!report)
     return kRuntimeFailure;
-  }
   out() << report->summary << "\n";
   return kSuccess;
 }

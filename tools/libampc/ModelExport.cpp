@@ -35,13 +35,13 @@ Result<ExportReport> writeNpyDirectory(const Program &program, const ExportOptio
 const std::vector<FormatEntry> &formatTable() {
   static const std::vector<FormatEntry> table = {
       {{"npy",
-        "every parameter and buffer as an fp32 .npy file named by it, in the directory -o "
-        "names (PyTorch: load_state_dict)",
+        "every parameter and buffer as an fp32 .npy file named by it, and each batchnorm's "
+        "num_batches_tracked (int64), in the directory -o names (PyTorch: load_state_dict)",
         /*writesDirectory=*/true, /*available=*/true},
        writeNpyDirectory},
       {{"onnx",
         "the rewritten inference graph (casts, half initializers, eval-mode batchnorm) as one "
-        "ONNX model file (-o FILE, opset 17)",
+        "ONNX model file (-o FILE, opset 17, any batch size)",
         /*writesDirectory=*/false, /*available=*/AMPC_HAVE_ONNX_EXPORT},
        AMPC_HAVE_ONNX_EXPORT ? exportOnnxFile : nullptr},
   };
@@ -81,11 +81,18 @@ Result<ExportReport> writeNpyDirectory(const Program &program, const ExportOptio
       opts.writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;
   // Every path first: a symlink or a directory in the way is found before
   // any file is written.
+  std::vector<BatchNormCount> counts = batchNormCounts(program);
   std::vector<std::string> paths;
   std::string err;
   for (const Weight &w : *weights) {
     std::string path;
     if (!npyFileName(opts.output, w.name, path, err) || !checkOutputPath(path, err, special))
+      return Status::error(err);
+    paths.push_back(path);
+  }
+  for (const BatchNormCount &c : counts) {
+    std::string path;
+    if (!npyFileName(opts.output, c.name, path, err) || !checkOutputPath(path, err, special))
       return Status::error(err);
     paths.push_back(path);
   }
@@ -101,11 +108,25 @@ Result<ExportReport> writeNpyDirectory(const Program &program, const ExportOptio
     ++(w.kind == StateKind::Buffer ? buffers : params);
     masters += w.fromMaster;
   }
+  // PyTorch's num_batches_tracked: an int64 scalar, shape ().
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const std::string &path = paths[weights->size() + i];
+    std::string bytes;
+    if (!encodeNpy(path, ampc::DType::I64, {}, &counts[i].value, bytes, err) ||
+        !writeFileAtomically(path, bytes, err, special))
+      return Status::error(err);
+    report.files.push_back(path);
+  }
   report.summary = "wrote " + std::to_string(params) + " parameter" + (params == 1 ? "" : "s") +
                    " and " + std::to_string(buffers) + " buffer" + (buffers == 1 ? "" : "s") +
                    " as fp32 .npy files to " + opts.output;
   if (masters)
     report.summary += " (" + std::to_string(masters) + " from their fp32 masters)";
+  // Every batchnorm has run the same micro-batches (batchNormCounts).
+  if (!counts.empty())
+    report.summary += ", and " + std::to_string(counts.size()) +
+                      " batchnorm num_batches_tracked (" + std::to_string(counts.front().value) +
+                      ", int64)";
   return report;
 }
 

@@ -937,11 +937,117 @@ Result<std::vector<Weight>> weightsOf(const Program &program) {
   return out;
 }
 
-/// The inference graph of the program's model at its policy: imported again,
-/// batchnorm and dropout in eval mode, the forward pipeline run, and the
-/// loss replaced by its prediction input. Its state takes the program's
-/// values by name: the program's own tensor where it has one of the same
-/// type, else the fp32 truth (weightsOf) rounded to the graph's dtype.
+std::vector<BatchNormCount> batchNormCounts(const Program &program) {
+  const Program::Impl &p = *program.impl_;
+  const Graph &g = p.graph();
+  std::vector<BatchNormCount> out;
+  std::set<std::string> seen;
+  for (const ampc::Node &n : g.nodes()) {
+    if (n.kind() != ampc::OpKind::BatchNorm2d)
+      continue;
+    // The running mean may be read through a cast (a half batchnorm).
+    const ampc::Value *mean = n.operand(3);
+    while (mean->definingNode() && mean->definingNode()->kind() == ampc::OpKind::Cast)
+      mean = mean->definingNode()->operand(0);
+    llvm::StringRef prefix = mean->name();
+    if (!mean->isState() || !prefix.consume_back(".running_mean"))
+      continue;
+    std::string name = (prefix + ".num_batches_tracked").str();
+    if (g.lookup(name) || !seen.insert(name).second)
+      continue;
+    // Every training micro-batch ran every batchnorm in training mode (a
+    // Forward-stage program's batchnorm is in eval mode: it counts as well).
+    out.push_back({name, static_cast<int64_t>(p.microSteps)});
+  }
+  return out;
+}
+
+#if AMPC_HAVE_ONNX
+namespace {
+
+/// Gives output `v` the name `name` again where a pass gave it a new one
+/// (O2's cast back to f32, `logits.f32`): the value holding the name takes
+/// a fresh one (`logits.f16`). An input or parameter keeps its name.
+void restoreOutputName(ampc::Graph &g, ampc::Value *v, const std::string &name) {
+  if (v->name() == name || v->isInput() || v->isState())
+    return;
+  if (ampc::Value *holder = g.lookup(name)) {
+    if (holder->isInput() || holder->isState() || llvm::is_contained(g.outputs(), holder))
+      return;
+    g.renameValue(holder, g.uniqueName(name + "." + ampc::dtypeName(holder->dtype()).str()));
+  }
+  g.renameValue(v, name);
+}
+
+/// `g`, the program's model as imported, made its inference graph at the
+/// program's policy: batchnorm and dropout in eval mode, the forward
+/// pipeline run, and the loss replaced by its prediction input; the
+/// outputs keep the names they had as imported (the prediction's for a
+/// loss).
+bool toInferenceGraph(const Program::Impl &p, ampc::Graph &g, ampc::DiagnosticEngine &diag) {
+  for (const auto &[key, value] : p.graph().meta())
+    if (llvm::StringRef(key).startswith("amp."))
+      g.meta()[key] = value;
+  auto isLoss = [](const ampc::Value *o) {
+    const ampc::Node *def = o->definingNode();
+    return def && def->role() == ampc::NodeRole::Loss;
+  };
+  std::vector<std::string> names;
+  for (const ampc::Value *o : g.outputs())
+    names.push_back((isLoss(o) ? o->definingNode()->operand(0) : o)->name().str());
+  PassManager pm;
+  pm.add(std::make_unique<EvalModePass>());
+  if (!addStandardPipeline(pm, PipelineStage::Forward, diag) || !pm.run(g, diag))
+    return false;
+  std::vector<ampc::Node *> losses;
+  std::vector<ampc::Value *> outputs;
+  for (ampc::Node &n : g.nodes())
+    if (n.role() == ampc::NodeRole::Loss)
+      losses.push_back(&n);
+  for (ampc::Value *o : g.outputs())
+    outputs.push_back(isLoss(o) ? o->definingNode()->operand(0) : o);
+  g.setOutputs(outputs);
+  for (ampc::Node *n : losses)
+    if (!n->result()->hasUses())
+      g.eraseNode(n);
+  if (names.size() == outputs.size())
+    for (size_t i = 0; i < outputs.size(); ++i)
+      restoreOutputName(g, outputs[i], names[i]);
+  return verifyGraph(g, diag);
+}
+
+/// Which dims of `g` (as imported) are the batch: the model imported again
+/// at twice its batch, matched node for node (BatchShapes.h). False, saying
+/// why, when that cannot tell.
+bool probeBatch(const Program::Impl &p, const ampc::Graph &g, ampc::BatchProbe &probe,
+                std::string &why) {
+  int64_t batch = metaInt(g, "batch", 0);
+  if (batch <= 0) {
+    why = "the model has no batch size";
+    return false;
+  }
+  ampc::DiagnosticEngine otherDiag;
+  std::unique_ptr<ampc::Graph> other = importAgain(p, 2 * batch, otherDiag);
+  if (!other) {
+    why = "the model does not import at batch " + std::to_string(2 * batch);
+    for (const ampc::Diagnostic &d : otherDiag.diagnostics())
+      if (d.severity == ampc::Severity::Error) {
+        why += " (" + d.message + ")";
+        break;
+      }
+    return false;
+  }
+  return probe.match(g, *other, why);
+}
+
+} // namespace
+#endif
+
+/// The inference graph of the program's model at its policy (toInferenceGraph),
+/// its batch symbolic where the model imported at another batch says which
+/// dims it is. Its state takes the program's values by name: the program's
+/// own tensor where it has one of the same type, else the fp32 truth
+/// (weightsOf) rounded to the graph's dtype.
 Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions &opts) {
 #if AMPC_HAVE_ONNX
   const Program::Impl &p = *program.impl_;
@@ -950,35 +1056,19 @@ Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions 
     return Status::error("ONNX export needs a model loaded from a model file or an ONNX file, "
                          "not textual IR or an emitted graph");
   DiagnosticEngine diag;
-  ampc::LoadOptions load = toInternal(m.source.load);
-  std::unique_ptr<Graph> g =
-      m.source.kind == ModelSource::Kind::File
-          ? loadAnyModelFile(m.source.pathOrText, diag, load)
-          : loadModelString(m.source.pathOrText, m.source.bufferName, diag, load, m.source.baseDir);
+  std::unique_ptr<Graph> g = importAgain(p, std::nullopt, diag);
   if (!g)
     return toStatus(diag);
-  for (const auto &[key, value] : p.graph().meta())
-    if (llvm::StringRef(key).startswith("amp."))
-      g->meta()[key] = value;
-  PassManager pm;
-  pm.add(std::make_unique<EvalModePass>());
-  if (!addStandardPipeline(pm, PipelineStage::Forward, diag) || !pm.run(*g, diag))
+  ampc::BatchProbe probe;
+  ampc::BatchShapes shapes;
+  std::string fixedBecause;
+  bool symbolic = probeBatch(p, *g, probe, fixedBecause);
+  if (!toInferenceGraph(p, *g, diag))
     return toStatus(diag);
-  std::vector<ampc::Node *> losses;
-  std::vector<ampc::Value *> outputs;
-  for (ampc::Node &n : g->nodes())
-    if (n.role() == ampc::NodeRole::Loss)
-      losses.push_back(&n);
-  for (ampc::Value *o : g->outputs()) {
-    ampc::Node *def = o->definingNode();
-    outputs.push_back(def && def->role() == ampc::NodeRole::Loss ? def->operand(0) : o);
-  }
-  g->setOutputs(outputs);
-  for (ampc::Node *n : losses)
-    if (!n->result()->hasUses())
-      g->eraseNode(n);
-  if (!verifyGraph(*g, diag))
-    return toStatus(diag);
+  symbolic = symbolic && probe.propagate(*g, shapes, fixedBecause);
+  if (!symbolic)
+    diag.warning({}, "the exported model's batch is fixed at " +
+                         llvm::Twine(metaInt(*g, "batch", 0)) + ": " + fixedBecause);
 
   Result<std::vector<Weight>> weights = weightsOf(program);
   if (!weights)
@@ -1002,7 +1092,8 @@ Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions 
     return false;
   };
   std::string bytes;
-  if (!exportOnnxModel(*g, stateBytes, bytes, diag))
+  bool batchKept = false;
+  if (!exportOnnxModel(*g, stateBytes, bytes, diag, symbolic ? &shapes : nullptr, &batchKept))
     return toStatus(diag);
   std::string err;
   if (!writeFileAtomically(opts.output, bytes, err,
@@ -1014,10 +1105,12 @@ Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions 
   size_t initializers = 0;
   for (const ampc::Value *v : g->state())
     initializers += v->hasUses() || llvm::is_contained(g->outputs(), v);
-  report.summary = "wrote " + g->name() + " at " + optLevelOf(*g) + " (" +
-                   std::to_string(g->numNodes()) + " ops, " + std::to_string(initializers) +
-                   " initializers) as an ONNX model (opset 17) to " + opts.output;
-  return report;
+  report.summary =
+      "wrote " + g->name() + " at " + optLevelOf(*g) + " (" + std::to_string(g->numNodes()) +
+      " ops, " + std::to_string(initializers) + " initializers) as an ONNX model (opset 17, " +
+      (batchKept ? std::string("any batch") : "batch " + std::to_string(metaInt(*g, "batch", 0))) +
+      ") to " + opts.output;
+  return Result<ExportReport>(std::move(report), toStatus(diag));
 #else
   (void)program;
   (void)opts;

@@ -8,8 +8,10 @@
   checkpoint_tools.py export CHECKPOINT DIR
       DIR holds exactly one <name>.npy per parameter and buffer of the
       checkpoint, fp32, of its shape, holding its fp32 master's values where
-      the checkpoint has a master, else its own values widened. Reads the
-      checkpoint as docs/checkpoints.md describes the format.
+      the checkpoint has a master, else its own values widened; and for each
+      batchnorm (a buffer <bn>.running_mean) <bn>.num_batches_tracked.npy, an
+      int64 scalar: the checkpoint's micro_step. Reads the checkpoint as
+      docs/checkpoints.md describes the format.
 """
 
 import json
@@ -60,7 +62,7 @@ def as_f32(dtype, raw):
     raise ValueError(f"not a float dtype: {dtype}")
 
 
-def read_npy_f32(path):
+def read_npy(path, descr, fmt, size):
     b = open(path, "rb").read()
     assert b[:6] == b"\x93NUMPY", f"{path}: not .npy"
     major = b[6]
@@ -71,10 +73,14 @@ def read_npy_f32(path):
         hlen, = struct.unpack_from("<I", b, 8)
         start = 12
     header = eval(b[start:start + hlen].decode())  # a Python dict literal
-    assert header["descr"] == "<f4", f"{path}: {header['descr']}, not <f4"
+    assert header["descr"] == descr, f"{path}: {header['descr']}, not {descr}"
     assert header["fortran_order"] is False
     data = b[start + hlen:]
-    return list(header["shape"]), list(struct.unpack(f"<{len(data) // 4}f", data))
+    return list(header["shape"]), list(struct.unpack(f"<{len(data) // size}{fmt}", data))
+
+
+def read_npy_f32(path):
+    return read_npy(path, "<f4", "f", 4)
 
 
 def check_loss(straight, resumed, step, tolerance):
@@ -91,9 +97,11 @@ def check_loss(straight, resumed, step, tolerance):
 
 
 def check_export(checkpoint, folder):
-    _, tensors = read_checkpoint(checkpoint)
+    header, tensors = read_checkpoint(checkpoint)
     weights = {name: t for name, t in tensors.items() if t[0] in ("param", "buffer")}
-    expected = sorted(f"{name}.npy" for name in weights)
+    counts = [name[:-len(".running_mean")] + ".num_batches_tracked" for name, t in weights.items()
+              if t[0] == "buffer" and name.endswith(".running_mean")]
+    expected = sorted(f"{name}.npy" for name in list(weights) + counts)
     found = sorted(os.listdir(folder))
     if found != expected:
         print(f"FAIL: files {found}, expected {expected}")
@@ -108,7 +116,14 @@ def check_export(checkpoint, folder):
         if shape != dims or values != as_f32(dtype, raw):
             print(f"FAIL: {name}.npy differs from the checkpoint's {name}")
             return 1
-    print(f"{len(weights)} files ok, {masters} from masters")
+    for name in counts:
+        shape, values = read_npy(os.path.join(folder, f"{name}.npy"), "<i8", "q", 8)
+        if shape != [] or values != [int(header["micro_step"])]:
+            print(f"FAIL: {name}.npy holds {values} of shape {shape}, "
+                  f"not the scalar micro_step {header['micro_step']}")
+            return 1
+    print(f"{len(weights)} files ok, {masters} from masters"
+          + (f", {len(counts)} num_batches_tracked = {header['micro_step']}" if counts else ""))
     return 0
 
 

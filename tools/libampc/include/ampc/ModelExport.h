@@ -3,7 +3,8 @@
 // What `ampc export` does (docs/cli.md, "ampc export"): a compiled Program's
 // weights as fp32 (weightsOf), and writers for a small table of formats
 // (exportFormats, exportProgram): `npy`, one .npy file per parameter and
-// buffer, named by it, which PyTorch's load_state_dict takes; `onnx`, the
+// buffer, named by it, and each batchnorm's num_batches_tracked
+// (batchNormCounts), which PyTorch's load_state_dict takes; `onnx`, the
 // rewritten inference graph as one ONNX model (docs/onnx.md, "Export").
 //
 //===----------------------------------------------------------------------===//
@@ -36,6 +37,22 @@ struct Weight {
 /// the optimizer updates), else its own values widened (exact from f16 and
 /// bf16). After loadCheckpoint, the checkpoint's weights.
 AMPC_API Result<std::vector<Weight>> weightsOf(const Program &program);
+
+/// A batchnorm's `num_batches_tracked`: a buffer PyTorch's state_dict has
+/// (an int64 scalar) and ampc does not keep (its batchnorm has a fixed
+/// momentum; PyTorch reads the count only when momentum is None).
+struct BatchNormCount {
+  std::string name;  ///< "<batchnorm>.num_batches_tracked"
+  int64_t value = 0; ///< the training micro-batches the program has run
+};
+
+/// One per batchnorm of `program` whose running mean is a buffer named
+/// `<batchnorm>.running_mean`, in graph order; none for a name that is a
+/// weight of the program already. The value is what PyTorch would have
+/// counted: the micro-batches trained (after loadCheckpoint, the
+/// checkpoint's `micro_step`: steps x train.accumulate), 0 for initial
+/// weights.
+AMPC_API std::vector<BatchNormCount> batchNormCounts(const Program &program);
 
 /// One format exportProgram knows.
 struct ExportFormat {
@@ -78,10 +95,17 @@ AMPC_API Status checkExport(const ExportOptions &opts);
 /// the forward pipeline, its loss replaced by the loss's prediction input;
 /// written atomically as an ONNX model (opset 17) that passes ONNX's
 /// checker, initializers taking the program's values (after loadCheckpoint,
-/// the checkpoint's).
+/// the checkpoint's). The outputs keep the names they have in the model
+/// (the prediction's, at every level). The batch is symbolic: the model is
+/// imported once more at twice its batch to find the dims that follow it
+/// (docs/onnx.md, "Export"); where that cannot tell, the file keeps the
+/// program's batch and the result carries a warning saying why.
 ///
 /// npy: every parameter and buffer (weightsOf) as `<output>/<name>.npy`,
-/// fp32, C order, and nothing else; the directory is created if missing;
+/// fp32, C order, and each batchnorm's count (batchNormCounts) as an int64
+/// scalar `<batchnorm>.num_batches_tracked.npy`: what PyTorch's
+/// load_state_dict(strict=True) needs, and nothing else; the directory is
+/// created if missing;
 /// each file is written atomically, replacing an existing regular file of
 /// that name, and every path is checked (no symlink, device or directory
 /// in the way) before the first is written. Other files in the directory

@@ -268,6 +268,9 @@ Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions 
 struct Weight;
 /// Every parameter and buffer in fp32 (ampc/ModelExport.h).
 AMPC_API Result<std::vector<Weight>> weightsOf(const Program &program);
+struct BatchNormCount;
+/// Each batchnorm's num_batches_tracked (ampc/ModelExport.h).
+AMPC_API std::vector<BatchNormCount> batchNormCounts(const Program &program);
 
 /// A Model compiled for a device: schedule, memory plan, kernels and state.
 /// The Model must outlive its Program and must not be rewritten while the
@@ -371,6 +374,7 @@ public:
 
 private:
   friend Result<std::vector<Weight>> weightsOf(const Program &program);
+  friend std::vector<BatchNormCount> batchNormCounts(const Program &program);
   friend Result<ExportReport> exportOnnxFile(const Program &program, const ExportOptions &opts);
   explicit Program(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -278,9 +278,10 @@ TEST(ApiEvalPredict, AnOutputThatInterleavesSamplesIsRefused) {
   EXPECT_EQ(r->samples, kSamples);
 }
 
-// Layouts the split refuses, from values a node combines: a concat along
-// dim 0 of two per-sample values puts sample 0's second half B rows after
-// its first; an output reduced over the batch has no rows of its own.
+// Layouts the split refuses: a concat along dim 0 of two per-sample values
+// puts sample 0's second half B rows after its first; an output reduced
+// over the batch has no rows of its own; an input whose dim 0 is a number,
+// not B, does not grow with the batch.
 TEST(ApiEvalPredict, OutputsThatMixSamplesAreRefused) {
   const char *concat = R"(
 model: concat0
@@ -301,12 +302,22 @@ layers:
   - linear: {out_features: 3, name: a}
   - reduce_mean: {dims: [0], name: out}
 )";
+  const char *fixed = R"(
+model: fixed
+batch: 4
+inputs:
+  x: {shape: [4, 2]}
+layers:
+  - linear: {out_features: 3, name: out}
+)";
   for (auto [yaml, expected] :
        {std::pair{concat,
                   "concat 'out' f32[8,3] has 2 rows per sample from 'a' f32[4,3], which has "
                   "1 (the rows of different samples mix)"},
         std::pair{reduced, "'out' f32[3] at batch 4 (f32[3] at batch 5) does not hold the batch "
-                           "in dim 0 alone"}}) {
+                           "in dim 0 alone"},
+        std::pair{fixed, "input 'x' f32[4,2] is the same at every batch size (declare its dim 0 "
+                         "as the batch B)"}}) {
     Result<Model> m = Model::loadString(yaml);
     ASSERT_TRUE(m.ok()) << m.status().message();
     PipelineOptions po;

@@ -101,6 +101,11 @@ bool sampleLayout(const ampc::Graph &at1, int64_t b1, const ampc::Graph &at2, in
     std::optional<int64_t> k;
     if (other)
       k = batchFactor(v->type(), b1, other->type(), b2);
+    if (!k && v->isInput() && other && v->type() == other->type()) {
+      err = subject + " cannot be split into samples: input '" + v->name().str() + "' " +
+            v->type().str() + " is the same at every batch size (declare its dim 0 as the batch B)";
+      return false;
+    }
     if (!k) {
       err = subject + " cannot be split into samples: '" + v->name().str() + "' " +
             v->type().str() + " at batch " + std::to_string(b1) +

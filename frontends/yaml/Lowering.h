@@ -61,7 +61,8 @@ bool lowerLayers(ModelContext &ctx, const Bound &layers, Value *&last,
 bool readOptimizer(Reader &r, const Bound &node, AttrMap &meta);
 bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta);
 /// A data source (`train.data`'s syntax) into meta[key] and meta[key.*].
-bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const std::string &key);
+bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const std::string &key,
+              llvm::ArrayRef<std::string> optional = {});
 /// `amp:` (the precision policy) into the graph's meta as amp.* keys
 /// (docs/model-format.md, "amp").
 bool readAmp(Reader &r, const Bound &node, AttrMap &meta);

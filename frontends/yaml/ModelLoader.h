@@ -13,6 +13,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -56,9 +57,12 @@ std::unique_ptr<Graph> loadModelString(llvm::StringRef text, llvm::StringRef buf
 /// Reads a data source written as in the model file's `train.data`
 /// (`{csv: {path: t.csv}}`, `{npy: {x: x.npy, y: y.npy}}`, ...) from `text`
 /// into meta[key] and its settings (meta[key + ".path"], ...), checked
-/// against `g`'s inputs; errors name `bufferName`.
+/// against `g`'s inputs; errors name `bufferName`. The inputs named in
+/// `optional` may go without data (createDataSource's `optional`): npy data
+/// needs no file for them, idx data no labels when the label input is one.
 bool parseDataSpec(llvm::StringRef text, llvm::StringRef bufferName, const Graph &g,
-                   llvm::StringRef key, AttrMap &meta, DiagnosticEngine &diag);
+                   llvm::StringRef key, AttrMap &meta, DiagnosticEngine &diag,
+                   llvm::ArrayRef<std::string> optional = {});
 
 } // namespace ampc
 

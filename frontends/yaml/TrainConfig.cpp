@@ -9,6 +9,8 @@
 #include "frontends/yaml/Lowering.h"
 #include "frontends/yaml/ModelLoader.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cmath>
 #include <limits>
 
@@ -140,7 +142,17 @@ bool readOptimizer(Reader &r, const Bound &node, AttrMap &meta) {
   return true;
 }
 
-bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const std::string &key) {
+/// Whether idx data may go without its labels file: the input it feeds
+/// (the first integer input) is optional.
+static bool idxLabelsOptional(const Graph &g, llvm::ArrayRef<std::string> optional) {
+  for (const Value *in : g.inputs())
+    if (!isFloating(in->dtype()))
+      return llvm::is_contained(optional, in->name());
+  return false;
+}
+
+bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const std::string &key,
+              llvm::ArrayRef<std::string> optional) {
   MapEntry data;
   if (!r.readOneKeyMap(node, "'data'", data))
     return false;
@@ -168,6 +180,8 @@ bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const
     for (llvm::StringRef pathKey : idx ? llvm::ArrayRef<llvm::StringRef>(known).take_front(2)
                                        : llvm::ArrayRef<llvm::StringRef>(known).take_front(1)) {
       const MapEntry *e = findEntry(args, pathKey);
+      if (!e && idx && pathKey == "labels" && idxLabelsOptional(g, optional))
+        continue;
       if (!e)
         return r.error(where, "missing '" + pathKey + "' for " + data.key + " data");
       std::string path;
@@ -194,7 +208,7 @@ bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const
       meta[key + "." + e.key] = Attribute(path);
     }
     for (const Value *in : g.inputs())
-      if (!findEntry(args, in->name()))
+      if (!findEntry(args, in->name()) && !llvm::is_contained(optional, in->name()))
         return r.error(where, "npy data has no file for input '" + in->name() + "'");
     return true;
   }
@@ -493,11 +507,12 @@ bool readAmp(Reader &r, const Bound &node, AttrMap &meta) {
 namespace ampc {
 
 bool parseDataSpec(llvm::StringRef text, llvm::StringRef bufferName, const Graph &g,
-                   llvm::StringRef key, AttrMap &meta, DiagnosticEngine &diag) {
+                   llvm::StringRef key, AttrMap &meta, DiagnosticEngine &diag,
+                   llvm::ArrayRef<std::string> optional) {
   yamlfe::Reader r(diag, Location::inFile(bufferName.str(), 1, 1));
   try {
     YAML::Node root = YAML::Load(text.str());
-    return yamlfe::readData(r, yamlfe::Bound(root), g, meta, key.str());
+    return yamlfe::readData(r, yamlfe::Bound(root), g, meta, key.str(), optional);
   } catch (const YAML::Exception &e) {
     r.error(r.loc(e.mark), "invalid YAML: " + e.msg);
   }

@@ -53,10 +53,10 @@ public:
 
   llvm::StringRef kind() const override { return kind_; }
   int64_t numSamples() const override {
-    return kept_.empty() ? arrays_.front().numSamples : static_cast<int64_t>(kept_.size());
+    return kept_.empty() ? stored() : static_cast<int64_t>(kept_.size());
   }
   int64_t skippedSamples() const override {
-    return kept_.empty() ? 0 : arrays_.front().numSamples - static_cast<int64_t>(kept_.size());
+    return kept_.empty() ? 0 : stored() - static_cast<int64_t>(kept_.size());
   }
   std::string firstSkipped() const override { return firstSkipped_; }
 
@@ -81,8 +81,21 @@ public:
   bool concurrentLoads() const override { return true; }
 
 private:
+  /// Samples in the files (the arrays present agree on it).
+  int64_t stored() const {
+    for (const SampleArray &a : arrays_)
+      if (!a.absent)
+        return a.numSamples;
+    return 0;
+  }
+
   static void copySample(const SampleArray &a, int64_t index, HostTensor &out, int64_t row) {
     assert(row >= 0 && row < out.dims()[0] && "row outside the batch");
+    if (a.absent) {
+      std::memset(out.rowData(row), 0,
+                  static_cast<size_t>(out.rowElements()) * dtypeSize(out.dtype()));
+      return;
+    }
     assert(out.rowElements() == a.sampleElements && "array does not fit the input");
     int64_t n = a.sampleElements, src = index * n, dst = row * n;
     DType to = out.dtype();
@@ -155,9 +168,23 @@ std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
                                               std::vector<SampleArray> arrays, std::string &err,
                                               NonFiniteData nonFinite) {
   assert(arrays.size() == inputs.size() && !arrays.empty() && "one array per input");
+  // The arrays present agree with the first of them; an absent one (an
+  // optional input the data lacks) has nothing to check.
+  size_t first = 0;
+  while (first < arrays.size() && arrays[first].absent)
+    ++first;
+  if (first == arrays.size()) {
+    err = "the " + kind.str() + " data has none of the inputs";
+    return nullptr;
+  }
+  const SampleArray &reference = arrays[first];
   for (size_t i = 0; i < arrays.size(); ++i) {
     const SampleArray &a = arrays[i];
     const InputInfo &in = inputs[i];
+    if (a.absent) {
+      assert(in.optional && "only an optional input may be absent");
+      continue;
+    }
     if (a.sampleElements != in.sampleElements) {
       err = fileError(a.path, "expected " + llvm::Twine(in.sampleElements) +
                                   " values per sample for " + in.describe() + ", found " +
@@ -170,16 +197,16 @@ std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
                                   " values; store integers (e.g. int64)");
       return nullptr;
     }
-    if (a.numSamples != arrays[0].numSamples) {
+    if (a.numSamples != reference.numSamples) {
       err = fileError(a.path, "has " + llvm::Twine(a.numSamples) + " samples but '" +
-                                  arrays[0].path + "' has " + llvm::Twine(arrays[0].numSamples));
+                                  reference.path + "' has " + llvm::Twine(reference.numSamples));
       return nullptr;
     }
     if (!in.isFloating() && !checkIndexRange(in, a, err))
       return nullptr;
   }
-  if (arrays[0].numSamples == 0) {
-    err = fileError(arrays[0].path, "holds no samples");
+  if (reference.numSamples == 0) {
+    err = fileError(reference.path, "holds no samples");
     return nullptr;
   }
   // NaN or inf in the data would otherwise surface as a diverged loss
@@ -187,9 +214,11 @@ std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
   // scaler (O1-O3), far from its cause.
   std::vector<int64_t> kept;
   std::string firstSkipped;
-  for (int64_t s = 0; s < arrays[0].numSamples; ++s) {
+  for (int64_t s = 0; s < reference.numSamples; ++s) {
     bool finite = true;
     for (size_t i = 0; i < arrays.size() && finite; ++i) {
+      if (arrays[i].absent)
+        continue;
       int64_t j = firstNonFinite(arrays[i], s);
       if (j < 0)
         continue;
@@ -212,7 +241,7 @@ std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
       kept.push_back(s);
   }
   if (!firstSkipped.empty() && kept.empty()) {
-    err = fileError(arrays[0].path,
+    err = fileError(reference.path,
                     "every sample holds NaN or inf (the first: " + firstSkipped + ")");
     return nullptr;
   }

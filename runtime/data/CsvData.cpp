@@ -4,6 +4,7 @@
 // other columns, in order, the flattened feature input. Fields are numbers
 // separated by commas (spaces around them are ignored); blank lines are
 // skipped; an optional header line is skipped when train.data.header is set.
+// An optional label input (createDataSource) may have no column at all.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/data/DataInternal.h"
@@ -58,6 +59,23 @@ bool pickInputs(llvm::ArrayRef<InputInfo> inputs, int &label, int &features, std
   return true;
 }
 
+/// Fields of the first data row (blank lines and the header skipped); -1
+/// when there is none.
+int64_t firstRowFields(llvm::StringRef text, bool header) {
+  while (!text.empty()) {
+    auto [line, tail] = text.split('\n');
+    text = tail;
+    if (line.trim().empty())
+      continue;
+    if (header) {
+      header = false;
+      continue;
+    }
+    return static_cast<int64_t>(line.count(',')) + 1;
+  }
+  return -1;
+}
+
 void appendValue(std::vector<char> &bytes, const void *v, size_t size) {
   const char *p = static_cast<const char *>(v);
   bytes.insert(bytes.end(), p, p + size);
@@ -80,11 +98,15 @@ std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<Input
     return nullptr;
   }
   bool header = metaBool(g, (key + ".header").str(), false);
-  int64_t columns = featureIn.sampleElements + 1;
+  // An optional label input (predicting) may have no column: the first row
+  // says whether the file has one, and every row must agree with it.
+  bool hasLabel = !labelIn.optional ||
+                  firstRowFields((*buffer)->getBuffer(), header) != featureIn.sampleElements;
+  int64_t columns = featureIn.sampleElements + (hasLabel ? 1 : 0);
   int64_t labelColumn = metaInt(g, (key + ".label_column").str(), -1);
   if (labelColumn < 0)
     labelColumn += columns; // -1 is the last column
-  if (labelColumn < 0 || labelColumn >= columns) {
+  if (hasLabel && (labelColumn < 0 || labelColumn >= columns)) {
     err = fileError(path, "label_column " +
                               llvm::Twine(metaInt(g, (key + ".label_column").str(), -1)) +
                               " is outside the " + llvm::Twine(columns) + " columns of a row");
@@ -97,6 +119,7 @@ std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<Input
   features.sampleElements = featureIn.sampleElements;
   labels.dtype = labelIn.isFloating() ? DType::F64 : DType::I64;
   labels.sampleElements = 1;
+  labels.absent = !hasLabel;
 
   llvm::StringRef rest = (*buffer)->getBuffer();
   bool headerPending = header;
@@ -115,7 +138,8 @@ std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<Input
     if (static_cast<int64_t>(fields.size()) != columns) {
       err = fileError(path, "line " + llvm::Twine(lineNo) + ": expected " + llvm::Twine(columns) +
                                 " columns (" + llvm::Twine(featureIn.sampleElements) +
-                                " values for " + featureIn.describe() + " and a label), found " +
+                                " values for " + featureIn.describe() +
+                                (hasLabel ? " and a label" : ", as the first row") + "), found " +
                                 llvm::Twine(fields.size()));
       return nullptr;
     }
@@ -127,7 +151,7 @@ std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<Input
                                   ": '" + text + "' is not a number");
         return nullptr;
       }
-      if (static_cast<int64_t>(col) != labelColumn) {
+      if (!hasLabel || static_cast<int64_t>(col) != labelColumn) {
         appendValue(features.bytes, &v, sizeof v);
         continue;
       }
@@ -144,9 +168,11 @@ std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<Input
       appendValue(labels.bytes, &label, sizeof label);
     }
     ++features.numSamples;
-    ++labels.numSamples;
     features.lines.push_back(lineNo);
-    labels.lines.push_back(lineNo);
+    if (hasLabel) {
+      ++labels.numSamples;
+      labels.lines.push_back(lineNo);
+    }
   }
 
   std::vector<SampleArray> arrays(inputs.size());

@@ -45,6 +45,8 @@ struct InputInfo {
   int64_t numEmbeddings = 0;
   /// Elements of one sample (product of dims after the batch dim).
   int64_t sampleElements = 0;
+  /// The data may lack this input (createDataSource's `optional`).
+  bool optional = false;
 
   llvm::StringRef name() const;
   DType dtype() const;
@@ -56,9 +58,11 @@ struct InputInfo {
   std::optional<std::pair<int64_t, int64_t>> indexRange() const;
 };
 
-/// One InputInfo per graph input, in Graph::inputs() order. Fails (err) for
-/// an input with rank 0, which has no batch dimension.
-bool analyzeInputs(const Graph &g, llvm::SmallVectorImpl<InputInfo> &out, std::string &err);
+/// One InputInfo per graph input, in Graph::inputs() order, those named in
+/// `optional` marked so. Fails (err) for an input with rank 0, which has no
+/// batch dimension.
+bool analyzeInputs(const Graph &g, llvm::SmallVectorImpl<InputInfo> &out, std::string &err,
+                   llvm::ArrayRef<std::string> optional = {});
 
 /// out[i] = kernels::fastStandardNormal(key, firstIndex + i) for i < n, by
 /// the AVX-512 copy of the loop where the CPU has it and `allowWide` (tests
@@ -86,6 +90,8 @@ struct SampleArray {
   /// The file line each sample came from (CSV), for messages; empty when
   /// samples are simply numbered.
   std::vector<int64_t> lines;
+  /// An optional input the data does not have: no bytes, its rows stay zero.
+  bool absent = false;
 
   bool isIntegral() const {
     return isUint8 || dtype == DType::I64 || dtype == DType::I32 || dtype == DType::Bool;
@@ -105,8 +111,9 @@ enum class NonFiniteData {
 };
 
 /// A source over in-memory arrays, one per graph input (arrays[i] feeds
-/// inputs[i]). Checks that the arrays agree on N, fit the inputs' sample
-/// sizes and dtypes, and that integer data lies in each input's range.
+/// inputs[i]; an absent one, of an optional input, leaves its rows zero).
+/// Checks that the arrays agree on N, fit the inputs' sample sizes and
+/// dtypes, and that integer data lies in each input's range.
 std::unique_ptr<DataSource> createArraySource(llvm::StringRef kind,
                                               llvm::ArrayRef<InputInfo> inputs,
                                               std::vector<SampleArray> arrays, std::string &err,

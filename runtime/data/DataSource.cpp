@@ -4,6 +4,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Path.h"
@@ -61,7 +62,8 @@ static void classifyUses(const Value *v, InputInfo &info) {
   }
 }
 
-bool analyzeInputs(const Graph &g, llvm::SmallVectorImpl<InputInfo> &out, std::string &err) {
+bool analyzeInputs(const Graph &g, llvm::SmallVectorImpl<InputInfo> &out, std::string &err,
+                   llvm::ArrayRef<std::string> optional) {
   out.clear();
   for (unsigned i = 0; i < g.inputs().size(); ++i) {
     const Value *v = g.inputs()[i];
@@ -74,6 +76,7 @@ bool analyzeInputs(const Graph &g, llvm::SmallVectorImpl<InputInfo> &out, std::s
     info.index = i;
     info.role = isFloating(v->dtype()) ? InputRole::Feature : InputRole::OtherInteger;
     classifyUses(v, info);
+    info.optional = llvm::is_contained(optional, v->name());
     info.sampleElements = 1;
     for (int64_t d : v->type().dims().drop_front())
       info.sampleElements *= d;
@@ -114,13 +117,14 @@ std::string resolvePath(llvm::StringRef modelDir, llvm::StringRef path) {
 using namespace data;
 
 std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef modelDir,
-                                             DiagnosticEngine &diag, llvm::StringRef key) {
+                                             DiagnosticEngine &diag, llvm::StringRef key,
+                                             llvm::ArrayRef<std::string> optional) {
   std::string err;
   llvm::SmallVector<InputInfo, 4> inputs;
   std::unique_ptr<DataSource> source;
   if (g.inputs().empty()) {
     err = "the graph has no inputs to feed";
-  } else if (analyzeInputs(g, inputs, err)) {
+  } else if (analyzeInputs(g, inputs, err, optional)) {
     std::string kind = metaString(g, key, "synthetic");
     // The sources hold their files (and the synthetic teacher its tables)
     // in memory; a sample too large for the machine is an error, not an

@@ -60,9 +60,15 @@ public:
 /// on failure reports an error naming the file and returns nullptr.
 /// `key` names the meta keys of the source ("train.data", or
 /// "train.eval_data" for the evaluation data: the same syntax).
+/// `optional` names inputs the data may lack: those the run at hand does not
+/// read (predicting reads no labels). A source without one leaves its rows
+/// zero: npy data needs no file for it, idx data no labels file, and a CSV
+/// file's rows may lack the label column (every row as the first one);
+/// synthetic data makes every input all the same.
 std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef modelDir,
                                              DiagnosticEngine &diag,
-                                             llvm::StringRef key = "train.data");
+                                             llvm::StringRef key = "train.data",
+                                             llvm::ArrayRef<std::string> optional = {});
 
 /// Samples [begin, begin + count) of `base` (which must outlive the view), for
 /// holding out an evaluation split.

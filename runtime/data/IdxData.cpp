@@ -120,10 +120,13 @@ std::unique_ptr<DataSource> createIdxSource(const Graph &g, llvm::ArrayRef<Input
   }
   std::vector<SampleArray> arrays(inputs.size());
   SampleArray &images = arrays[imageInput], &labels = arrays[labelInput];
+  // Labels an optional label input may do without (predicting).
+  std::string labelsKey = (key + ".labels").str();
+  labels.absent = inputs[labelInput].optional && !g.meta().count(labelsKey);
   if (!readIdx(resolvePath(modelDir, metaString(g, (key + ".images").str(), "")), 3, "images",
                images, err) ||
-      !readIdx(resolvePath(modelDir, metaString(g, (key + ".labels").str(), "")), 1, "labels",
-               labels, err))
+      (!labels.absent &&
+       !readIdx(resolvePath(modelDir, metaString(g, labelsKey, "")), 1, "labels", labels, err)))
     return nullptr;
   images.scale = 1.0 / 255.0;
   return createArraySource("idx", inputs, std::move(arrays), err, nonFiniteDataPolicy(g));

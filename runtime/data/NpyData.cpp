@@ -4,6 +4,7 @@
 // input. The per-sample element count must match the input (the sample dims
 // themselves may differ: [N, 784] feeds [B, 1, 28, 28]). Values convert to
 // the input's dtype; u8 stays 0..255 (only IDX images are scaled to [0, 1]).
+// An optional input (createDataSource) may have no file.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/data/DataInternal.h"
@@ -26,8 +27,9 @@ std::unique_ptr<DataSource> createNpySource(const Graph &g, llvm::ArrayRef<Input
                                             llvm::StringRef modelDir, llvm::StringRef key,
                                             std::string &err) {
   // A missing key is a model-file problem: report it before reading any file.
+  // An optional input may have none (its rows stay zero).
   for (const InputInfo &in : inputs)
-    if (!g.meta().count(key.str() + "." + in.name().str())) {
+    if (!g.meta().count(key.str() + "." + in.name().str()) && !in.optional) {
       err = "npy data has no file for input '" + in.name().str() + "'";
       return nullptr;
     }
@@ -35,6 +37,11 @@ std::unique_ptr<DataSource> createNpySource(const Graph &g, llvm::ArrayRef<Input
   for (const InputInfo &in : inputs) {
     std::string metaKey = key.str() + "." + in.name().str();
     SampleArray a;
+    if (!g.meta().count(metaKey)) {
+      a.absent = true;
+      arrays.push_back(std::move(a));
+      continue;
+    }
     a.path = resolvePath(modelDir, metaString(g, metaKey, ""));
     NpyArray npy;
     std::string readErr;

@@ -1038,4 +1038,75 @@ TEST_F(IdxCase, MissingFile) {
       << msg;
 }
 
+// --- Optional inputs (predicting reads no labels) ---------------------------
+
+// An input the run does not read may be missing from the data: an npy file,
+// a CSV column, an idx labels file. Its rows stay zero; any other input
+// missing is still an error, as is a CSV row of the other width.
+TEST(OptionalInputs, NpyCsvAndIdxDataMayLackThem) {
+  TempDir dir;
+  auto g = classifier(2, 1, 4, 10);
+  writeIndexedNpy(dir, *g, 3, 10);
+  g->meta().erase("train.data.label");
+  DiagnosticEngine diag;
+  EXPECT_FALSE(createDataSource(*g, dir.path(), diag)) << "the label is needed by default";
+  EXPECT_EQ(firstError(diag), "error: npy data has no file for input 'label'");
+  const std::vector<std::string> label{"label"};
+  diag.clear();
+  auto src = createDataSource(*g, dir.path(), diag, "train.data", label);
+  ASSERT_TRUE(src) << firstError(diag);
+  ASSERT_EQ(src->numSamples(), 3);
+  auto batch = makeBatchTensors(*g);
+  batch[1].values<int64_t>()[1] = 5; // a stale value the source must clear
+  std::string err;
+  ASSERT_TRUE(src->loadSample(2, batch, 1, err)) << err;
+  EXPECT_EQ(rowsOf(batch[0], 2)[1], 2);
+  EXPECT_EQ(batch[1].values<int64_t>()[1], 0);
+  diag.clear();
+  g->meta().erase("train.data.image");
+  EXPECT_FALSE(createDataSource(*g, dir.path(), diag, "train.data", label))
+      << "the image is not optional";
+  EXPECT_EQ(firstError(diag), "error: npy data has no file for input 'image'");
+
+  // CSV: the first row says whether the label column is there.
+  g->meta()["train.data"] = Attribute("csv");
+  g->meta()["train.data.path"] = Attribute("x.csv");
+  dir.write("x.csv", "1,2,3,4\n5,6,7,8\n");
+  diag.clear();
+  src = createDataSource(*g, dir.path(), diag, "train.data", label);
+  ASSERT_TRUE(src) << firstError(diag);
+  ASSERT_EQ(src->numSamples(), 2);
+  ASSERT_TRUE(src->loadSample(1, batch, 0, err)) << err;
+  EXPECT_EQ(batch[0].values<float>()[3], 8.0f);
+  EXPECT_EQ(batch[1].values<int64_t>()[0], 0);
+  dir.write("x.csv", "1,2,3,4\n5,6,7,8,1\n");
+  diag.clear();
+  EXPECT_FALSE(createDataSource(*g, dir.path(), diag, "train.data", label));
+  EXPECT_EQ(firstError(diag), "error: data file '" + dir.file("x.csv") +
+                                  "': line 2: expected 4 columns (4 values for input 'image' "
+                                  "[B,1,1,4], as the first row), found 5");
+  dir.write("x.csv", "1,2,3,4,9\n");
+  diag.clear();
+  src = createDataSource(*g, dir.path(), diag, "train.data", label);
+  ASSERT_TRUE(src) << firstError(diag);
+  ASSERT_TRUE(src->loadSample(0, batch, 0, err)) << err;
+  EXPECT_EQ(batch[1].values<int64_t>()[0], 9) << "a label column present is read";
+  dir.write("x.csv", "1,2,3,4\n");
+  diag.clear();
+  EXPECT_FALSE(createDataSource(*g, dir.path(), diag)) << "without the label optional";
+
+  // idx: no labels file.
+  auto image = classifier(2, 2, 3, 10);
+  dir.write("images.idx", idxImages(2, 2, 3));
+  image->meta()["train.data"] = Attribute("idx");
+  image->meta()["train.data.images"] = Attribute("images.idx");
+  diag.clear();
+  src = createDataSource(*image, dir.path(), diag, "train.data", label);
+  ASSERT_TRUE(src) << firstError(diag);
+  EXPECT_EQ(src->numSamples(), 2);
+  auto images = makeBatchTensors(*image);
+  ASSERT_TRUE(src->loadSample(1, images, 0, err)) << err;
+  EXPECT_EQ(images[0].values<float>()[0], float(6.0 / 255.0));
+}
+
 } // namespace

@@ -13,6 +13,15 @@ std::string fixed6(double v) {
   return buf;
 }
 
+/// Enough digits to read the value back exactly (9 for f32 and narrower,
+/// 17 for f64): a loss of 1e-7 is not "0.000000", and two runs' values
+/// compare bit for bit.
+std::string roundTrip(double v, api::DType dtype) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, dtype == api::DType::F64 ? "%.17g" : "%.9g", v);
+  return buf;
+}
+
 } // namespace
 
 /// Picks the device; "auto" says which one it chose.
@@ -111,7 +120,7 @@ int runForward(api::Model &m, const Options &opts) {
         << " data\n";
   for (const api::ForwardReport::Output &o : report->outputs) {
     if (o.info.shape.empty())
-      out() << o.name << " = " << fixed6(o.value) << "\n";
+      out() << o.name << " = " << roundTrip(o.value, o.info.dtype) << "\n";
     else
       out() << o.name << " : " << o.typeStr << ", mean " << fixed6(o.value) << "\n";
   }

@@ -200,7 +200,10 @@ int runExport(int argc, char **argv);
 
 /// What `ampc eval` and `ampc predict` share.
 struct InferenceOptions {
-  std::string model, checkpoint, data, optLevel;
+  std::string model, data, optLevel;
+  /// The trained weights; without it, the model's own initial ones (an ONNX
+  /// file's initializers, `init.from`, the seeded initialisation).
+  std::optional<std::string> checkpoint;
   int64_t batch = 0;
   std::string device = "cpu";
   int64_t threads = 0; ///< 0: OpenMP's default
@@ -220,8 +223,8 @@ bool loadWeights(api::Program &program, const std::string &checkpoint, WeightsRe
 /// N is more than the cores free now.
 void applyThreads(int64_t threads);
 /// Loads the model, rewrites it at the Forward stage (inference mode),
-/// compiles it and loads the checkpoint; kSuccess or the exit code after
-/// printing why not.
+/// compiles it and loads the checkpoint, if any; kSuccess or the exit code
+/// after printing why not.
 int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model,
                      std::optional<api::Program> &program, bool quiet);
 /// `ampc eval` and `ampc predict` (argv[0] is the subcommand).

@@ -1,12 +1,13 @@
 //===- EvalCommand.cpp - `ampc eval`: a trained model's loss and metrics ---===//
 //
-// ampc eval MODEL --checkpoint C [--data SPEC] [--json]
+// ampc eval MODEL [--checkpoint C] [--data SPEC] [--json]
 //
 // The loss and metrics (accuracy and top-5 for a classifier, the loss for a
-// regression) of the checkpoint's weights over every sample of the data, the
-// last partial batch included (it runs through a program compiled for its
-// size). The model runs in inference mode: batchnorm on its running
-// statistics, dropout off. A thin client of Program::evaluate(DataSpec).
+// regression) of the checkpoint's weights (else the model's initial ones)
+// over every sample of the data, the last partial batch included (it runs
+// through a program compiled for its size). The model runs in inference
+// mode: batchnorm on its running statistics, dropout off. A thin client of
+// Program::evaluate(DataSpec).
 //
 //===----------------------------------------------------------------------===//
 #include "Driver.h"
@@ -20,8 +21,8 @@ namespace ampc::cli {
 void addInferenceOptions(CLI::App &app, InferenceOptions &o) {
   app.add_option("model", o.model, "model file (.yaml or .onnx)")->required();
   app.add_option("--checkpoint", o.checkpoint,
-                 "the trained weights: a checkpoint of this model (any opt level)")
-      ->required();
+                 "the trained weights: a checkpoint of this model (any opt level); default: the "
+                 "model's initial weights (an ONNX file's initializers, init.from, the seed)");
   app.add_option("--data", o.data,
                  "the data: a .csv file, or a data source as in train.data, e.g. "
                  "'{npy: {x: x.npy, y: y.npy}}' (paths relative to the current directory; "
@@ -39,7 +40,7 @@ void addInferenceOptions(CLI::App &app, InferenceOptions &o) {
 
 int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model,
                      std::optional<api::Program> &program, bool quiet) {
-  if (o.checkpoint.empty()) {
+  if (o.checkpoint && o.checkpoint->empty()) {
     err() << "error: --checkpoint needs a file name, got an empty one\n";
     return kBadInput;
   }
@@ -79,7 +80,14 @@ int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model
     return prog.status().outOfMemory() ? kRuntimeFailure : kBadInput;
   }
   program.emplace(std::move(*prog));
-  if (!loadWeights(*program, o.checkpoint, quiet ? WeightsReport::Quiet : WeightsReport::LineNotes))
+  if (!o.checkpoint) {
+    // Said, so that untrained numbers are not taken for trained ones.
+    if (!quiet)
+      out() << "weights: the model's initial ones (no --checkpoint)\n";
+    return kSuccess;
+  }
+  if (!loadWeights(*program, *o.checkpoint,
+                   quiet ? WeightsReport::Quiet : WeightsReport::LineNotes))
     return kRuntimeFailure;
   return kSuccess;
 }
@@ -118,9 +126,11 @@ int runEval(int argc, char **argv) {
     return kBadInput;
   }
   if (json) {
-    out() << "{\"model\": \"" << model->name()
-          << "\", \"checkpoint_step\": " << program->stepsDone() << ", \"samples\": " << r->samples
-          << ", \"loss_kind\": \"" << r->lossKind << "\", \"loss\": " << number(r->loss, "%.9g");
+    // No checkpoint: no step to name (0 would read as a checkpoint's).
+    std::string step = o.checkpoint ? std::to_string(program->stepsDone()) : "null";
+    out() << "{\"model\": \"" << model->name() << "\", \"checkpoint_step\": " << step
+          << ", \"samples\": " << r->samples << ", \"loss_kind\": \"" << r->lossKind
+          << "\", \"loss\": " << number(r->loss, "%.9g");
     if (r->accuracy)
       out() << ", \"accuracy\": " << number(*r->accuracy, "%.9g");
     if (r->top5)

@@ -1,11 +1,13 @@
 //===- PredictCommand.cpp - `ampc predict`: a trained model's outputs ------===//
 //
-// ampc predict MODEL --checkpoint C --data SPEC -o OUT.npy|OUT.csv [--argmax]
+// ampc predict MODEL [--checkpoint C] [--data SPEC] -o OUT.npy|OUT.csv [--argmax]
 //
 // Runs every sample of the data through the model in inference mode and
 // writes the prediction (the loss's input: logits, or the regression
-// output; else the model's first output) atomically, one row per sample.
-// A thin client of Program::predict and savePredictions.
+// output; else the model's first output) atomically, one row per sample
+// (a [B*T, V] output is written [N, T, V]). The data needs only the inputs
+// the prediction reads: no labels. A thin client of Program::predict and
+// savePredictions.
 //
 //===----------------------------------------------------------------------===//
 #include "Driver.h"

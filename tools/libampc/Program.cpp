@@ -12,6 +12,7 @@
 #include "ir/OpAttrs.h"
 #include "ir/Verifier.h"
 #include "kernels/common/Storage.h"
+#include "passes/DeadCodeElimination.h"
 #include "passes/EvalMode.h"
 #include "passes/PassManager.h"
 #include "passes/StandardPipeline.h"
@@ -21,6 +22,7 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
 
+#include "Prediction.h"
 #include "WorldInternal.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -48,8 +50,15 @@ struct Program::Impl {
   /// The model's data (shared with it when Model::openData opened it) and
   /// planTraining's split of it.
   std::shared_ptr<DataSource> data, trainPart, evalPart;
-  std::unique_ptr<Graph> evalGraph, evalTailGraph;
-  std::unique_ptr<ampc::Program> evalProgram, evalTail;
+  /// Inference graphs compiled for a data set's batches: one at the
+  /// model's batch, one for the last partial batch (when there is one).
+  struct InferencePrograms {
+    std::unique_ptr<Graph> graph, tailGraph;
+    std::unique_ptr<ampc::Program> program, tail;
+  };
+  /// evaluate()'s (with the loss) and predict()'s (without it: the
+  /// prediction is the output, the labels go unread).
+  InferencePrograms eval, prediction;
   /// Data given to evaluate(DataSpec) / predict(): the graph its spec was
   /// read into (the source refers to its inputs) and the source.
   std::unique_ptr<Graph> specGraph;
@@ -154,8 +163,17 @@ std::unique_ptr<Graph> importAgain(const Program::Impl &p, std::optional<int64_t
                                m.source.baseDir);
 }
 
+/// What an inference program is for: evaluating (the loss runs, and its
+/// input is kept as an output for accuracy) or predicting (the loss is
+/// gone and the prediction is the only output, so labels go unread).
+enum class Inference { Evaluate, Predict };
+
+Program::Impl::InferencePrograms &programsFor(Program::Impl &p, Inference purpose) {
+  return purpose == Inference::Predict ? p.prediction : p.eval;
+}
+
 bool buildEvalProgram(Program::Impl &p, std::optional<int64_t> batch, DiagnosticEngine &diag,
-                      bool tail = false) {
+                      bool tail = false, Inference purpose = Inference::Evaluate) {
   std::unique_ptr<Graph> g = importAgain(p, batch, diag);
   if (!g)
     return false;
@@ -168,21 +186,36 @@ bool buildEvalProgram(Program::Impl &p, std::optional<int64_t> batch, Diagnostic
   if (!addStandardPipeline(pm, PipelineStage::Forward, diag) || !pm.run(*g, diag) ||
       !verifyGraph(*g, diag))
     return false;
-  for (Node &n : g->nodes())
-    if (n.role() == ampc::NodeRole::Loss && n.numOperands() > 0)
-      g->addOutput(n.operand(0));
+  if (purpose == Inference::Predict) {
+    // The values after the pipeline, as evaluating computes them; the loss
+    // and what only it reads go.
+    ampc::Value *pred = const_cast<ampc::Value *>(predictionValue(*g));
+    if (!pred) {
+      diag.error(Location(), "the model has no output to predict");
+      return false;
+    }
+    g->setOutputs({pred});
+    PassContext ctx{diag};
+    if (DeadCodeEliminationPass().run(*g, ctx) == PassResult::Failed || !verifyGraph(*g, diag))
+      return false;
+  } else {
+    for (Node &n : g->nodes())
+      if (n.role() == ampc::NodeRole::Loss && n.numOperands() > 0)
+        g->addOutput(n.operand(0));
+  }
   std::unique_ptr<ampc::Program> ev =
       ampc::Program::compile(*g, *p.backend, diag, p.compileOptions);
   if (!ev)
     return false;
+  Program::Impl::InferencePrograms &slot = programsFor(p, purpose);
   if (tail) {
-    p.evalTail.reset();
-    p.evalTailGraph = std::move(g);
-    p.evalTail = std::move(ev);
+    slot.tail.reset();
+    slot.tailGraph = std::move(g);
+    slot.tail = std::move(ev);
   } else {
-    p.evalProgram.reset();
-    p.evalGraph = std::move(g);
-    p.evalProgram = std::move(ev);
+    slot.program.reset();
+    slot.graph = std::move(g);
+    slot.program = std::move(ev);
   }
   return true;
 }
@@ -192,31 +225,35 @@ int64_t batchOf(const ampc::Program &prog) {
   return g.inputs().empty() || g.inputs()[0]->type().rank() == 0 ? 1 : g.inputs()[0]->type().dim(0);
 }
 
-/// Evaluation programs that cover `samples` samples exactly: one at the
+/// Inference programs that cover `samples` samples exactly: one at the
 /// model's batch (or `samples`, when fewer), and one for the last partial
 /// batch when the batch does not divide them.
-bool buildEvalPrograms(Program::Impl &p, int64_t samples, DiagnosticEngine &diag) {
+bool buildEvalPrograms(Program::Impl &p, int64_t samples, DiagnosticEngine &diag,
+                       Inference purpose = Inference::Evaluate) {
   if (samples <= 0) {
     diag.error(Location(), "the evaluation data has no samples");
     return false;
   }
-  if (!p.evalProgram && !buildEvalProgram(p, std::nullopt, diag))
+  Program::Impl::InferencePrograms &slot = programsFor(p, purpose);
+  if (!slot.program && !buildEvalProgram(p, std::nullopt, diag, false, purpose))
     return false;
-  if (batchOf(*p.evalProgram) > samples && !buildEvalProgram(p, samples, diag))
+  if (batchOf(*slot.program) > samples && !buildEvalProgram(p, samples, diag, false, purpose))
     return false;
-  int64_t rest = samples % batchOf(*p.evalProgram);
+  int64_t rest = samples % batchOf(*slot.program);
   if (rest == 0) {
-    p.evalTail.reset();
-    p.evalTailGraph.reset();
+    slot.tail.reset();
+    slot.tailGraph.reset();
     return true;
   }
-  if (p.evalTail && batchOf(*p.evalTail) == rest)
+  if (slot.tail && batchOf(*slot.tail) == rest)
     return true;
-  return buildEvalProgram(p, rest, diag, /*tail=*/true);
+  return buildEvalProgram(p, rest, diag, /*tail=*/true, purpose);
 }
 
-/// The data a DataSpec names, into p.specData ("" = the model's data).
-bool openSpecData(Program::Impl &p, const DataSpec &data, DiagnosticEngine &diag) {
+/// The data a DataSpec names, into p.specData ("" = the model's data, which
+/// has every input). `optional`: inputs the data may lack (createDataSource).
+bool openSpecData(Program::Impl &p, const DataSpec &data, DiagnosticEngine &diag,
+                  llvm::ArrayRef<std::string> optional = {}) {
   p.specData.reset();
   if (data.spec.empty()) {
     if (!p.data)
@@ -231,7 +268,7 @@ bool openSpecData(Program::Impl &p, const DataSpec &data, DiagnosticEngine &diag
     return false;
   llvm::StringRef spec = llvm::StringRef(data.spec).trim();
   if (spec.startswith("{")) {
-    if (!parseDataSpec(spec, "--data", *g, "eval.data", g->meta(), diag))
+    if (!parseDataSpec(spec, "--data", *g, "eval.data", g->meta(), diag, optional))
       return false;
   } else if (spec.endswith_insensitive(".csv")) {
     g->meta()["eval.data"] = Attribute("csv");
@@ -243,7 +280,7 @@ bool openSpecData(Program::Impl &p, const DataSpec &data, DiagnosticEngine &diag
     return false;
   }
   std::shared_ptr<DataSource> source =
-      createDataSource(*g, data.baseDir.empty() ? "." : data.baseDir, diag, "eval.data");
+      createDataSource(*g, data.baseDir.empty() ? "." : data.baseDir, diag, "eval.data", optional);
   if (!source)
     return false;
   p.specGraph = std::move(g);
@@ -539,7 +576,7 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   DataSource &trainData = p.trainPart ? *p.trainPart : *p.data;
   Evaluator evaluator;
   if (evalEvery > 0)
-    evaluator = {p.evalProgram.get(), p.evalPart.get(), p.evalTail.get()};
+    evaluator = {p.eval.program.get(), p.evalPart.get(), p.eval.tail.get()};
   BatchOptions batching = batchOptionsFromMeta(g);
   dist::Communicator *comm = p.compileOptions.communicator;
   bool silent = false;
@@ -718,13 +755,13 @@ Result<EvalReport> evaluateOn(Program::Impl &p, DataSource &data, DiagnosticEngi
   if (!buildEvalPrograms(p, data.numSamples(), diag))
     return toStatus(diag);
   const ampc::Node *loss = nullptr;
-  for (const ampc::Node &n : p.evalGraph->nodes())
+  for (const ampc::Node &n : p.eval.graph->nodes())
     if (n.role() == ampc::NodeRole::Loss)
       loss = &n;
   if (!loss)
     return Status::error("the model has no loss to evaluate; predict() gives its outputs");
   ampc::Trainer trainer(*p.program, data, batchOptionsFromMeta(p.graph()), ampc::TrainOptions{},
-                        {p.evalProgram.get(), &data, p.evalTail.get()});
+                        {p.eval.program.get(), &data, p.eval.tail.get()});
   ampc::EvalResult r;
   std::string err;
   if (!trainer.evaluate(r, err))
@@ -773,50 +810,77 @@ Result<Predictions> Program::predict(const DataSpec &data) {
   if (Status s = checkEvaluable(p, "predict()"); !s)
     return s;
   DiagnosticEngine diag;
-  if (!openSpecData(p, data, diag))
+  // The model as imported: the inputs the prediction reads (the others, a
+  // loss's targets, the data may lack).
+  std::unique_ptr<Graph> imported = importAgain(p, std::nullopt, diag);
+  if (!imported)
+    return toStatus(diag);
+  const ampc::Value *pred = predictionValue(*imported);
+  if (!pred)
+    return Status::error("the model has no output to predict");
+  std::vector<std::string> read = inputsReadBy(*pred), optional;
+  for (const ampc::Value *in : imported->inputs())
+    if (!llvm::is_contained(read, in->name()))
+      optional.push_back(in->name().str());
+  if (!openSpecData(p, data, diag, optional))
     return toStatus(diag);
   DataSource &source = *p.specData;
   int64_t n = source.numSamples();
-  if (!buildEvalPrograms(p, n, diag))
+  if (!buildEvalPrograms(p, n, diag, Inference::Predict))
     return toStatus(diag);
+  Impl::InferencePrograms &programs = p.prediction;
   std::string err;
-  for (ampc::Program *ev : {p.evalProgram.get(), p.evalTail.get()})
+  for (ampc::Program *ev : {programs.program.get(), programs.tail.get()})
     if (ev && !copyState(*p.program, *ev, err))
       return Status::error(err);
-  // The prediction: the loss's input (kept as an output), else the first output.
-  const Graph &eg = *p.evalGraph;
-  const ampc::Value *pred = nullptr;
-  for (const ampc::Node &node : eg.nodes())
-    if (node.role() == ampc::NodeRole::Loss && node.numOperands() > 0)
-      pred = node.operand(0);
-  if (!pred && !eg.outputs().empty())
-    pred = eg.outputs()[0];
-  if (!pred || pred->type().rank() == 0)
-    return Status::error("the model has no per-sample output to predict");
+  // Which rows are whose: the model at the programs' batch and at one more
+  // shows where the batch is in each value (a [B*T, V] output has T rows a
+  // sample). The imports go before the batches run.
+  int64_t batch = batchOf(*programs.program);
   Predictions out;
-  out.name = pred->name().str();
+  SampleLayout layout;
+  {
+    std::unique_ptr<Graph> at1 = std::move(imported);
+    if (at1->inputs().empty() || at1->inputs()[0]->type().rank() == 0 ||
+        at1->inputs()[0]->type().dim(0) != batch)
+      at1 = importAgain(p, batch, diag);
+    std::unique_ptr<Graph> at2 = at1 ? importAgain(p, batch + 1, diag) : nullptr;
+    if (!at2)
+      return toStatus(diag);
+    if (!sampleLayout(*at1, batch, *at2, batch + 1, layout, err))
+      return Status::error(err);
+    // The model's name for it, not a cast's the passes added (logits.f32).
+    out.name = predictionValue(*at1)->name().str();
+  }
+  const Graph &eg = *programs.graph;
   out.dataKind = source.kind().str();
-  out.shape.assign(pred->type().dims().begin(), pred->type().dims().end());
-  out.shape[0] = n;
-  int64_t perSample = pred->type().numElements() / pred->type().dim(0);
+  out.shape.push_back(n);
+  out.shape.insert(out.shape.end(), layout.sampleShape.begin(), layout.sampleShape.end());
+  int64_t perSample = layout.sampleElements();
   out.values.reserve(static_cast<size_t>(n * perSample));
   BatchOptions opts;
-  opts.batchSize = batchOf(*p.evalProgram);
+  opts.batchSize = batch;
   opts.shuffle = false;
   opts.dropLast = false;
   Batcher batcher(source, opts);
-  auto batch = makeBatchTensors(eg);
+  auto tensors = makeBatchTensors(eg);
   for (int64_t b = 0, batches = batcher.batchesPerEpoch(); b < batches; ++b) {
     int64_t rows = 0;
-    if (!batcher.next(batch, rows, err))
+    if (!batcher.next(tensors, rows, err))
       return Status::error(err);
-    ampc::Program &ev = rows < opts.batchSize ? *p.evalTail : *p.evalProgram;
+    ampc::Program &ev = rows < batch ? *programs.tail : *programs.program;
     const Graph &g = ev.graph();
     for (size_t i = 0; i < g.inputs().size(); ++i)
-      std::memcpy(ev.data(g.inputs()[i]), batch[i].data(),
+      std::memcpy(ev.dataToOverwrite(g.inputs()[i]), tensors[i].data(),
                   static_cast<size_t>(g.inputs()[i]->type().sizeInBytes()));
     ev.run(0);
-    const ampc::Value *v = g.lookup(pred->name());
+    const ampc::Value *v = g.outputs()[0];
+    // Every row of every sample of the batch, and nothing of the rows
+    // past them (a partial batch's program has exactly its rows).
+    if (v->type().numElements() != rows * perSample)
+      return Status::error("the prediction '" + out.name + "' is " + v->type().str() +
+                           " for a batch of " + std::to_string(rows) + ", not " +
+                           std::to_string(perSample) + " values a sample");
     const void *values = std::as_const(ev).data(v);
     for (int64_t i = 0; i < rows * perSample; ++i)
       out.values.push_back(static_cast<float>(kernels::loadAsDouble(v->dtype(), values, i)));

@@ -2,6 +2,7 @@
 //
 // ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O0..O3]
 //                          [--device cpu|cpu-ref] [--half-type f16|bf16] [--emit]
+// ampc-onnx-forward-driver --list-onnx-ops
 //
 // A test-only tool for tests/onnx/check_onnx.py: imports MODEL.onnx with the
 // ONNX frontend, runs the forward pipeline at the given opt level (O0 by
@@ -9,6 +10,8 @@
 // input from IN_DIR/<input name>.npy, runs one step and writes graph output
 // i to OUT_DIR/out<i>.npy (as f32). --emit prints the rewritten graph's
 // textual IR to stdout. Exit codes as ampc's: 2 bad input, 1 failure.
+// --list-onnx-ops prints the ONNX op types the frontend's table maps, one a
+// line (tests/onnx/check_conformance.py picks the node tests to run by it).
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxImporter.h"
@@ -66,9 +69,15 @@ bool loadInput(Program &program, const Value *v, llvm::StringRef dir) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc == 2 && llvm::StringRef(argv[1]) == "--list-onnx-ops") {
+    for (const std::string &type : supportedOnnxOpTypes())
+      llvm::outs() << type << "\n";
+    return kSuccess;
+  }
   if (argc < 4) {
     llvm::errs() << "usage: ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O1] "
-                    "[--device cpu|cpu-ref] [--emit]\n";
+                    "[--device cpu|cpu-ref] [--emit]\n"
+                    "       ampc-onnx-forward-driver --list-onnx-ops\n";
     return kBadInput;
   }
   std::string modelPath = argv[1], inDir = argv[2], outDir = argv[3];

@@ -16,6 +16,7 @@ packages=(
   python3-torch               # the PyTorch oracle (tests/pytorch), run by CI
   libopenblas0-pthread        # the BLAS a PyTorch user has (bench/compare_pytorch.py's peer)
   python3-torchvision python3-onnx  # ONNX cross-checks (tests/onnx): exports, helper-built models
+  libonnx-testdata            # ONNX's own node tests (tests/onnx/check_conformance.py)
   graphviz libgraphviz-dev    # ampc view lays graphs out (libgvc); tests check --emit dot with dot
   chromium                    # ampc view's page is tested in headless Chromium (tests/view)
   libopenmpi-dev openmpi-bin  # data-parallel training across processes (runtime/dist, mpirun)

@@ -3,6 +3,7 @@
 // ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O0..O3]
 //                          [--device cpu|cpu-ref] [--half-type f16|bf16] [--emit]
 //                          [--batch N]
+// ampc-onnx-forward-driver --list-onnx-ops
 //
 // A test-only tool for tests/onnx/check_onnx.py: imports MODEL.onnx with the
 // ONNX frontend, runs the forward pipeline at the given opt level (O0 by
@@ -12,6 +13,8 @@
 // textual IR to stdout. --batch N binds a symbolic (or any) first input
 // dim to N, as `ampc --batch N model.onnx` does (an exported model run at
 // another batch). Exit codes as ampc's: 2 bad input, 1 failure.
+// --list-onnx-ops prints the ONNX op types the frontend's table maps, one a
+// line (tests/onnx/check_conformance.py picks the node tests to run by it).
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxImporter.h"
@@ -70,9 +73,15 @@ bool loadInput(Program &program, const Value *v, llvm::StringRef dir) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc == 2 && llvm::StringRef(argv[1]) == "--list-onnx-ops") {
+    for (const std::string &type : supportedOnnxOpTypes())
+      llvm::outs() << type << "\n";
+    return kSuccess;
+  }
   if (argc < 4) {
     llvm::errs() << "usage: ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O1] "
-                    "[--device cpu|cpu-ref] [--emit] [--batch N]\n";
+                    "[--device cpu|cpu-ref] [--emit] [--batch N]\n"
+                    "       ampc-onnx-forward-driver --list-onnx-ops\n";
     return kBadInput;
   }
   std::string modelPath = argv[1], inDir = argv[2], outDir = argv[3];

@@ -450,6 +450,94 @@ bool emitPow(Exporter &e, const Node &n) {
   return true;
 }
 
+bool emitCompare(Exporter &e, const Node &n) {
+  ComparePredicate p = attrs::Compare(n).predicate();
+  std::vector<std::string> ins{Exporter::in(n, 0), Exporter::in(n, 1)};
+  switch (p) {
+  case ComparePredicate::Eq:
+    return emitSimple(e, n, "Equal");
+  case ComparePredicate::Lt:
+    return emitSimple(e, n, "Less");
+  case ComparePredicate::Le:
+    return emitSimple(e, n, "LessOrEqual");
+  case ComparePredicate::Gt:
+    return emitSimple(e, n, "Greater");
+  case ComparePredicate::Ge:
+    return emitSimple(e, n, "GreaterOrEqual");
+  case ComparePredicate::Ne: {
+    std::string eq = e.fresh("equal");
+    e.node("Equal", ins, {eq});
+    e.node("Not", {eq}, {Exporter::out(n)});
+    return true;
+  }
+  }
+  return false;
+}
+
+bool emitLogical(Exporter &e, const Node &n) {
+  LogicalOp op = attrs::Logical(n).op();
+  return emitSimple(e, n, op == LogicalOp::And ? "And" : op == LogicalOp::Or ? "Or" : "Xor");
+}
+
+bool emitExtremum(Exporter &e, const Node &n, llvm::StringRef type) {
+  attrs::ReduceMax a(n);
+  std::vector<int64_t> axes = a.dims();
+  if (axes.empty())
+    for (unsigned d = 0; d < n.operand(0)->type().rank(); ++d)
+      axes.push_back(d);
+  onnx::NodeProto &r = e.node(type, {Exporter::in(n, 0)}, {Exporter::out(n)});
+  Exporter::attrInts(r, "axes", axes);
+  Exporter::attrInt(r, "keepdims", a.keepdim());
+  return true;
+}
+
+bool emitArgMax(Exporter &e, const Node &n) {
+  attrs::ArgMax a(n);
+  onnx::NodeProto &r = e.node("ArgMax", {Exporter::in(n, 0)}, {Exporter::out(n)});
+  Exporter::attrInt(r, "axis", a.dim());
+  Exporter::attrInt(r, "keepdims", a.keepdim());
+  Exporter::attrInt(r, "select_last_index", a.select_last_index());
+  return true;
+}
+
+/// Expand to the result's shape, but 1 wherever the input already has the
+/// result's dim: ONNX broadcasts the target against the input, so those
+/// dims (the batch among them) follow the input at any batch.
+bool emitBroadcastTo(Exporter &e, const Node &n) {
+  llvm::ArrayRef<int64_t> in = n.operand(0)->type().dims(), out = n.result()->type().dims();
+  std::vector<int64_t> target(out.begin(), out.end());
+  for (size_t d = 0; d < in.size(); ++d) {
+    size_t o = out.size() - in.size() + d;
+    if (in[d] == out[o])
+      target[o] = 1;
+  }
+  e.node("Expand", {Exporter::in(n, 0), e.constInts(target)}, {Exporter::out(n)});
+  return true;
+}
+
+/// conv2d_grad_input as a layer: ONNX ConvTranspose, with output_padding
+/// making up the rows a strided convolution's floor dropped.
+bool emitConvTranspose(Exporter &e, const Node &n) {
+  attrs::Conv2dGradInput a(n);
+  const TensorType &x = n.operand(0)->type(), &w = n.operand(1)->type();
+  const std::vector<int64_t> &shape = a.input_shape(), &s = a.stride(), &p = a.padding(),
+                             &d = a.dilation();
+  std::vector<int64_t> extra;
+  for (unsigned i = 0; i < 2; ++i)
+    extra.push_back(shape[2 + i] -
+                    ((x.dim(2 + i) - 1) * s[i] - 2 * p[i] + d[i] * (w.dim(2 + i) - 1) + 1));
+  onnx::NodeProto &c =
+      e.node("ConvTranspose", {Exporter::in(n, 0), Exporter::in(n, 1)}, {Exporter::out(n)});
+  Exporter::attrInts(c, "pads", {p[0], p[1], p[0], p[1]});
+  Exporter::attrInts(c, "strides", s);
+  Exporter::attrInts(c, "dilations", d);
+  Exporter::attrInt(c, "group", a.groups());
+  Exporter::attrInts(c, "kernel_shape", {w.dim(2), w.dim(3)});
+  if (extra[0] || extra[1])
+    Exporter::attrInts(c, "output_padding", extra);
+  return true;
+}
+
 struct ExportRow {
   OpKind kind;
   EmitFn emit;
@@ -494,6 +582,15 @@ const ExportRow kExportTable[] = {
   {OpKind::Erf,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Erf"); }},
   {OpKind::Exp,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Exp"); }},
   {OpKind::Pow,          emitPow},
+  {OpKind::Compare,      emitCompare},
+  {OpKind::Logical,      emitLogical},
+  {OpKind::LogicalNot,   [](Exporter &e, const Node &n) { return emitSimple(e, n, "Not"); }},
+  {OpKind::Where,        [](Exporter &e, const Node &n) { return emitSimple(e, n, "Where"); }},
+  {OpKind::ReduceMax,    [](Exporter &e, const Node &n) { return emitExtremum(e, n, "ReduceMax"); }},
+  {OpKind::ReduceMin,    [](Exporter &e, const Node &n) { return emitExtremum(e, n, "ReduceMin"); }},
+  {OpKind::ArgMax,       emitArgMax},
+  {OpKind::BroadcastTo,  emitBroadcastTo},
+  {OpKind::Conv2dGradInput, emitConvTranspose},
 };
 // clang-format on
 

@@ -17,7 +17,8 @@ leaves (--dump-dom):
     small graph (mlp at O2, 30 nodes), a ~150-node one (resnet at O0) and
     transformer at O1 (271 nodes), at least 5 nodes lie (mostly) inside the
     graph's pane, with labels at least 8 px high, and the model's first
-    forward node is among them. Graphviz draws large training graphs
+    forward node is among them; the "+" button zooms 1.25x about the
+    middle of the view. Graphviz draws large training graphs
     thousands of points wide, mostly empty: a page that opened at 100% on
     its top-left corner showed nothing of the transformer. A script the
     test appends to a copy of the page measures the nodes' boxes in the
@@ -210,12 +211,24 @@ MEASURE = r"""<script>
       seen.push({id: g.id, name: g.getAttribute('data-node'), font: font,
                  box: [r.left, r.top, r.width, r.height]});
     });
+    // The "+" button: 1.25 times larger, the drawing's point at the
+    // pane's middle kept there (in the drawing's units).
+    var mid = svg.createSVGPoint();
+    mid.x = (view.left + view.right) / 2;
+    mid.y = (view.top + view.bottom) / 2;
+    var before = mid.matrixTransform(svg.getScreenCTM().inverse());
+    var width = svg.getBoundingClientRect().width;
+    document.querySelector('button[data-zoom=in]').click();
+    var after = mid.matrixTransform(svg.getScreenCTM().inverse());
     var out = document.createElement('pre');
     out.id = 'ampc-view-check';
     out.textContent = JSON.stringify({
       window: [window.innerWidth, window.innerHeight],
       pane: [view.left, view.top, view.right, view.bottom],
-      nodes: svg.querySelectorAll('g.node').length, visible: seen});
+      nodes: svg.querySelectorAll('g.node').length, visible: seen,
+      zoomIn: svg.getBoundingClientRect().width / width,
+      zoomMoved: Math.max(Math.abs(after.x - before.x), Math.abs(after.y - before.y)),
+      zoomUnit: 1 / pxPerUnit});
     document.body.appendChild(out);
   }
   window.addEventListener('load', function () { setTimeout(measure, 0); });
@@ -247,14 +260,26 @@ def check_opening_view(args, browser, model, level):
     ops = sorted((k for k in data if k.startswith("op_")), key=lambda k: int(k[3:]))
     first = next((k for k in ops if data[k].get("role") == "forward"), ops[0] if ops else None)
     url = "file://" + os.path.abspath(measured)
-    with tempfile.TemporaryDirectory() as profile:
-        dumped = browse(browser, url, profile, ["--dump-dom", "--window-size=1400,900",
-                                                "--virtual-time-budget=5000"])
-    m = re.search(r'<pre id="ampc-view-check">(.*?)</pre>', dumped.stdout, re.S)
-    if not m:
-        return [f"{name} {level}: the measuring script left nothing ({dumped.returncode}): "
-                f"{dumped.stderr[-1000:]}"]
-    got = json.loads(html.unescape(m.group(1)))
+
+    def measure(width, height):
+        with tempfile.TemporaryDirectory() as profile:
+            dumped = browse(browser, url, profile, ["--dump-dom", f"--window-size={width},{height}",
+                                                    "--virtual-time-budget=5000"])
+        m = re.search(r'<pre id="ampc-view-check">(.*?)</pre>', dumped.stdout, re.S)
+        if not m:
+            raise RuntimeError(f"the measuring script left nothing ({dumped.returncode}): "
+                               f"{dumped.stderr[-1000:]}")
+        return json.loads(html.unescape(m.group(1)))
+
+    try:
+        # Headless Chromium's --dump-dom counts the browser's own bars in
+        # the window's size: measured once, the window is grown by them so
+        # that the page sees 1400x900.
+        got = measure(1400, 900)
+        if got["window"] != [1400, 900]:
+            got = measure(2800 - got["window"][0], 1800 - got["window"][1])
+    except RuntimeError as e:
+        return [f"{name} {level}: {e}"]
     readable = [n for n in got["visible"] if n["font"] >= MIN_LABEL_PX]
     failures = []
     want = min(MIN_NODES_IN_VIEW, got["nodes"])
@@ -264,6 +289,14 @@ def check_opening_view(args, browser, model, level):
             f"{len(got['visible'])} of {got['nodes']} nodes are in view, {len(readable)} with "
             f"labels of {MIN_LABEL_PX:g} px or more (want {want}; labels "
             f"{sorted(round(n['font'], 1) for n in got['visible'])[:8]} px)")
+    # Zooming in keeps the drawing's point at the middle of the view there
+    # (to within 2 px: the scroll offsets are whole pixels); the drawing
+    # is larger than the pane at these zooms, so no edge stops the scroll.
+    if abs(got["zoomIn"] - 1.25) > 0.01:
+        failures.append(f"{name} {level}: '+' zoomed by {got['zoomIn']:.3f}, not 1.25")
+    if got["zoomMoved"] > 2 * got["zoomUnit"]:
+        failures.append(f"{name} {level}: '+' moved the middle of the view by "
+                        f"{got['zoomMoved'] / got['zoomUnit']:.1f} px")
     if first and first not in {n["id"] for n in got["visible"]}:
         failures.append(f"{name} {level}: the first forward node {data[first]['name']} ({first}) "
                         f"is not in view as the page opens")
@@ -272,9 +305,10 @@ def check_opening_view(args, browser, model, level):
         browse(browser, "file://" + os.path.abspath(page), profile,
                [f"--screenshot={shot}", "--window-size=1400,900", "--hide-scrollbars"])
     fonts = sorted(n["font"] for n in readable)
-    print(f"{name} {level} as it opens: {len(got['visible'])} of {got['nodes']} nodes in view, "
-          f"{len(readable)} with labels of {fonts[0] if fonts else 0:.1f} px or more; "
-          f"screenshot {shot}")
+    print(f"{name} {level} as it opens in a {got['window'][0]}x{got['window'][1]} window: "
+          f"{len(got['visible'])} of {got['nodes']} nodes in view, {len(readable)} with labels "
+          f"of {fonts[0] if fonts else 0:.1f} px or more; '+' moved the middle by "
+          f"{got['zoomMoved'] / got['zoomUnit']:.2f} px; screenshot {shot}")
     return failures
 
 

@@ -20,12 +20,18 @@
 namespace ampc {
 
 /// Every value's key: a graph input or state tensor by its name; a cast's
-/// result as what it casts; a node's result by its op, its result index and
-/// its operands' keys. The loss scaler's additions are looked through: its
-/// scale (the seed of the backward pass, scaled) keys as autodiff's unit
-/// seed, and operands that the loss-scale nodes make (the skip flag, the
-/// unscale factor) are left out of their users' keys. Gradients with equal
-/// keys are then equal up to the loss scale.
+/// result as what it casts; a node's result by its op, the attributes its op
+/// declares (as set, or by default; dtype attributes left out, since they
+/// are the level's precision), its operands' keys and its result index. So
+/// the three slices that split a fused q/k/v projection, which differ only
+/// in their attributes, have three keys. Where several nodes compute the
+/// same (op, attributes, operands), the k-th of them in graph order gets a
+/// key of its own, so that the pairing is one to one. The loss scaler's
+/// additions are looked through: its scale (the seed of the backward pass,
+/// scaled) keys as autodiff's unit seed, and operands that the loss-scale
+/// nodes make (the skip flag, the unscale factor) are left out of their
+/// users' keys. Gradients with equal keys are then equal up to the loss
+/// scale.
 llvm::DenseMap<const Value *, uint64_t> computeStructuralKeys(const Graph &g);
 
 } // namespace ampc

@@ -12,16 +12,29 @@ leaves (--dump-dom):
     with that node's op, precision rule, source location and memory;
   - `ampc view --diff O0` (mlp at O2) marks as many nodes changed as
     `ampc diff --levels O0,O2` lists, and a node's details say what it was
-    at O0.
+    at O0;
+  - what a 1400x900 window shows when a page opens (no #select=): for a
+    small graph (mlp at O2, 30 nodes), a ~150-node one (resnet at O0) and
+    transformer at O1 (271 nodes), at least 5 nodes lie (mostly) inside the
+    graph's pane, with labels at least 8 px high, and the model's first
+    forward node is among them; the "+" button zooms 1.25x about the
+    middle of the view. Graphviz draws large training graphs
+    thousands of points wide, mostly empty: a page that opened at 100% on
+    its top-left corner showed nothing of the transformer. A script the
+    test appends to a copy of the page measures the nodes' boxes in the
+    browser, so the check does not trust the page's own script.
 A screenshot of each page is kept beside it (build/tests/view/*.png) as the
-test's artifact.
+test's artifact, and of each page as it opens (*-open.png).
 
 Run by CTest as `view-browser`; exits 77 (skip) without Chromium, except
 under CI=true, where a missing browser fails the test.
 """
 import argparse
+import html
 import html.parser
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -172,6 +185,133 @@ def check_diff_page(args, browser, model, level, against, select):
     return failures
 
 
+# Appended to a copy of a page: once it has loaded (and its own script has
+# set the view), lists the SVG nodes that lie at least half inside the part
+# of the graph's pane that the window shows, with the rendered size of their
+# largest label, in <pre id="ampc-view-check">.
+MEASURE = r"""<script>
+(function () {
+  function measure() {
+    var pane = document.getElementById('graph'), svg = pane.querySelector('svg');
+    var p = pane.getBoundingClientRect();
+    var view = {left: Math.max(0, p.left + pane.clientLeft), top: Math.max(0, p.top + pane.clientTop),
+                right: Math.min(window.innerWidth, p.left + pane.clientLeft + pane.clientWidth),
+                bottom: Math.min(window.innerHeight, p.top + pane.clientTop + pane.clientHeight)};
+    var pxPerUnit = svg.getScreenCTM().a;
+    var seen = [];
+    Array.prototype.forEach.call(svg.querySelectorAll('g.node'), function (g) {
+      var r = g.getBoundingClientRect();
+      var w = Math.min(r.right, view.right) - Math.max(r.left, view.left);
+      var h = Math.min(r.bottom, view.bottom) - Math.max(r.top, view.top);
+      if (w <= 0 || h <= 0 || w * h < 0.5 * r.width * r.height) return;
+      var font = 0;
+      Array.prototype.forEach.call(g.querySelectorAll('text'), function (t) {
+        font = Math.max(font, parseFloat(t.getAttribute('font-size') || '0') * pxPerUnit);
+      });
+      seen.push({id: g.id, name: g.getAttribute('data-node'), font: font,
+                 box: [r.left, r.top, r.width, r.height]});
+    });
+    // The "+" button: 1.25 times larger, the drawing's point at the
+    // pane's middle kept there (in the drawing's units).
+    var mid = svg.createSVGPoint();
+    mid.x = (view.left + view.right) / 2;
+    mid.y = (view.top + view.bottom) / 2;
+    var before = mid.matrixTransform(svg.getScreenCTM().inverse());
+    var width = svg.getBoundingClientRect().width;
+    document.querySelector('button[data-zoom=in]').click();
+    var after = mid.matrixTransform(svg.getScreenCTM().inverse());
+    var out = document.createElement('pre');
+    out.id = 'ampc-view-check';
+    out.textContent = JSON.stringify({
+      window: [window.innerWidth, window.innerHeight],
+      pane: [view.left, view.top, view.right, view.bottom],
+      nodes: svg.querySelectorAll('g.node').length, visible: seen,
+      zoomIn: svg.getBoundingClientRect().width / width,
+      zoomMoved: Math.max(Math.abs(after.x - before.x), Math.abs(after.y - before.y)),
+      zoomUnit: 1 / pxPerUnit});
+    document.body.appendChild(out);
+  }
+  window.addEventListener('load', function () { setTimeout(measure, 0); });
+})();
+</script>
+"""
+MIN_NODES_IN_VIEW = 5
+MIN_LABEL_PX = 8.0
+
+
+def check_opening_view(args, browser, model, level):
+    """What a 1400x900 window shows as the page opens."""
+    name = os.path.splitext(os.path.basename(model))[0]
+    page = os.path.join(args.out, f"{name}-{level}.html")
+    if not os.path.exists(page):
+        r = run([args.ampc, "view", model, "-O", level, "-o", page], timeout=300)
+        if r.returncode != 0:
+            return [f"ampc view {name} -O {level} failed ({r.returncode}): {r.stderr}"]
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    at = text.rindex("</body>")
+    measured = os.path.join(args.out, f"{name}-{level}-measure.html")
+    with open(measured, "w", encoding="utf-8") as f:
+        f.write(text[:at] + MEASURE + text[at:])
+    # The first forward node: the page's JSON lists the nodes in execution
+    # order (op_<i>), each with its role.
+    data = json.loads(re.search(r'<script type="application/json" id="ampc-nodes">(.*?)</script>',
+                                text, re.S).group(1))
+    ops = sorted((k for k in data if k.startswith("op_")), key=lambda k: int(k[3:]))
+    first = next((k for k in ops if data[k].get("role") == "forward"), ops[0] if ops else None)
+    url = "file://" + os.path.abspath(measured)
+
+    def measure(width, height):
+        with tempfile.TemporaryDirectory() as profile:
+            dumped = browse(browser, url, profile, ["--dump-dom", f"--window-size={width},{height}",
+                                                    "--virtual-time-budget=5000"])
+        m = re.search(r'<pre id="ampc-view-check">(.*?)</pre>', dumped.stdout, re.S)
+        if not m:
+            raise RuntimeError(f"the measuring script left nothing ({dumped.returncode}): "
+                               f"{dumped.stderr[-1000:]}")
+        return json.loads(html.unescape(m.group(1)))
+
+    try:
+        # Headless Chromium's --dump-dom counts the browser's own bars in
+        # the window's size: measured once, the window is grown by them so
+        # that the page sees 1400x900.
+        got = measure(1400, 900)
+        if got["window"] != [1400, 900]:
+            got = measure(2800 - got["window"][0], 1800 - got["window"][1])
+    except RuntimeError as e:
+        return [f"{name} {level}: {e}"]
+    readable = [n for n in got["visible"] if n["font"] >= MIN_LABEL_PX]
+    failures = []
+    want = min(MIN_NODES_IN_VIEW, got["nodes"])
+    if len(readable) < want:
+        failures.append(
+            f"{name} {level}: as the page opens in a {got['window'][0]}x{got['window'][1]} window, "
+            f"{len(got['visible'])} of {got['nodes']} nodes are in view, {len(readable)} with "
+            f"labels of {MIN_LABEL_PX:g} px or more (want {want}; labels "
+            f"{sorted(round(n['font'], 1) for n in got['visible'])[:8]} px)")
+    # Zooming in keeps the drawing's point at the middle of the view there
+    # (to within 2 px: the scroll offsets are whole pixels); the drawing
+    # is larger than the pane at these zooms, so no edge stops the scroll.
+    if abs(got["zoomIn"] - 1.25) > 0.01:
+        failures.append(f"{name} {level}: '+' zoomed by {got['zoomIn']:.3f}, not 1.25")
+    if got["zoomMoved"] > 2 * got["zoomUnit"]:
+        failures.append(f"{name} {level}: '+' moved the middle of the view by "
+                        f"{got['zoomMoved'] / got['zoomUnit']:.1f} px")
+    if first and first not in {n["id"] for n in got["visible"]}:
+        failures.append(f"{name} {level}: the first forward node {data[first]['name']} ({first}) "
+                        f"is not in view as the page opens")
+    shot = os.path.join(args.out, f"{name}-{level}-open.png")
+    with tempfile.TemporaryDirectory() as profile:
+        browse(browser, "file://" + os.path.abspath(page), profile,
+               [f"--screenshot={shot}", "--window-size=1400,900", "--hide-scrollbars"])
+    fonts = sorted(n["font"] for n in readable)
+    print(f"{name} {level} as it opens in a {got['window'][0]}x{got['window'][1]} window: "
+          f"{len(got['visible'])} of {got['nodes']} nodes in view, {len(readable)} with labels "
+          f"of {fonts[0] if fonts else 0:.1f} px or more; '+' moved the middle by "
+          f"{got['zoomMoved'] / got['zoomUnit']:.2f} px; screenshot {shot}")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ampc", required=True)
@@ -204,7 +344,13 @@ def main():
     for f in failures:
         print("FAIL:", f)
     failed += bool(failures)
-    print(f"{len(pages) + 1 - failed} passed, {failed} failed")
+    opening = [("mlp.yaml", "O2"), ("resnet.yaml", "O0"), ("transformer.yaml", "O1")]
+    for model, level in opening:
+        failures = check_opening_view(args, browser, os.path.join(args.examples, model), level)
+        for f in failures:
+            print("FAIL:", f)
+        failed += bool(failures)
+    print(f"{len(pages) + 1 + len(opening) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

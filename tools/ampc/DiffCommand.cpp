@@ -8,11 +8,12 @@
 // that O1 did not?"
 //
 // Nodes are matched by what they compute (GraphView::structuralKeys):
-// their op and, recursively, their operands, looking through casts and the
-// loss scaler's additions, down to the graph's inputs and state by name. So
-// O1's `matmul(cast(%x), cast(%w))` is O2's `matmul(%x, %w)`, whatever
-// fresh names the passes gave the backward nodes at each level. Casts are
-// matched by what they cast to what dtype.
+// their op, its attributes (a slice's offsets) and, recursively, their
+// operands, looking through casts and the loss scaler's additions, down to
+// the graph's inputs and state by name, one to one. So O1's
+// `matmul(cast(%x), cast(%w))` is O2's `matmul(%x, %w)`, whatever fresh
+// names the passes gave the backward nodes at each level. Casts are matched
+// by what they cast to what dtype.
 //
 //===----------------------------------------------------------------------===//
 #include "Driver.h"

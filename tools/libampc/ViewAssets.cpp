@@ -5,7 +5,9 @@
 // %fc1, URL-encoded as %25fc1, or an element id such as op_3) fills the
 // details panel from the page's JSON; the checkboxes hide the backward,
 // optimizer and loss-scaling parts (every SVG element carries its role's
-// class, r-backward, ...); the buttons zoom.
+// class, r-backward, ...); the buttons, Ctrl+wheel, a double-click and the
+// keys + - 0 zoom; dragging pans. The page opens at a readable zoom on the
+// model's first nodes.
 //
 //===----------------------------------------------------------------------===//
 #include "ViewAssets.h"
@@ -32,7 +34,12 @@ h2 { font-size: 14px; margin: 12px 0 6px; }
 .toggles label { margin-right: 10px; }
 .zoom button { min-width: 28px; margin-left: 2px; }
 #main { flex: 1; display: flex; min-height: 0; }
-#graph { flex: 1; overflow: auto; background: #fff; }
+#graph { flex: 1; overflow: auto; background: #fff; cursor: grab; }
+#graph.panning { cursor: grabbing; }
+#graph svg { display: block; }
+#zoom-level { display: inline-block; min-width: 3.5em; text-align: right;
+  font-variant-numeric: tabular-nums; }
+.zoom .hint { font-size: 11px; }
 #side { width: 400px; flex: none; overflow: auto; border-left: 1px solid #ddd; padding: 0 12px 12px;
   background: #fcfcfc; }
 g.node { cursor: pointer; }
@@ -190,25 +197,136 @@ const char kViewScript[] = R"js(
     });
   });
 
-  // Zoom by resizing the SVG (its viewBox keeps the drawing).
+  // The view. Zoom resizes the SVG (its viewBox keeps the drawing); the
+  // #graph pane scrolls to pan. Graphviz draws a zoo model's training graph
+  // thousands of points wide and tall, mostly empty around its clusters:
+  // at 100% and scrolled to its top-left corner a 1400x900 window showed
+  // nothing of it. So the page opens at the whole width where that keeps
+  // the labels readable, else at the smallest readable zoom, scrolled to
+  // the model's first forward node, and is panned by dragging.
+  var pane = document.getElementById('graph');
+  var zoomLevel = document.getElementById('zoom-level');
+  var PX_PER_PT = 4 / 3;
+  // Labels are 10 pt: 0.75 draws them 10 px high, about the smallest
+  // comfortable to read.
+  var READABLE = 0.75;
   var scale = 1;
   var w0 = svg ? parseFloat(svg.getAttribute('width')) : 0;
   var h0 = svg ? parseFloat(svg.getAttribute('height')) : 0;
-  function zoom(s) {
-    if (!svg || !w0 || !h0) return;
-    scale = Math.max(0.05, Math.min(s, 8));
+  function fitWidth() { return pane.clientWidth / (w0 * PX_PER_PT); }
+  function setScale(s) {
+    scale = Math.max(0.02, Math.min(s, 8));
     svg.setAttribute('width', (w0 * scale) + 'pt');
     svg.setAttribute('height', (h0 * scale) + 'pt');
+    if (zoomLevel) zoomLevel.textContent = Math.round(scale * 100) + '%';
   }
+  // Zoom to s, keeping the point of the drawing at (x, y) of the pane
+  // (pixels from its top-left corner) where it is.
+  function zoomAt(s, x, y) {
+    if (!svg || !w0 || !h0) return;
+    var at = svg.getBoundingClientRect(), box = pane.getBoundingClientRect();
+    var dx = (box.left + x - at.left) / at.width, dy = (box.top + y - at.top) / at.height;
+    setScale(s);
+    at = svg.getBoundingClientRect();
+    pane.scrollLeft += at.left + dx * at.width - (box.left + x);
+    pane.scrollTop += at.top + dy * at.height - (box.top + y);
+  }
+  function zoomCentred(s) { zoomAt(s, pane.clientWidth / 2, pane.clientHeight / 2); }
+  // Scrolls so that the box {left, top, right, bottom} (client pixels) is
+  // centred across, its top a little below the pane's.
+  function scrollToBox(b) {
+    var box = pane.getBoundingClientRect();
+    pane.scrollLeft += (b.left + b.right) / 2 - (box.left + pane.clientWidth / 2);
+    pane.scrollTop += b.top - (box.top + Math.min(40, pane.clientHeight / 8));
+  }
+  // Element e's box, grown by the drawn operands it reads (a first node's
+  // inputs and weights, drawn above it) while they fit the pane together.
+  function withOperands(e) {
+    var r = e.getBoundingClientRect();
+    var b = {left: r.left, top: r.top, right: r.right, bottom: r.bottom};
+    var d = data[e.id];
+    (d && d.operands || []).forEach(function (v) {
+      var o = idOfName[v.name] && document.getElementById(idOfName[v.name]);
+      if (!o) return;
+      var q = o.getBoundingClientRect();
+      if (!q.width) return;
+      var u = {left: Math.min(b.left, q.left), top: Math.min(b.top, q.top),
+               right: Math.max(b.right, q.right), bottom: Math.max(b.bottom, q.bottom)};
+      if (u.right - u.left <= pane.clientWidth && u.bottom - u.top <= pane.clientHeight * 0.75)
+        b = u;
+    });
+    return b;
+  }
+  // The model's start: the first forward node in execution order (op_<i>
+  // is the i-th), else the first node.
+  function firstNode() {
+    var first = null;
+    for (var i = 0; ; ++i) {
+      var d = data['op_' + i];
+      if (!d) break;
+      var e = document.getElementById('op_' + i);
+      if (!e) continue;
+      if (d.role === 'forward') return e;
+      if (!first) first = e;
+    }
+    return first;
+  }
+  function initialView() {
+    if (!svg || !w0 || !h0) return;
+    setScale(Math.min(1, Math.max(fitWidth(), READABLE)));
+    var first = firstNode();
+    if (first) scrollToBox(withOperands(first));
+  }
+
   Array.prototype.forEach.call(document.querySelectorAll('button[data-zoom]'), function (b) {
     b.addEventListener('click', function () {
       var how = b.getAttribute('data-zoom');
-      if (how === 'in') zoom(scale * 1.25);
-      else if (how === 'out') zoom(scale / 1.25);
-      else zoom(document.getElementById('graph').clientWidth / (w0 * 4 / 3));
+      if (how === 'in') zoomCentred(scale * 1.25);
+      else if (how === 'out') zoomCentred(scale / 1.25);
+      else zoomCentred(fitWidth());
     });
   });
+  if (svg) {
+    // Ctrl (or Cmd) + wheel zooms at the pointer; the wheel alone scrolls.
+    pane.addEventListener('wheel', function (e) {
+      if (!e.ctrlKey && !e.metaKey) return;
+      e.preventDefault();
+      var box = pane.getBoundingClientRect();
+      zoomAt(scale * (e.deltaY < 0 ? 1.25 : 0.8), e.clientX - box.left, e.clientY - box.top);
+    }, {passive: false});
+    // A double-click off the nodes zooms in there (Shift: out).
+    svg.addEventListener('dblclick', function (e) {
+      if (e.target.closest && e.target.closest('g.node')) return;
+      var box = pane.getBoundingClientRect();
+      var s = e.shiftKey ? scale / 2 : Math.max(scale * 2, READABLE);
+      zoomAt(s, e.clientX - box.left, e.clientY - box.top);
+    });
+    // Dragging the drawing pans it; a press on a node still selects it.
+    var drag = null;
+    svg.addEventListener('mousedown', function (e) {
+      if (e.button !== 0 || (e.target.closest && e.target.closest('g.node'))) return;
+      drag = {x: e.clientX, y: e.clientY, left: pane.scrollLeft, top: pane.scrollTop};
+      pane.classList.add('panning');
+      e.preventDefault();
+    });
+    window.addEventListener('mousemove', function (e) {
+      if (!drag) return;
+      pane.scrollLeft = drag.left - (e.clientX - drag.x);
+      pane.scrollTop = drag.top - (e.clientY - drag.y);
+    });
+    window.addEventListener('mouseup', function () {
+      drag = null;
+      pane.classList.remove('panning');
+    });
+    window.addEventListener('keydown', function (e) {
+      if (e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|TEXTAREA)$/.test(e.target.tagName)) return;
+      if (e.key === '+' || e.key === '=') zoomCentred(scale * 1.25);
+      else if (e.key === '-') zoomCentred(scale / 1.25);
+      else if (e.key === '0') zoomCentred(fitWidth());
+    });
+  }
 
+  initialView();
   fromHash();
 })();
 )js";

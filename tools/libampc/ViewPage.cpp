@@ -386,9 +386,11 @@ std::string legend(const ampc::Graph &g, const std::string &against) {
            "\"> " + (r == ampc::NodeRole::LossScale ? std::string("loss scaling") : name) +
            "</label>";
   }
-  out += "<span class=\"zoom\"><button type=\"button\" data-zoom=\"out\">\u2212</button>"
-         "<button type=\"button\" data-zoom=\"fit\">fit</button>"
-         "<button type=\"button\" data-zoom=\"in\">+</button></span></div>\n";
+  out += "<span class=\"zoom\"><button type=\"button\" data-zoom=\"out\" title=\"zoom out "
+         "(-)\">\u2212</button><button type=\"button\" data-zoom=\"fit\" title=\"the whole "
+         "width (0)\">fit</button><button type=\"button\" data-zoom=\"in\" title=\"zoom in "
+         "(+)\">+</button> <span id=\"zoom-level\">100%</span> <span class=\"hint\">drag to "
+         "pan, Ctrl+wheel or double-click to zoom</span></span></div>\n";
   return out;
 }
 

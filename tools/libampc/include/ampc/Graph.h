@@ -137,11 +137,12 @@ public:
   ValueView findValue(std::string_view name) const;
   /// The cast nodes, in execution order.
   std::vector<NodeView> casts() const;
-  /// Every value's structural key, by value name: what computes it (a
-  /// cast's result keys as what it casts; the loss scaler's additions are
-  /// looked through). Values of two opt levels of one model with equal keys
-  /// hold the same quantity, gradients up to the loss scale (`ampc diff`,
-  /// `ampc compare`).
+  /// Every value's structural key, by value name: what computes it (its
+  /// op, the op's attributes but dtypes, its operands' keys; a cast's result
+  /// keys as what it casts; the loss scaler's additions are looked through;
+  /// each key is one value's: docs/inspect.md). Values of two opt levels of
+  /// one model with equal keys hold the same quantity, gradients up to the
+  /// loss scale (`ampc diff`, `ampc compare`).
   std::unordered_map<std::string, uint64_t> structuralKeys() const;
 
   /// The textual IR (docs/textual-ir.md); exactly what `ampc --emit ir` prints.

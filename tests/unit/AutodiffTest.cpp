@@ -285,6 +285,11 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
       "conv2d_grad_input", "conv2d_grad_weight", "scaled_dot_product_attention_grad",
       "maxpool2d_grad", "avgpool2d_grad", "global_avgpool_grad", "batchnorm2d_grad",
       "layernorm_grad",
+      // Backward ops of ONNX's other activations and unary math, prelu, max
+      // and min.
+      "hardsigmoid_grad", "hardswish_grad", "leaky_relu_grad", "elu_grad", "softplus_grad",
+      "abs_grad", "log_grad", "reciprocal_grad", "prelu_derivative", "prelu_grad_slope",
+      "greater_share",
       // Optimizer ops.
       "learning_rate", "step_counter", "accumulate_grad", "global_norm", "clip_coefficient",
       "sgd_update", "sgd_momentum_update", "adam_update",

@@ -59,8 +59,9 @@ static bool inferClamp(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &res
 }
 
 // hardsigmoid's clamp(alpha x + beta, 0, 1) is computed as clamp(x +
-// beta/alpha, 0, 1/alpha) * alpha (kernels/common/ActivationMath.h), which
-// needs alpha > 0; ONNX allows any alpha, but no exporter writes another.
+// beta/alpha, 0, 1/alpha) / (1/alpha) (kernels/common/ActivationMath.h: so
+// PyTorch's constants give ATen's bits), which needs alpha > 0; ONNX allows
+// any alpha, but no exporter we know of writes another.
 static bool inferHardSigmoid(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
   attrs::HardSigmoid a(ctx.attrs());
   if (!(a.alpha() > 0) || !std::isfinite(a.alpha()))

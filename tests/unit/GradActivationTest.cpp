@@ -1,11 +1,12 @@
 //===- GradActivationTest.cpp - Gradients of relu, gelu, sigmoid, tanh, silu, ... ===//
 //
-// Finite-difference checks (f64) of every activation's gradient rule, and of
-// the unary math ops' (clamp, sqrt, erf, pow, exp; ONNX's hardsigmoid,
-// hardswish, leaky_relu, elu, softplus, prelu, neg, abs, log, reciprocal), on several shapes and
-// attributes (both gelu forms, softmax dims, dropout in training and eval,
-// clamp bounds, pow exponents); hand-computed backward kernel values; and
-// f32/f16/bf16 vs f64 comparisons of each backward kernel.
+// Finite-difference checks (f64) of every activation's gradient rule (ONNX's
+// hardsigmoid, hardswish, leaky_relu, elu, softplus and prelu too), and of
+// the unary math ops' (clamp, sqrt, erf, pow, exp, neg, abs, log,
+// reciprocal), on several shapes and attributes (both gelu forms, softmax
+// dims, dropout in training and eval, clamp bounds, pow exponents, prelu's
+// slope shapes); hand-computed backward kernel values; and f32/f16/bf16 vs
+// f64 comparisons of each backward kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "GradCheckUtil.h"

@@ -1,10 +1,11 @@
 //===- GradElementwiseTest.cpp - Gradients of add, sub, mul, div, scale ----===//
 //
-// (And of max and min.) Finite-difference checks (f64) of the elementwise gradient rules with
-// numpy broadcasting in either direction (each operand's gradient must be
-// summed back to its own shape), scalars, one operand frozen, and the graph
-// shape of the sums. The rules build only forward ops (mul, div, scale,
-// reduce_sum, reshape), whose kernels the Ref*Test files cover.
+// Finite-difference checks (f64) of the elementwise gradient rules (and
+// max's and min's) with numpy broadcasting in either direction (each
+// operand's gradient must be summed back to its own shape), scalars, one
+// operand frozen, and the graph shape of the sums; max's and min's split
+// ties. The rules build forward ops (mul, div, scale, reduce_sum, reshape)
+// and greater_share, whose kernels the Ref*Test files cover.
 //
 //===----------------------------------------------------------------------===//
 #include "GradCheckUtil.h"

@@ -45,6 +45,20 @@ template <> struct ElementFnState<ClampFn> {
 template <> struct ElementFnState<PowFn> {
   static PowFn make(const Node &n) { return PowFn{attrs::Pow(n).exponent()}; }
 };
+template <> struct ElementFnState<HardSigmoidFn> {
+  static HardSigmoidFn make(const Node &n) {
+    attrs::HardSigmoid a(n);
+    return HardSigmoidFn{a.alpha(), a.beta()};
+  }
+};
+template <> struct ElementFnState<LeakyReluFn> {
+  static LeakyReluFn make(const Node &n) {
+    return LeakyReluFn{attrs::LeakyRelu(n).negative_slope()};
+  }
+};
+template <> struct ElementFnState<EluFn> {
+  static EluFn make(const Node &n) { return EluFn{attrs::Elu(n).alpha()}; }
+};
 template <> struct ElementFnState<ScaleFn> {
   static ScaleFn make(const Node &n) { return ScaleFn{attrs::Scale(n).factor()}; }
 };

@@ -38,6 +38,21 @@ bool lowerErf(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerClip(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerReduceMean(OnnxLowering &l, const onnx::NodeProto &n);
 
+// MathOps.cpp: ONNX's other activations and unary math, Max and Min.
+bool lowerHardSigmoid(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerHardSwish(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerLeakyRelu(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerElu(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerSoftplus(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerPRelu(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerNeg(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerAbs(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerExp(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerLog(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReciprocal(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerMax(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerMin(OnnxLowering &l, const onnx::NodeProto &n);
+
 // ShapeOps.cpp
 bool lowerConstant(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerIdentity(OnnxLowering &l, const onnx::NodeProto &n);

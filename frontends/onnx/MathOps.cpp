@@ -93,6 +93,83 @@ bool lowerUnary(OnnxLowering &l, const onnx::NodeProto &n, OpKind kind, AttrMap 
   return true;
 }
 
+/// A unary op of ONNX's activations and math: folded when its input is a
+/// constant known now (`fold` in double; no fold when null), else the
+/// registry op `kind` with `attrs`. `known`: the ONNX attributes it reads.
+bool lowerUnaryMath(OnnxLowering &l, const onnx::NodeProto &n, OpKind kind, double (*fold)(double),
+                    std::initializer_list<llvm::StringRef> known = {}, AttrMap attrs = {}) {
+  if (!l.checkAttrs(n, known))
+    return false;
+  const Term *t = l.input(n, 0);
+  if (!t)
+    return l.error("needs an input");
+  if (fold && isFoldable(t)) {
+    const ConstTensor *c = l.constantOf(n, 0, "input");
+    if (!c)
+      return false;
+    ConstTensor out = *c;
+    for (double &v : out.values)
+      v = fold(v);
+    l.setConstant(n, 0, std::move(out));
+    return true;
+  }
+  return lowerUnary(l, n, kind, std::move(attrs));
+}
+
+double opNeg(double x) { return -x; }
+double opAbs(double x) { return std::fabs(x); }
+double opMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+double opMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+
+/// ONNX's variadic Max and Min (1 to N inputs, numpy broadcasting) as a
+/// chain of the binary op, left to right; constants fold.
+bool lowerVariadic(OnnxLowering &l, const onnx::NodeProto &n, OpKind kind,
+                   double (*fold)(double, double)) {
+  if (!l.checkAttrs(n, {}))
+    return false;
+  int count = n.input_size();
+  if (count < 1)
+    return l.error("needs at least one input");
+  bool foldable = true;
+  for (int i = 0; i < count; ++i) {
+    const Term *t = l.input(n, i);
+    if (!t)
+      return l.error("input " + llvm::Twine(i) + " is missing");
+    foldable &= isFoldable(t);
+  }
+  if (count == 1) {
+    l.alias(n, 0, 0);
+    return true;
+  }
+  if (foldable) {
+    const ConstTensor *first = l.constantOf(n, 0, "operand");
+    if (!first)
+      return false;
+    ConstTensor acc = *first;
+    for (int i = 1; i < count; ++i) {
+      const ConstTensor *c = l.constantOf(n, i, "operand");
+      ConstTensor out;
+      if (!c || !foldBinary(l, acc, *c, fold, out))
+        return false;
+      acc = std::move(out);
+    }
+    l.setConstant(n, 0, std::move(acc));
+    return true;
+  }
+  Value *acc = l.valueOf(n, 0, StateKind::Parameter);
+  for (int i = 1; acc && i < count; ++i) {
+    Value *next = l.valueOf(n, i, StateKind::Parameter);
+    if (!next)
+      return false;
+    // Only the last link carries the ONNX output's name.
+    acc = l.build1(kind, {acc, next}, {}, i + 1 == count ? n.output(0) : "");
+  }
+  if (!acc)
+    return false;
+  l.setOutput(n, 0, acc);
+  return true;
+}
+
 } // namespace
 
 bool foldBinary(OnnxLowering &l, const ConstTensor &a, const ConstTensor &b,
@@ -173,6 +250,62 @@ bool lowerSigmoid(OnnxLowering &l, const onnx::NodeProto &n) {
 bool lowerTanh(OnnxLowering &l, const onnx::NodeProto &n) { return lowerUnary(l, n, OpKind::Tanh); }
 bool lowerSqrt(OnnxLowering &l, const onnx::NodeProto &n) { return lowerUnary(l, n, OpKind::Sqrt); }
 bool lowerErf(OnnxLowering &l, const onnx::NodeProto &n) { return lowerUnary(l, n, OpKind::Erf); }
+
+bool lowerExp(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::Exp, [](double x) { return std::exp(x); });
+}
+bool lowerLog(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::Log, [](double x) { return std::log(x); });
+}
+bool lowerNeg(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::Neg, opNeg);
+}
+bool lowerAbs(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::Abs, opAbs);
+}
+bool lowerReciprocal(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::Reciprocal, [](double x) { return 1 / x; });
+}
+bool lowerSoftplus(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::Softplus, nullptr);
+}
+bool lowerHardSwish(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::HardSwish, nullptr);
+}
+// ONNX's defaults differ from the registry's (PyTorch's): HardSigmoid's
+// alpha is 0.2 (torch's 1/6), LeakyRelu's alpha 0.01, Elu's alpha 1.
+bool lowerHardSigmoid(OnnxLowering &l, const onnx::NodeProto &n) {
+  AttrMap attrs{{"alpha", Attribute(l.floatAttr(n, "alpha", 0.2))},
+                {"beta", Attribute(l.floatAttr(n, "beta", 0.5))}};
+  return lowerUnaryMath(l, n, OpKind::HardSigmoid, nullptr, {"alpha", "beta"}, std::move(attrs));
+}
+bool lowerLeakyRelu(OnnxLowering &l, const onnx::NodeProto &n) {
+  AttrMap attrs{{"negative_slope", Attribute(l.floatAttr(n, "alpha", 0.01))}};
+  return lowerUnaryMath(l, n, OpKind::LeakyRelu, nullptr, {"alpha"}, std::move(attrs));
+}
+bool lowerElu(OnnxLowering &l, const onnx::NodeProto &n) {
+  AttrMap attrs{{"alpha", Attribute(l.floatAttr(n, "alpha", 1.0))}};
+  return lowerUnaryMath(l, n, OpKind::Elu, nullptr, {"alpha"}, std::move(attrs));
+}
+
+// PRelu(X, slope): the slope (usually an initializer: a parameter) broadcasts
+// to X (registry prelu checks that it does).
+bool lowerPRelu(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {}))
+    return false;
+  Value *x = l.valueOf(n, 0), *slope = l.valueOf(n, 1, StateKind::Parameter);
+  if (!x || !slope)
+    return false;
+  l.setOutput(n, 0, l.build1(OpKind::PRelu, {x, slope}, {}, n.output(0)));
+  return true;
+}
+
+bool lowerMax(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerVariadic(l, n, OpKind::Max, opMax);
+}
+bool lowerMin(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerVariadic(l, n, OpKind::Min, opMin);
+}
 
 bool lowerClip(OnnxLowering &l, const onnx::NodeProto &n) {
   double lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();

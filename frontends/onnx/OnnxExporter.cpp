@@ -535,6 +535,23 @@ bool emitConvTranspose(Exporter &e, const Node &n) {
   Exporter::attrInts(c, "kernel_shape", {w.dim(2), w.dim(3)});
   if (extra[0] || extra[1])
     Exporter::attrInts(c, "output_padding", extra);
+// ONNX's other activations: their attributes under ONNX's names.
+bool emitHardSigmoid(Exporter &e, const Node &n) {
+  onnx::NodeProto &h = e.node("HardSigmoid", {Exporter::in(n, 0)}, {Exporter::out(n)});
+  Exporter::attrFloat(h, "alpha", attrs::HardSigmoid(n).alpha());
+  Exporter::attrFloat(h, "beta", attrs::HardSigmoid(n).beta());
+  return true;
+}
+
+bool emitLeakyRelu(Exporter &e, const Node &n) {
+  Exporter::attrFloat(e.node("LeakyRelu", {Exporter::in(n, 0)}, {Exporter::out(n)}), "alpha",
+                      attrs::LeakyRelu(n).negative_slope());
+  return true;
+}
+
+bool emitElu(Exporter &e, const Node &n) {
+  Exporter::attrFloat(e.node("Elu", {Exporter::in(n, 0)}, {Exporter::out(n)}), "alpha",
+                      attrs::Elu(n).alpha());
   return true;
 }
 
@@ -591,6 +608,18 @@ const ExportRow kExportTable[] = {
   {OpKind::ArgMax,       emitArgMax},
   {OpKind::BroadcastTo,  emitBroadcastTo},
   {OpKind::Conv2dGradInput, emitConvTranspose},
+  {OpKind::HardSigmoid,  emitHardSigmoid},
+  {OpKind::HardSwish,    [](Exporter &e, const Node &n) { return emitSimple(e, n, "HardSwish"); }},
+  {OpKind::LeakyRelu,    emitLeakyRelu},
+  {OpKind::Elu,          emitElu},
+  {OpKind::Softplus,     [](Exporter &e, const Node &n) { return emitSimple(e, n, "Softplus"); }},
+  {OpKind::PRelu,        [](Exporter &e, const Node &n) { return emitSimple(e, n, "PRelu"); }},
+  {OpKind::Neg,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Neg"); }},
+  {OpKind::Abs,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Abs"); }},
+  {OpKind::Log,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Log"); }},
+  {OpKind::Reciprocal,   [](Exporter &e, const Node &n) { return emitSimple(e, n, "Reciprocal"); }},
+  {OpKind::Max,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Max"); }},
+  {OpKind::Min,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Min"); }},
 };
 // clang-format on
 

@@ -3,7 +3,7 @@
 // Initialisations follow PyTorch's defaults so a model file trains like the
 // PyTorch module it describes: linear and conv2d weights and biases are
 // uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)); normalisation scales are ones and
-// shifts zeros; embeddings are normal(0, 1).
+// shifts zeros; embeddings are normal(0, 1); PReLU slopes 0.25.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/yaml/ParamBuilders.h"
@@ -120,6 +120,27 @@ bool planEmbedding(const PlanRequest &req, ParamPlan &plan, std::string &err) {
   return true;
 }
 
+// nn.PReLU: one slope (num_parameters 1) or one per channel, dim 1 of the
+// input; the slope is [C, 1, ..., 1] so that it broadcasts to [N, C, ...]
+// at the right (the shape ONNX's PRelu takes), stored as torch's `weight`.
+bool planPRelu(const PlanRequest &req, ParamPlan &plan, std::string &err) {
+  const TensorType &x = req.input.type();
+  if (!requirePositive(req.args, "num_parameters", err))
+    return false;
+  int64_t c = req.args.at("num_parameters").getInt();
+  llvm::SmallVector<int64_t, 4> shape{c};
+  if (c != 1) {
+    if (x.rank() < 2 || x.dim(1) != c)
+      return fail(err, "num_parameters " + llvm::Twine(c) +
+                           " must be 1 or the input's channels (dim 1), input " + x.str());
+    shape.append(x.rank() - 2, 1);
+  }
+  double init = req.args.at("init").getNumber();
+  plan.params.push_back(
+      {"weight", "slope", shape, InitSpec{InitSpec::Kind::Constant, init, 0, "", ""}});
+  return true;
+}
+
 const std::vector<ParamBuilder> &builders() {
   static const std::vector<ParamBuilder> table = {
       {"linear",
@@ -139,6 +160,11 @@ const std::vector<ParamBuilder> &builders() {
         {"embedding_dim", AttrType::Int, std::nullopt}},
        {},
        planEmbedding},
+      {"prelu",
+       {{"num_parameters", AttrType::Int, Attribute(int64_t(1))},
+        {"init", AttrType::Float, Attribute(0.25)}},
+       {},
+       planPRelu},
   };
   return table;
 }

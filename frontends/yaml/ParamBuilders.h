@@ -1,8 +1,8 @@
 //===- ParamBuilders.h - Layers that create parameters ----------*- C++ -*-===//
 //
 // Internal to the YAML frontend. Most layers are a registry op used as is;
-// the five that own parameters (linear, conv2d, batchnorm2d, layernorm,
-// embedding) also have a builder here: the extra arguments they take, the
+// the six that own parameters (linear, conv2d, batchnorm2d, layernorm,
+// embedding, prelu) also have a builder here: the extra arguments they take, the
 // attributes they set themselves, and a plan of the state tensors to create
 // (shape, init, which op operand each feeds) from the input's type.
 //

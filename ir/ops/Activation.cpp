@@ -2,7 +2,10 @@
 //
 // relu, gelu, sigmoid, tanh, silu, softmax, log_softmax, dropout, and the
 // unary math ops of ir/Pointwise.def (clamp, sqrt, erf, pow, exp): their
-// gradient rules come from the same generated activation rules.
+// gradient rules come from the same generated activation rules. ONNX's
+// other activations (hardsigmoid, hardswish, leaky_relu, elu, softplus,
+// prelu) and abs, log, reciprocal and neg too; prelu (a binary op: its
+// slope broadcasts) and neg have rules of their own.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/GradientBuilder.h"
@@ -55,6 +58,53 @@ static bool inferClamp(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &res
   return inferUnaryFloat(ctx, results);
 }
 
+// hardsigmoid's clamp(alpha x + beta, 0, 1) is computed as clamp(x +
+// beta/alpha, 0, 1/alpha) / (1/alpha) (kernels/common/ActivationMath.h: so
+// PyTorch's constants give ATen's bits), which needs alpha > 0; ONNX allows
+// any alpha, but no exporter we know of writes another.
+static bool inferHardSigmoid(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  attrs::HardSigmoid a(ctx.attrs());
+  if (!(a.alpha() > 0) || !std::isfinite(a.alpha()))
+    return ctx.error("alpha must be positive and finite, got " + formatDouble(a.alpha()));
+  if (!std::isfinite(a.beta()))
+    return ctx.error("beta must be finite, got " + formatDouble(a.beta()));
+  return inferUnaryFloat(ctx, results);
+}
+
+static bool inferLeakyRelu(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (std::isnan(attrs::LeakyRelu(ctx.attrs()).negative_slope()))
+    return ctx.error("negative_slope must not be NaN");
+  return inferUnaryFloat(ctx, results);
+}
+
+static bool inferElu(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (std::isnan(attrs::Elu(ctx.attrs()).alpha()))
+    return ctx.error("alpha must not be NaN");
+  return inferUnaryFloat(ctx, results);
+}
+
+// prelu(input, slope) and prelu_derivative(input, slope): the slope
+// broadcasts to the input's shape (ONNX's unidirectional broadcasting: a
+// [C, 1, 1] slope against [N, C, H, W], a [C] one against [N, C]); the
+// result has the input's shape.
+static bool inferPRelu(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!requireFloat(ctx, 0) || !requireFloat(ctx, 1) || !requireSameDType(ctx, 0, 1))
+    return false;
+  llvm::ArrayRef<int64_t> x = ctx.operand(0).dims(), slope = ctx.operand(1).dims();
+  bool fits = slope.size() <= x.size();
+  for (size_t i = 0; fits && i < slope.size(); ++i) {
+    int64_t s = slope[slope.size() - 1 - i];
+    fits = s == 1 || s == x[x.size() - 1 - i];
+  }
+  if (!fits)
+    return ctx.error(
+        "slope " + typeStr(ctx.operand(1)) + " does not broadcast to the input " +
+        typeStr(ctx.operand(0)) +
+        " (dims align at the right: a per-channel slope of [N, C, H, W] is [C, 1, 1])");
+  results.push_back(ctx.operand(0));
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops: (grad, saved) -> the input's gradient, where saved is the
 // forward input (relu, gelu) or the forward output (sigmoid, tanh, softmax,
@@ -95,6 +145,24 @@ static void gradSoftmax(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Val
 static void gradLogSoftmax(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                            llvm::MutableArrayRef<Value *> dxs) {
   gradFromOutput(gb, fwd, OpKind::LogSoftmaxGrad, dys, dxs);
+}
+
+// prelu: dx = dy * prelu_derivative(x, slope) (dy where x > 0, else
+// dy * slope); dslope = prelu_grad_slope(dy, x) (x * dy where x <= 0)
+// summed back to the slope's shape.
+static void gradPRelu(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                      llvm::MutableArrayRef<Value *> dxs) {
+  Value *x = fwd.operand(0), *slope = fwd.operand(1);
+  if (gb.needsGradient(0))
+    dxs[0] = gb.build1(OpKind::Mul, {dys[0], gb.build1(OpKind::PReluDerivative, {x, slope})});
+  if (gb.needsGradient(1))
+    dxs[1] = gb.sumToShape(gb.build1(OpKind::PReluGradSlope, {dys[0], x}), slope->type().dims());
+}
+
+// neg: dx = -dy.
+static void gradNeg(GradientBuilder &gb, const Node &, llvm::ArrayRef<Value *> dys,
+                    llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.build1(OpKind::Neg, {dys[0]});
 }
 
 // Dropout is linear with a mask that is a pure function of (seed, step,
@@ -167,6 +235,26 @@ void registerActivationOps(OpRegistry &r) {
   // pow(x) = x^exponent; a tensor exponent is not supported (not needed yet).
   OpRow(r.define(OpKind::Pow)).operand("input").infer(inferUnaryFloat).elementwise();
   OpRow(r.define(OpKind::Exp)).operand("input").infer(inferUnaryFloat).elementwise();
+  // ONNX's other activations and unary math.
+  OpRow(r.define(OpKind::HardSigmoid)).operand("input").infer(inferHardSigmoid).elementwise();
+  OpRow(r.define(OpKind::HardSwish)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::LeakyRelu)).operand("input").infer(inferLeakyRelu).elementwise();
+  OpRow(r.define(OpKind::Elu)).operand("input").infer(inferElu).elementwise();
+  OpRow(r.define(OpKind::Softplus)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::Abs)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::Log)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::Reciprocal)).operand("input").infer(inferUnaryFloat).elementwise();
+  OpRow(r.define(OpKind::Neg))
+      .operand("input")
+      .infer(inferUnaryFloat)
+      .gradient(gradNeg)
+      .elementwise();
+  OpRow(r.define(OpKind::PRelu))
+      .operand("input")
+      .operand("slope")
+      .infer(inferPRelu)
+      .gradient(gradPRelu)
+      .elementwise();
   OpRow(r.define(OpKind::Softmax)).operand("input").infer(inferSoftmax).gradient(gradSoftmax);
   OpRow(r.define(OpKind::LogSoftmax)).operand("input").infer(inferSoftmax).gradient(gradLogSoftmax);
   OpRow(r.define(OpKind::Dropout)).operand("input").infer(inferDropout).gradient(gradDropout);
@@ -174,6 +262,16 @@ void registerActivationOps(OpRegistry &r) {
   // Backward ops (not differentiated again).
   OpRow(r.define(OpKind::SoftmaxGrad)).operand("grad").operand("output").infer(inferSoftmaxGrad);
   OpRow(r.define(OpKind::LogSoftmaxGrad)).operand("grad").operand("output").infer(inferSoftmaxGrad);
+  OpRow(r.define(OpKind::PReluDerivative))
+      .operand("input")
+      .operand("slope")
+      .infer(inferPRelu)
+      .elementwise();
+  OpRow(r.define(OpKind::PReluGradSlope))
+      .operand("grad")
+      .operand("input")
+      .infer(inferActivationGrad)
+      .elementwise();
 
   definePointwiseBackwards(r);
 }

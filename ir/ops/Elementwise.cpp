@@ -68,6 +68,32 @@ static void gradDiv(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *
   }
 }
 
+// max(a, b): each operand gets dy times its share, greater_share(a, b) for
+// a and greater_share(b, a) for b (1 where it is the larger, 1/2 on ties, as
+// torch.maximum's backward), summed back to its shape; min(a, b) swaps the
+// operands of the shares.
+static void gradMaxMin(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                       llvm::MutableArrayRef<Value *> dxs, bool isMax) {
+  for (unsigned i = 0; i < 2; ++i) {
+    if (!gb.needsGradient(i))
+      continue;
+    Value *self = fwd.operand(i), *other = fwd.operand(1 - i);
+    Value *share = isMax ? gb.build1(OpKind::GreaterShare, {self, other})
+                         : gb.build1(OpKind::GreaterShare, {other, self});
+    dxs[i] = gb.sumToShape(gb.build1(OpKind::Mul, {dys[0], share}), dimsOf(fwd, i));
+  }
+}
+
+static void gradMax(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                    llvm::MutableArrayRef<Value *> dxs) {
+  gradMaxMin(gb, fwd, dys, dxs, /*isMax=*/true);
+}
+
+static void gradMin(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                    llvm::MutableArrayRef<Value *> dxs) {
+  gradMaxMin(gb, fwd, dys, dxs, /*isMax=*/false);
+}
+
 static void gradScale(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                       llvm::MutableArrayRef<Value *> dxs) {
   dxs[0] = gb.scale(dys[0], attrs::Scale(fwd).factor());
@@ -98,6 +124,21 @@ void registerElementwiseOps(OpRegistry &r) {
       .infer(inferBinary)
       .gradient(gradDiv)
       .elementwise();
+  // Elementwise max and min (ONNX's Max and Min of two inputs), and their
+  // backward's shares (not differentiated again).
+  OpRow(r.define(OpKind::Max))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradMax)
+      .elementwise();
+  OpRow(r.define(OpKind::Min))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradMin)
+      .elementwise();
+  OpRow(r.define(OpKind::GreaterShare)).operand("a").operand("b").infer(inferBinary).elementwise();
   // scale(x) = x * factor, a constant known when the graph is built.
   OpRow(r.define(OpKind::Scale))
       .operand("input")

@@ -11,6 +11,7 @@
 
 #include "ir/HostDevice.h"
 #include "kernels/common/ExpMath.h"
+#include "kernels/common/UnaryMath.h"
 
 #include <cmath>
 
@@ -250,6 +251,141 @@ struct TanhFn {
 struct SiluFn {
   template <class T> AMPC_HD T operator()(T x) const { return siluOp(x); }
   template <class T> AMPC_HD T grad(T dy, T x) const { return siluGradOp(dy, x); }
+};
+
+// --- ONNX's other activations ---------------------------------------------
+// HardSigmoid, HardSwish, LeakyRelu, Elu, Softplus and PRelu, each written as
+// ATen's CPU kernel writes it (so results match PyTorch's to the bit where
+// the libm functions agree), backward ops as ATen's *_backward kernels.
+
+/// hardsigmoid(x) = max(0, min(1, alpha x + beta)) (ONNX), computed for
+/// alpha > 0 as clamp(x + beta/alpha, 0, 1/alpha) / (1/alpha): with
+/// PyTorch's alpha = 1/6, beta = 1/2 that is ATen's min(max(x + 3, 0), 6) / 6
+/// to the bit (beta/alpha and 1/alpha are exactly 3 and 6 in double), where
+/// alpha x + beta would round differently. NaN propagates.
+template <class T> AMPC_HD inline T hardsigmoidOp(T x, double alpha, double beta) {
+  T range = T(1 / alpha);
+  return clampOp(x + T(beta / alpha), T(0), range) / range;
+}
+
+/// d hardsigmoid: dy * alpha strictly inside the linear part, 0 outside and
+/// at its ends (ATen: (x > -3 && x < 3) ? dy / 6 : 0, with 1/6 rounded to T).
+template <class T> AMPC_HD inline T hardsigmoidGradOp(T dy, T x, double alpha, double beta) {
+  return x > T(-beta / alpha) && x < T((1 - beta) / alpha) ? dy * T(alpha) : T(0);
+}
+
+/// hardswish(x) = x * hardsigmoid(x) with PyTorch's constants, as ATen's CPU
+/// kernel: x * min(max(x + 3, 0), 6) / 6 (its CUDA kernel multiplies by
+/// 1/6 instead, which rounds differently).
+template <class T> AMPC_HD inline T hardswishOp(T x) {
+  return x * clampOp(x + T(3), T(0), T(6)) / T(6);
+}
+
+/// d hardswish, ATen's definition: 0 below -3, dy (x/3 + 1/2) on [-3, 3]
+/// (both ends included: -dy/2 at -3, 3dy/2 at 3), dy above 3; a NaN input
+/// passes dy (its comparisons are false). ATen's vectorized CPU path gives
+/// dy at exactly 3 and NaN for NaN; its scalar and CUDA kernels are these.
+template <class T> AMPC_HD inline T hardswishGradOp(T dy, T x) {
+  if (x < T(-3))
+    return T(0);
+  if (x <= T(3))
+    return dy * (x / T(3) + T(0.5));
+  return dy;
+}
+
+/// leaky_relu(x) = x for x > 0, else x * slope (NaN propagates).
+template <class T> AMPC_HD inline T leakyReluOp(T x, T slope) { return x > T(0) ? x : x * slope; }
+
+/// d leaky_relu: dy for x > 0, else dy * slope (slope at 0, as ATen).
+template <class T> AMPC_HD inline T leakyReluGradOp(T dy, T x, T slope) {
+  return x > T(0) ? dy : dy * slope;
+}
+
+/// elu(x) = x for x > 0, else alpha (e^x - 1), with expm1 (ATen's CUDA
+/// kernel; its CPU kernel's exp(x) - 1 loses the low bits near 0).
+template <class T> AMPC_HD inline T eluOp(T x, T alpha) {
+  using std::expm1;
+  return x <= T(0) ? expm1(x) * alpha : x;
+}
+
+/// d elu from the input: dy for x > 0, else dy * alpha * e^x.
+template <class T> AMPC_HD inline T eluGradOp(T dy, T x, T alpha) {
+  using std::exp;
+  return x <= T(0) ? dy * alpha * exp(x) : dy;
+}
+
+/// softplus(x) = ln(1 + e^x) as torch's softplus with beta 1 and threshold
+/// 20: x itself above 20 (where ln(1 + e^x) - x < 2.1e-9), else
+/// log1p(e^x), which neither overflows (x <= 20) nor loses the small values
+/// of very negative x.
+template <class T> AMPC_HD inline T softplusOp(T x) {
+  using std::exp;
+  using std::log1p;
+  return x > T(20) ? x : log1p(exp(x));
+}
+
+/// d softplus from the input: dy * sigmoid(x) = dy e^x / (e^x + 1), dy above
+/// the threshold (ATen's softplus_backward).
+template <class T> AMPC_HD inline T softplusGradOp(T dy, T x) {
+  using std::exp;
+  T z = exp(x);
+  return x > T(20) ? dy : dy * z / (z + T(1));
+}
+
+/// prelu(x, slope) = x for x > 0, else slope * x (NaN propagates).
+template <class T> AMPC_HD inline T preluOp(T x, T slope) { return x > T(0) ? x : slope * x; }
+
+/// d prelu / d x: 1 for x > 0, else the slope; the input's gradient is dy
+/// times this (ATen: x > 0 ? dy : slope * dy, the same bits).
+template <class T> AMPC_HD inline T preluDerivativeOp(T x, T slope) {
+  return x > T(0) ? T(1) : slope;
+}
+
+/// The slope's gradient before the sum over broadcast dims: 0 for x > 0,
+/// else x * dy (ATen's prelu backward).
+template <class T> AMPC_HD inline T preluGradSlopeOp(T dy, T x) { return x > T(0) ? T(0) : x * dy; }
+
+struct HardSigmoidFn {
+  double alpha = 1.0 / 6, beta = 0.5; ///< attributes; alpha > 0 (inference checks)
+  template <class T> AMPC_HD T operator()(T x) const { return hardsigmoidOp(x, alpha, beta); }
+  template <class T> AMPC_HD T grad(T dy, T x) const {
+    return hardsigmoidGradOp(dy, x, alpha, beta);
+  }
+};
+
+struct HardSwishFn {
+  template <class T> AMPC_HD T operator()(T x) const { return hardswishOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return hardswishGradOp(dy, x); }
+};
+
+struct LeakyReluFn {
+  double slope = 0.01; ///< negative_slope, rounded to T as ATen's scalar
+  template <class T> AMPC_HD T operator()(T x) const { return leakyReluOp(x, T(slope)); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return leakyReluGradOp(dy, x, T(slope)); }
+};
+
+struct EluFn {
+  double alpha = 1;
+  template <class T> AMPC_HD T operator()(T x) const { return eluOp(x, T(alpha)); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return eluGradOp(dy, x, T(alpha)); }
+};
+
+struct SoftplusFn {
+  template <class T> AMPC_HD T operator()(T x) const { return softplusOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return softplusGradOp(dy, x); }
+};
+
+// prelu and its backward ops are binary rows (the slope broadcasts).
+struct PReluFn {
+  template <class T> AMPC_HD T operator()(T x, T slope) const { return preluOp(x, slope); }
+};
+struct PReluDerivativeFn {
+  template <class T> AMPC_HD T operator()(T x, T slope) const {
+    return preluDerivativeOp(x, slope);
+  }
+};
+struct PReluGradSlopeFn {
+  template <class T> AMPC_HD T operator()(T dy, T x) const { return preluGradSlopeOp(dy, x); }
 };
 
 /// An activation's backward as a binary functor of (dy, saved), for the

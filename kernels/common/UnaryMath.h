@@ -1,10 +1,10 @@
-//===- UnaryMath.h - Element math of clamp, sqrt, erf, pow, exp -----------===//
+//===- UnaryMath.h - Element math of clamp, sqrt, erf, pow, exp, ... ------===//
 //
 // The unary math ops the ONNX importer needs (Clip, Sqrt, Erf, Pow with a
-// constant exponent, Exp), shared by the reference, CPU and CUDA kernels
-// (AMPC_HD). T is the compute type: float for f32/f16/bf16, double for f64.
-// Forwards and derivatives follow ATen (its kernels and derivatives.yaml), so
-// results match PyTorch's to rounding.
+// constant exponent, Exp, Neg, Abs, Log, Reciprocal), shared by the
+// reference, CPU and CUDA kernels (AMPC_HD). T is the compute type: float for f32/f16/bf16, double
+// for f64. Forwards and derivatives follow ATen (its kernels and derivatives.yaml), so results
+// match PyTorch's to rounding.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_KERNELS_COMMON_UNARYMATH_H
@@ -90,6 +90,38 @@ template <class T> AMPC_HD inline T expOp(T x) {
 /// d exp from the forward output y: dy * y.
 template <class T> AMPC_HD inline T expGradOp(T dy, T y) { return dy * y; }
 
+// Neg, Abs, Log and Reciprocal (ONNX), with their derivatives as ATen's
+// derivatives.yaml writes them.
+
+template <class T> AMPC_HD inline T negOp(T x) { return -x; }
+
+/// |x|: +0 for -0; NaN stays NaN.
+template <class T> AMPC_HD inline T absOp(T x) {
+  using std::fabs;
+  return fabs(x);
+}
+
+/// d abs: dy * sign(x), sign(x) = (0 < x) - (x < 0), which is 0 at +-0 and
+/// for NaN (torch.sgn's values, so the gradient at 0 is 0).
+template <class T> AMPC_HD inline T absGradOp(T dy, T x) {
+  return dy * (T(T(0) < x) - T(x < T(0)));
+}
+
+/// ln x: -inf at 0, NaN below.
+template <class T> AMPC_HD inline T logOp(T x) {
+  using std::log;
+  return log(x);
+}
+
+/// d log from the input: dy / x.
+template <class T> AMPC_HD inline T logGradOp(T dy, T x) { return dy / x; }
+
+/// 1 / x: +-inf at +-0.
+template <class T> AMPC_HD inline T reciprocalOp(T x) { return T(1) / x; }
+
+/// d reciprocal from the output y = 1/x: -dy * y^2, as ATen (-grad * (y * y)).
+template <class T> AMPC_HD inline T reciprocalGradOp(T dy, T y) { return -dy * (y * y); }
+
 // --- Element functors of ir/Pointwise.def's rows ------------------------------
 
 struct ClampFn {
@@ -118,6 +150,25 @@ struct PowFn {
 struct ExpFn {
   template <class T> AMPC_HD T operator()(T x) const { return expOp(x); }
   template <class T> AMPC_HD T grad(T dy, T y) const { return expGradOp(dy, y); }
+};
+
+struct NegFn {
+  template <class T> AMPC_HD T operator()(T x) const { return negOp(x); }
+};
+
+struct AbsFn {
+  template <class T> AMPC_HD T operator()(T x) const { return absOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return absGradOp(dy, x); }
+};
+
+struct LogFn {
+  template <class T> AMPC_HD T operator()(T x) const { return logOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T x) const { return logGradOp(dy, x); }
+};
+
+struct ReciprocalFn {
+  template <class T> AMPC_HD T operator()(T x) const { return reciprocalOp(x); }
+  template <class T> AMPC_HD T grad(T dy, T y) const { return reciprocalGradOp(dy, y); }
 };
 
 } // namespace ampc::kernels

@@ -8,7 +8,9 @@ same inputs. fp32 results must agree within 1e-5 (relative to the
 reference's magnitude, at least 1). Then torchvision ResNet-18 and
 MobileNetV2 (random weights, weights=None) and a BERT-style encoder layer are
 exported by torch.onnx.export and their forward outputs compared within
-1e-4; O1 and O2 forwards must stay within 3e-2 of them.
+1e-4; O1 and O2 forwards must stay within 3e-2 of them. So is a small CNN of
+the activations torch exports as HardSwish, HardSigmoid, PRelu, LeakyRelu,
+Elu, Softplus, Abs, Neg, Max and Min.
 
 Run by CTest as `onnx-pytorch`. Exits 77 (CTest's skip) when torch, onnx or
 torchvision cannot be imported, except under CI=true, where
@@ -122,6 +124,47 @@ def op_cases():
              lambda e: [torch.sqrt(e["x"])]),
         Case("pow", [const("e", 3.0, np.float32), node("Pow", ["x", "e"], ["y"])],
              {"x": x4}, [("y", x4.shape)], lambda e: [torch.pow(e["x"], 3.0)]),
+        # ONNX's other activations and unary math; Max and Min.
+        Case("hardsigmoid_torch", [node("HardSigmoid", ["x"], ["y"], alpha=1.0 / 6, beta=0.5)],
+             {"x": x4 * 3}, [("y", x4.shape)], lambda e: [F.hardsigmoid(e["x"])]),
+        Case("hardsigmoid_default", [node("HardSigmoid", ["x"], ["y"])], {"x": x4 * 3}, [("y", x4.shape)],
+             lambda e: [torch.clamp(0.2 * e["x"] + 0.5, 0, 1)]),
+        Case("hardswish", [node("HardSwish", ["x"], ["y"])], {"x": x4 * 3}, [("y", x4.shape)],
+             lambda e: [F.hardswish(e["x"])]),
+        Case("leaky_relu", [node("LeakyRelu", ["x"], ["y"], alpha=0.1)], {"x": x4}, [("y", x4.shape)],
+             lambda e: [F.leaky_relu(e["x"], 0.1)]),
+        Case("leaky_relu_default", [node("LeakyRelu", ["x"], ["y"])], {"x": x4}, [("y", x4.shape)],
+             lambda e: [F.leaky_relu(e["x"], 0.01)]),
+        Case("elu", [node("Elu", ["x"], ["y"], alpha=0.5)], {"x": x4 * 2}, [("y", x4.shape)],
+             lambda e: [F.elu(e["x"], 0.5)]),
+        # Across torch's threshold at 20.
+        Case("softplus", [node("Softplus", ["x"], ["y"])], {"x": x4 * 12}, [("y", x4.shape)],
+             lambda e: [F.softplus(e["x"])]),
+        Case("prelu_channels", [node("PRelu", ["x", "s"], ["y"])], {"x": x4}, [("y", x4.shape)],
+             lambda e: [F.prelu(e["x"], e["s"].reshape(-1))], {"s": rand(3, 1, 1)}),
+        Case("prelu_features", [node("PRelu", ["x", "s"], ["y"])], {"x": rand(4, 6)}, [("y", (4, 6))],
+             lambda e: [F.prelu(e["x"], e["s"])], {"s": rand(6)}),
+        Case("prelu_single", [node("PRelu", ["x", "s"], ["y"])], {"x": x4}, [("y", x4.shape)],
+             lambda e: [F.prelu(e["x"], e["s"])], {"s": np.array([0.25], np.float32)}),
+        Case("neg", [node("Neg", ["x"], ["y"])], {"x": x4}, [("y", x4.shape)], lambda e: [-e["x"]]),
+        Case("abs", [node("Abs", ["x"], ["y"])], {"x": x4}, [("y", x4.shape)], lambda e: [torch.abs(e["x"])]),
+        Case("exp", [node("Exp", ["x"], ["y"])], {"x": x4}, [("y", x4.shape)], lambda e: [torch.exp(e["x"])]),
+        Case("log", [node("Log", ["x"], ["y"])], {"x": np.abs(x4) + 0.05}, [("y", x4.shape)],
+             lambda e: [torch.log(e["x"])]),
+        Case("reciprocal", [node("Reciprocal", ["x"], ["y"])], {"x": np.sign(x4) * (np.abs(x4) + 0.5)},
+             [("y", x4.shape)], lambda e: [torch.reciprocal(e["x"])]),
+        Case("max_three_broadcast", [node("Max", ["x", "z", "w"], ["y"])],
+             {"x": rand(2, 3, 4), "z": rand(3, 1)}, [("y", (2, 3, 4))],
+             lambda e: [torch.maximum(torch.maximum(e["x"], e["z"]), e["w"])], {"w": rand(4)}),
+        Case("min_constant", [const("zero", 0.0, np.float32), node("Min", ["x", "zero"], ["y"])],
+             {"x": rand(3, 5)}, [("y", (3, 5))], lambda e: [torch.clamp(e["x"], max=0.0)]),
+        Case("max_single", [node("Max", ["x"], ["t"]), node("Identity", ["t"], ["y"])], {"x": rand(3, 5)},
+             [("y", (3, 5))], lambda e: [e["x"]]),
+        # Constants fold: Neg and Max of shape arithmetic.
+        Case("shape_neg_max",
+             [const("s", [-3, -20]), node("Neg", ["s"], ["n"]), const("c", [2, 5]), node("Max", ["n", "c"], ["shape"]),
+              node("Reshape", ["x", "shape"], ["y"])],
+             {"x": rand(3, 20)}, [("y", (3, 20))], lambda e: [e["x"]]),
         Case("add_broadcast", [node("Add", ["x", "b"], ["y"])], {"x": rand(2, 3, 4)},
              [("y", (2, 3, 4))], lambda e: [e["x"] + e["b"]], {"b": rand(4)}),
         Case("sub_values", [node("Sub", ["x", "z"], ["y"])], {"x": rand(2, 3, 4), "z": rand(3, 1)},
@@ -373,6 +416,31 @@ def check(label, got, want, tol):
     return ok
 
 
+class ActivationNet(torch.nn.Module):
+    """A small CNN with the activations torch exports as ONNX's HardSwish,
+    HardSigmoid, PRelu (per channel and single), LeakyRelu, Elu, Softplus,
+    Abs, Neg, Max and Min."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.p1 = torch.nn.PReLU(8)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+        self.p2 = torch.nn.PReLU()
+        with torch.no_grad():
+            self.p1.weight.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        x = F.hardswish(self.p1(self.c1(x)))
+        x = self.c2(x)
+        x = x * F.hardsigmoid(x)
+        x = F.elu(F.leaky_relu(x, 0.1), 0.7)
+        x = F.softplus(x * 4) - torch.abs(x)
+        x = torch.maximum(x, -x) + torch.minimum(x, torch.zeros(1))
+        return self.p2(self.fc(x.flatten(1)))
+
+
 def export_models(work):
     """(name, path, inputs, expected outputs) of the torch exports."""
     models = []
@@ -388,6 +456,12 @@ def export_models(work):
         torch.onnx.export(m, x, path, opset_version=17, input_names=["input"], output_names=["logits"])
         with torch.no_grad():
             models.append((name, path, {"input": x.numpy()}, [m(x).numpy()]))
+    net = ActivationNet().eval()
+    xa = torch.randn(2, 3, 8, 8)
+    path = os.path.join(work, "activation_cnn.onnx")
+    torch.onnx.export(net, xa, path, opset_version=17, input_names=["input"], output_names=["logits"])
+    with torch.no_grad():
+        models.append(("activation_cnn", path, {"input": xa.numpy()}, [net(xa).numpy()]))
     layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True, activation="gelu")
     layer.eval()
     seq = torch.randn(2, 8, 64)

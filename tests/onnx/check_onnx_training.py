@@ -2,7 +2,8 @@
 """Trains torch.onnx.export'ed models with ampc and with PyTorch, side by side.
 
 torchvision ResNet-18 and MobileNetV2 (random weights, MobileNet's dropout
-at 0) and a BERT-style encoder layer are exported; a model file wraps each (`model: {onnx: ...}`) with a loss, plain
+at 0), a BERT-style encoder layer and a small CNN of ONNX's other
+activations (check_onnx.py's ActivationNet) are exported; a model file wraps each (`model: {onnx: ...}`) with a loss, plain
 SGD and an .npy dataset of exactly one batch, so every step sees the same
 samples. `ampc --opt-level O0` trains 5 steps and writes its losses
 (--metrics-out); PyTorch trains the same module from the same weights on the
@@ -125,6 +126,20 @@ def main():
                             lr=MOBILENET_LR)
     cases.append(("mobilenet_v2", model_file, mobilenet, torch.from_numpy(xm), torch.from_numpy(ym),
                   torch.nn.CrossEntropyLoss(), MOBILENET_LR))
+
+    # HardSwish, HardSigmoid, PRelu (its slopes trained), LeakyRelu, Elu,
+    # Softplus, Abs, Neg, Max and Min (check_onnx.py's ActivationNet).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from check_onnx import ActivationNet
+    net = ActivationNet()
+    xa = rng.standard_normal((8, 3, 8, 8)).astype(np.float32)
+    ya = rng.integers(0, 10, 8).astype(np.int64)
+    model_file = write_case(work, "activation_cnn", net, torch.from_numpy(xa), {"x": xa, "label": ya},
+                            "{cross_entropy: {input: out, target: label}}",
+                            {"x": "{shape: [B, 3, 8, 8]}", "label": "{shape: [B], dtype: i64}"},
+                            lr=0.01)
+    cases.append(("activation_cnn", model_file, net, torch.from_numpy(xa), torch.from_numpy(ya),
+                  torch.nn.CrossEntropyLoss(), 0.01))
 
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, activation="gelu")
     seq = rng.standard_normal((4, 6, 32)).astype(np.float32)

@@ -288,6 +288,11 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
       "reduce_select_grad",
       // Not differentiable: bool and index results.
       "compare", "logical", "logical_not", "argmax",
+      // Backward ops of ONNX's other activations and unary math, prelu, max
+      // and min.
+      "hardsigmoid_grad", "hardswish_grad", "leaky_relu_grad", "elu_grad", "softplus_grad",
+      "abs_grad", "log_grad", "reciprocal_grad", "prelu_derivative", "prelu_grad_slope",
+      "greater_share",
       // Optimizer ops.
       "learning_rate", "step_counter", "accumulate_grad", "global_norm", "clip_coefficient",
       "sgd_update", "sgd_momentum_update", "adam_update",

@@ -356,6 +356,28 @@ TEST(CpuF16ConversionTest, HalfElementwiseOpsOnEveryPattern) {
   AttrMap scale;
   scale["factor"] = Attribute(0.3);
   expectSameBitsAsReference("scale", {t}, {bytesOf(a)}, scale, /*anyNaN=*/true);
+  // ONNX's other activations and unary math (with and without attributes),
+  // max, min and prelu with their backward ops.
+  AttrMap onnxSigmoid{{"alpha", Attribute(0.2)}, {"beta", Attribute(0.5)}};
+  AttrMap leaky{{"negative_slope", Attribute(0.1)}}, elu{{"alpha", Attribute(0.7)}};
+  const std::pair<const char *, AttrMap> activations[] = {
+      {"hardsigmoid", {}}, {"hardsigmoid", onnxSigmoid},
+      {"hardswish", {}},   {"leaky_relu", leaky},
+      {"elu", elu},        {"softplus", {}},
+      {"abs", {}},         {"log", {}},
+      {"reciprocal", {}}};
+  for (const auto &[op, attrs] : activations) {
+    std::string grad = std::string(op) + "_grad";
+    expectSameBitsAsReference(op, {t}, {bytesOf(a)}, attrs, /*anyNaN=*/true);
+    expectSameBitsAsReference(grad, {t, t}, {bytesOf(a), bytesOf(b)}, attrs, /*anyNaN=*/true);
+    expectSameBitsAsReference(grad, {t, t}, {bytesOf(b), bytesOf(a)}, attrs, /*anyNaN=*/true);
+  }
+  expectSameBitsAsReference("neg", {t}, {bytesOf(a)}, {}, /*anyNaN=*/true);
+  for (const char *op :
+       {"max", "min", "greater_share", "prelu", "prelu_derivative", "prelu_grad_slope"}) {
+    expectSameBitsAsReference(op, {t, t}, {bytesOf(a), bytesOf(b)}, {}, /*anyNaN=*/true);
+    expectSameBitsAsReference(op, {t, t}, {bytesOf(b), bytesOf(a)}, {}, /*anyNaN=*/true);
+  }
   for (const char *op : {"add", "sub", "mul", "div", "relu_grad", "sigmoid_grad", "tanh_grad",
                          "silu_grad", "sqrt_grad", "erf_grad", "exp_grad"}) {
     expectSameBitsAsReference(op, {t, t}, {bytesOf(a), bytesOf(b)}, {}, /*anyNaN=*/true);

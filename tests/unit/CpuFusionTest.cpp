@@ -283,6 +283,58 @@ TEST(CpuFusion, UnaryMathChainIsBitExact) {
     }
 }
 
+TEST(CpuFusion, OnnxActivationChainIsBitExact) {
+  // hardsigmoid, leaky_relu, elu (attributes: each stage its own state),
+  // hardswish, softplus, neg, abs, reciprocal, log, max, min, prelu with a
+  // same-shape slope and the backward ops in one chain.
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(dtypeName(t).str() + " " + std::to_string(n));
+      Graph g("fusion");
+      DiagnosticEngine diag;
+      TensorType type(t, {n / 7 + 1, 7});
+      Value *dy = g.addInput("dy", type);
+      Value *x = g.addInput("x", type);
+      auto unary = [&](const char *name, Value *in, AttrMap attrs = {}) {
+        Node *node = buildNode(g, op(name), {in}, std::move(attrs), {}, diag);
+        return node ? node->result() : nullptr;
+      };
+      auto binary = [&](const char *name, Value *a, Value *b, AttrMap attrs = {}) {
+        Node *node = buildNode(g, op(name), {a, b}, std::move(attrs), {}, diag);
+        return node ? node->result() : nullptr;
+      };
+      AttrMap sigmoid{{"alpha", Attribute(0.2)}, {"beta", Attribute(0.4)}};
+      AttrMap leaky{{"negative_slope", Attribute(0.1)}}, elu{{"alpha", Attribute(0.7)}};
+      Value *v = unary("hardsigmoid", x, sigmoid);
+      v = unary("leaky_relu", v, leaky);
+      v = unary("elu", v, elu);
+      v = unary("hardswish", v);
+      v = unary("softplus", v);
+      v = unary("neg", v);
+      v = unary("abs", v);
+      v = unary("reciprocal", v);
+      v = unary("log", v);
+      v = binary("max", v, x);
+      v = binary("min", v, dy);
+      v = binary("prelu", v, x);
+      v = binary("hardsigmoid_grad", v, x, sigmoid);
+      v = binary("hardswish_grad", v, x);
+      v = binary("leaky_relu_grad", v, x, leaky);
+      v = binary("elu_grad", v, x, elu);
+      v = binary("softplus_grad", v, x);
+      v = binary("abs_grad", v, x);
+      v = binary("log_grad", v, x);
+      v = binary("reciprocal_grad", v, x);
+      v = binary("greater_share", v, x);
+      v = binary("prelu_derivative", v, x);
+      v = binary("prelu_grad_slope", v, x);
+      ASSERT_TRUE(v) << diag.diagnostics()[0].str();
+      g.addOutput(v);
+      std::vector<Bytes> inputs = {mixedValues(type, 6), mixedValues(type, 7)};
+      EXPECT_EQ(expectSameBits(g, inputs), 1u);
+    }
+}
+
 TEST(CpuFusion, TheFusedKernelKeepsGuardBytes) {
   // The kernel alone, on guarded buffers, against the nodes' own kernels.
   Graph g("fusion");

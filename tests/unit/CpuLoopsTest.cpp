@@ -202,6 +202,72 @@ TEST(CpuLoopsTest, UnaryMathAndTheirGradientsAreBitExact) {
   }
 }
 
+TEST(CpuLoopsTest, OnnxActivationsAndTheirGradientsAreBitExact) {
+  // hardsigmoid, hardswish, leaky_relu, elu, softplus, neg, abs, log,
+  // reciprocal: the reference's functors (libm's expm1, exp, log1p, log per
+  // element), on random bits and on the ranges where their pieces meet.
+  AttrMap onnxSigmoid, slope, alpha;
+  onnxSigmoid["alpha"] = Attribute(0.2);
+  onnxSigmoid["beta"] = Attribute(0.5);
+  slope["negative_slope"] = Attribute(0.1);
+  alpha["alpha"] = Attribute(0.7);
+  const std::pair<const char *, AttrMap> ops[] = {{"hardsigmoid", {}}, {"hardsigmoid", onnxSigmoid},
+                                                  {"hardswish", {}},   {"leaky_relu", slope},
+                                                  {"elu", alpha},      {"softplus", {}},
+                                                  {"abs", {}},         {"log", {}},
+                                                  {"reciprocal", {}}};
+  for (DType t : kDTypes) {
+    for (const auto &[op, attrs] : ops) {
+      SCOPED_TRACE(op);
+      std::string grad = std::string(op) + "_grad";
+      expectBitIdentical(op, {randomBits(of(t, {5, 33}), 1)}, attrs);
+      expectBitIdentical(op, {uniform(of(t, {70001}), 2, -25, 25)}, attrs);
+      expectBitIdentical(grad, {uniform(of(t, {99}), 3), randomBits(of(t, {99}), 4)}, attrs);
+      expectBitIdentical(grad, {uniform(of(t, {3, 67}), 5), uniform(of(t, {3, 67}), 6, -25, 25)},
+                         attrs);
+    }
+    expectBitIdentical("neg", {randomBits(of(t, {5, 33}), 7)});
+    expectBitIdentical("neg", {uniform(of(t, {70001}), 8)});
+  }
+}
+
+TEST(CpuLoopsTest, MaxMinPReluAndTheirBackwardOpsAreBitExact) {
+  struct Shapes {
+    std::vector<int64_t> lhs, rhs;
+  };
+  // The slope broadcasts to x only (prelu's inference).
+  const Shapes slopes[] = {
+      {{4, 5, 7, 3}, {5, 1, 1}}, // per channel
+      {{37, 53}, {53}},          // per feature
+      {{300, 257}, {1, 257}},    // threads
+      {{4, 5, 7, 3}, {}},        // one slope
+      {{37, 53}, {37, 53}},      // same shape
+  };
+  const Shapes both[] = {
+      {{37, 53}, {37, 53}}, {{300, 257}, {300, 257}},  {{37, 53}, {53}},
+      {{53}, {37, 53}},     {{4, 5, 7, 3}, {5, 1, 1}}, {{}, {4, 5, 7, 3}},
+  };
+  for (DType t : kDTypes) {
+    for (const Shapes &s : slopes)
+      for (const char *op : {"prelu", "prelu_derivative"})
+        expectBitIdentical(op, {uniform(of(t, s.lhs), 1), uniform(of(t, s.rhs), 2)});
+    expectBitIdentical("prelu_grad_slope",
+                       {uniform(of(t, {70001}), 3), uniform(of(t, {70001}), 4)});
+    for (const Shapes &s : both)
+      for (const char *op : {"max", "min", "greater_share"})
+        expectBitIdentical(op, {uniform(of(t, s.lhs), 5), uniform(of(t, s.rhs), 6)});
+    // NaNs, infinities, signed zeros and ties (the same random bits twice);
+    // a product of two NaNs may pass on either.
+    for (const char *op :
+         {"max", "min", "greater_share", "prelu", "prelu_derivative", "prelu_grad_slope"}) {
+      expectBitIdentical(op, {randomBits(of(t, {64}), 7), randomBits(of(t, {64}), 8)}, {}, 0, 0,
+                         /*anyNaN=*/true);
+      expectBitIdentical(op, {randomBits(of(t, {64}), 9), randomBits(of(t, {64}), 9)}, {}, 0, 0,
+                         /*anyNaN=*/true);
+    }
+  }
+}
+
 TEST(CpuLoopsTest, ReluGradIsBitExact) {
   for (DType t : kDTypes) {
     expectBitIdentical("relu_grad", {uniform(of(t, {17, 19}), 1), randomBits(of(t, {17, 19}), 2)});

@@ -226,6 +226,32 @@ std::vector<OpCase> opCases() {
                           {"label_smoothing", Attribute(0.1)}};
   c.push_back({"cross_entropy", {{T, {16, 10}}, {L, {16}, 10}}, ignoreAndSmooth, 1});
   c.push_back({"cross_entropy_grad", {{T, {}}, {T, {16, 10}}, {L, {16}, 10}}, ignoreAndSmooth, 1});
+  // ONNX's other activations and unary math, max, min, prelu, and their
+  // backward ops (kernels/cuda/Elementwise.cu from ir/Pointwise.def).
+  AttrMap onnxSigmoid{{"alpha", Attribute(0.2)}, {"beta", Attribute(0.5)}};
+  AttrMap leaky{{"negative_slope", Attribute(0.1)}}, elu{{"alpha", Attribute(0.7)}};
+  for (const auto &[op, attrs] :
+       std::vector<std::pair<std::string, AttrMap>>{{"hardsigmoid", {}},
+                                                    {"hardsigmoid", onnxSigmoid},
+                                                    {"hardswish", {}},
+                                                    {"leaky_relu", leaky},
+                                                    {"elu", elu},
+                                                    {"softplus", {}},
+                                                    {"abs", {}}}) {
+    c.push_back({op, {{T, {7, 9}}}, attrs, 1});
+    c.push_back({op + "_grad", {{T, {7, 9}}, {T, {7, 9}}}, attrs, 1});
+  }
+  c.push_back({"neg", {{T, {7, 9}}}, {}, 1});
+  c.push_back({"log", {{T, {7, 9}, 0, true}}, {}, 1});
+  c.push_back({"log_grad", {{T, {7, 9}}, {T, {7, 9}, 0, true}}, {}, 1});
+  c.push_back({"reciprocal", {{T, {7, 9}, 0, true}}, {}, 1});
+  c.push_back({"reciprocal_grad", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
+  c.push_back({"prelu", {{T, {2, 3, 4, 5}}, {T, {3, 1, 1}}}, {}, 1});
+  c.push_back({"prelu_derivative", {{T, {4, 5}}, {T, {5}}}, {}, 1});
+  c.push_back({"prelu_grad_slope", {{T, {7, 9}}, {T, {7, 9}}}, {}, 1});
+  c.push_back({"max", {{T, {4, 5, 6}}, {T, {5, 1}}}, {}, 1});
+  c.push_back({"min", {{T, {4, 5}}, {T, {4, 5}}}, {}, 1});
+  c.push_back({"greater_share", {{T, {4, 5}}, {T, {5}}}, {}, 1});
   // Ops the CUDA backend runs on the host fallback: the same answers.
   c.push_back({"embedding", {{L, {4, 3}, 9}, {T, {9, 5}}}, {}, 1, true});
   c.push_back({"concat", {{T, {2, 3}}, {T, {2, 4}}}, {{"axis", Attribute(int64_t(1))}}, 1, true});

@@ -1,10 +1,12 @@
 //===- GradActivationTest.cpp - Gradients of relu, gelu, sigmoid, tanh, silu, ... ===//
 //
-// Finite-difference checks (f64) of every activation's gradient rule, and of
-// the unary math ops' (clamp, sqrt, erf, pow, exp), on several shapes and
-// attributes (both gelu forms, softmax dims, dropout in training and eval,
-// clamp bounds, pow exponents); hand-computed backward kernel values; and
-// f32/f16/bf16 vs f64 comparisons of each backward kernel.
+// Finite-difference checks (f64) of every activation's gradient rule (ONNX's
+// hardsigmoid, hardswish, leaky_relu, elu, softplus and prelu too), and of
+// the unary math ops' (clamp, sqrt, erf, pow, exp, neg, abs, log,
+// reciprocal), on several shapes and attributes (both gelu forms, softmax
+// dims, dropout in training and eval, clamp bounds, pow exponents, prelu's
+// slope shapes); hand-computed backward kernel values; and f32/f16/bf16 vs
+// f64 comparisons of each backward kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "GradCheckUtil.h"
@@ -21,6 +23,7 @@ using namespace ampc;
 using ampc::testing::allClose;
 using ampc::testing::checkGradients;
 using ampc::testing::defaultTolerance;
+using ampc::testing::GradCheckOperand;
 using ampc::testing::GradCheckOptions;
 using ampc::testing::KernelRun;
 using ampc::testing::matchesF64;
@@ -109,6 +112,64 @@ TEST(GradActivation, PowEveryShortcutAndTheGeneralExponent) {
   // x^0 = 1: the gradient is zero.
   EXPECT_TRUE(checkGradients("pow", {{f64({4})}}, {{"exponent", Attribute(0.0)}},
                              {.allowZeroGradient = true}));
+}
+
+TEST(GradActivation, OnnxActivations) {
+  // Random values land nowhere within the step of a kink (hardsigmoid's and
+  // hardswish's ends at -3 and 3, leaky_relu's and elu's 0, softplus's
+  // threshold at 20).
+  EXPECT_TRUE(checkGradients("hardsigmoid", {{f64({4, 5})}}, {}, {.lo = -5, .hi = 5}));
+  EXPECT_TRUE(checkGradients("hardsigmoid", {{f64({4, 5})}},
+                             {{"alpha", Attribute(0.2)}, {"beta", Attribute(0.4)}},
+                             {.seed = 2, .lo = -5, .hi = 5}));
+  EXPECT_TRUE(checkGradients("hardswish", {{f64({4, 5})}}, {}, {.lo = -5, .hi = 5}));
+  EXPECT_TRUE(checkGradients("hardswish", {{f64({7})}}, {}, {.seed = 3, .lo = -2.5, .hi = 2.5}));
+  for (double slope : {0.01, 0.2, -0.5}) {
+    SCOPED_TRACE("negative_slope " + std::to_string(slope));
+    EXPECT_TRUE(
+        checkGradients("leaky_relu", {{f64({3, 4})}}, {{"negative_slope", Attribute(slope)}}));
+  }
+  for (double alpha : {1.0, 0.5}) {
+    SCOPED_TRACE("alpha " + std::to_string(alpha));
+    EXPECT_TRUE(
+        checkGradients("elu", {{f64({3, 4})}}, {{"alpha", Attribute(alpha)}}, {.lo = -4, .hi = 2}));
+  }
+  EXPECT_TRUE(checkGradients("softplus", {{f64({4, 5})}}, {}, {.lo = -25, .hi = 25}));
+  EXPECT_TRUE(checkGradients("softplus", {{f64({6})}}, {}, {.seed = 4}));
+}
+
+TEST(GradActivation, NegAbsLogReciprocal) {
+  EXPECT_TRUE(checkGradients("neg", {{f64({3, 4})}}));
+  EXPECT_TRUE(checkGradients("abs", {{f64({3, 4})}}));
+  EXPECT_TRUE(checkGradients("log", {{f64({3, 4})}}, {}, {.lo = 0.25, .hi = 4}));
+  EXPECT_TRUE(checkGradients("reciprocal", {{f64({3, 4})}}, {}, {.lo = 0.25, .hi = 4}));
+  EXPECT_TRUE(checkGradients("reciprocal", {{f64({5})}}, {}, {.seed = 2, .lo = -4, .hi = -0.25}));
+}
+
+TEST(GradActivation, PReluInputAndSlope) {
+  // The slope's gradient is summed over the dims it was broadcast along:
+  // per channel ([C, 1, 1] against [N, C, H, W]), per feature, a single
+  // slope, a scalar; and each operand alone.
+  struct Case {
+    const char *name;
+    std::vector<int64_t> x, slope;
+  };
+  const Case cases[] = {
+      {"per channel", {2, 3, 4, 4}, {3, 1, 1}},
+      {"per feature", {4, 3}, {3}},
+      {"one slope", {2, 3, 5}, {1}},
+      {"scalar slope", {2, 3}, {}},
+      {"same shape", {2, 3}, {2, 3}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(checkGradients("prelu", {{f64(c.x)}, {f64(c.slope)}}));
+  }
+  GradCheckOperand frozenX{f64({2, 3, 4})}, frozenSlope{f64({3, 1})};
+  frozenX.differentiate = false;
+  frozenSlope.differentiate = false;
+  EXPECT_TRUE(checkGradients("prelu", {frozenX, {f64({3, 1})}}));
+  EXPECT_TRUE(checkGradients("prelu", {{f64({2, 3, 4})}, frozenSlope}));
 }
 
 TEST(GradActivation, SoftmaxAndLogSoftmaxEveryDim) {
@@ -257,6 +318,57 @@ TEST(GradActivation, UnaryMathBackwardKernelsHandComputed) {
   }
 }
 
+TEST(GradActivation, OnnxActivationBackwardKernelsHandComputed) {
+  const double nan = std::nan("");
+  for (DType t : kAllFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    TensorType six(t, {6}), four(t, {4});
+    // hardsigmoid: dy / 6 strictly inside (-3, 3), 0 at the ends and outside
+    // (1/6 rounded to t, as ATen's one_sixth).
+    double sixth = t == DType::F64 ? 1.0 / 6 : double(float(1.0 / 6));
+    KernelRun hardsigmoid =
+        runKernel("hardsigmoid_grad", {six, six}, {{6, 6, 6, 6, 6, 6}, {-4, -3, 0, 2.9, 3, nan}});
+    ASSERT_TRUE(hardsigmoid.ok) << hardsigmoid.error;
+    double tol = t == DType::BF16 ? 1e-2 : t == DType::F16 ? 1e-3 : 1e-6;
+    EXPECT_TRUE(allClose(hardsigmoid.outputs[0], {0, 0, 6 * sixth, 6 * sixth, 0, 0}, tol));
+    // hardswish: ATen's ends: 0 below -3, dy (x/3 + 1/2) on [-3, 3] (so -dy/2
+    // at -3 and 3dy/2 at 3), dy above 3; NaN passes dy.
+    KernelRun hardswish =
+        runKernel("hardswish_grad", {six, six}, {{2, 2, 2, 2, 2, 2}, {-3.5, -3, 0, 3, 3.5, nan}});
+    ASSERT_TRUE(hardswish.ok) << hardswish.error;
+    EXPECT_TRUE(allClose(hardswish.outputs[0], {0, -1, 1, 3, 2, 2}, 0));
+    // leaky_relu: dy for x > 0, else dy * slope (also at 0).
+    KernelRun leaky = runKernel("leaky_relu_grad", {four, four}, {{2, 2, 2, 2}, {-1, 0, 1, nan}},
+                                {{"negative_slope", Attribute(0.25)}});
+    ASSERT_TRUE(leaky.ok) << leaky.error;
+    EXPECT_TRUE(allClose(leaky.outputs[0], {0.5, 0.5, 2, 0.5}, 0));
+    // elu: dy for x > 0, else dy * alpha * e^x (alpha at 0).
+    KernelRun elu = runKernel("elu_grad", {four, four}, {{2, 2, 2, 2}, {-1, 0, 1, -800}},
+                              {{"alpha", Attribute(0.5)}});
+    ASSERT_TRUE(elu.ok) << elu.error;
+    EXPECT_TRUE(allClose(elu.outputs[0], {0.36787944117144233, 1, 2, 0}, tol));
+    // softplus: dy sigmoid(x); dy above the threshold 20.
+    KernelRun softplus =
+        runKernel("softplus_grad", {four, four}, {{2, 2, 2, 2}, {0, 30, -800, 19}});
+    ASSERT_TRUE(softplus.ok) << softplus.error;
+    EXPECT_TRUE(allClose(softplus.outputs[0], {1, 2, 0, 2}, tol));
+    // abs: dy sign(x), 0 at +-0 and for NaN (torch.sgn).
+    KernelRun abs =
+        runKernel("abs_grad", {six, six}, {{3, 3, 3, 3, 3, 3}, {-2, 2, 0, -0.0, nan, 1}});
+    ASSERT_TRUE(abs.ok) << abs.error;
+    EXPECT_TRUE(allClose(abs.outputs[0], {-3, 3, 0, 0, 0, 3}, 0));
+    // log: dy / x; reciprocal from y = 1/x: -dy y^2.
+    KernelRun log = runKernel("log_grad", {four, four}, {{1, 3, 2, 1}, {2, 0.5, -4, 0}});
+    ASSERT_TRUE(log.ok) << log.error;
+    EXPECT_TRUE(allClose({log.outputs[0].begin(), log.outputs[0].end() - 1}, {0.5, 6, -0.5}, 0));
+    EXPECT_EQ(log.outputs[0][3], std::numeric_limits<double>::infinity());
+    KernelRun reciprocal =
+        runKernel("reciprocal_grad", {four, four}, {{1, 2, 3, 1}, {0.5, -2, 0, 4}});
+    ASSERT_TRUE(reciprocal.ok) << reciprocal.error;
+    EXPECT_TRUE(allClose(reciprocal.outputs[0], {-0.25, -8, 0, -16}, 0));
+  }
+}
+
 // --- low precision against f64 ---------------------------------------------------
 
 TEST(GradActivation, ElementwiseBackwardKernelsMatchF64) {
@@ -299,6 +411,29 @@ TEST(GradActivation, UnaryMathBackwardKernelsMatchF64) {
     for (double e : {-1.0, 0.5, 1.7, -0.5})
       EXPECT_TRUE(matchesF64("pow_grad", {type, type}, {dy, positive}, {{"exponent", Attribute(e)}},
                              t, tol));
+  }
+}
+
+TEST(GradActivation, OnnxActivationBackwardKernelsMatchF64) {
+  TensorType type = f64({5, 7});
+  std::vector<double> dy = randomValues(35, 1, -2, 2);
+  std::vector<double> x = randomValues(35, 2, -5, 5);
+  std::vector<double> wide = randomValues(35, 3, -25, 25);
+  std::vector<double> positive = randomValues(35, 4, 0.25, 4);
+  for (DType t : kLowDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    double tol = defaultTolerance(t);
+    EXPECT_TRUE(matchesF64("hardsigmoid_grad", {type, type}, {dy, x}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("hardsigmoid_grad", {type, type}, {dy, x},
+                           {{"alpha", Attribute(0.2)}, {"beta", Attribute(0.5)}}, t, tol));
+    EXPECT_TRUE(matchesF64("hardswish_grad", {type, type}, {dy, x}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("leaky_relu_grad", {type, type}, {dy, x},
+                           {{"negative_slope", Attribute(0.2)}}, t, tol));
+    EXPECT_TRUE(matchesF64("elu_grad", {type, type}, {dy, x}, {{"alpha", Attribute(0.7)}}, t, tol));
+    EXPECT_TRUE(matchesF64("softplus_grad", {type, type}, {dy, wide}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("abs_grad", {type, type}, {dy, x}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("log_grad", {type, type}, {dy, positive}, {}, t, tol));
+    EXPECT_TRUE(matchesF64("reciprocal_grad", {type, type}, {dy, positive}, {}, t, tol));
   }
 }
 

@@ -274,6 +274,61 @@ layers:
   EXPECT_EQ(mean->result()->type().str(), "f32[2]");
 }
 
+TEST(ModelLoaderTest, OnnxActivationsAreLayersAndPReluOwnsItsSlope) {
+  // The new param-free ops are layers with their attributes as arguments;
+  // prelu creates its slope `weight` (0.25, nn.PReLU's init), one per
+  // channel shaped [C, 1, 1] for an [N, C, H, W] input, or a single one.
+  auto g = loadOk(R"(model: a
+batch: 2
+inputs:
+  x: {shape: [B, 3, 4, 4]}
+layers:
+  - hardswish: {}
+  - hardsigmoid: {alpha: 0.2}
+  - leaky_relu: {negative_slope: 0.1}
+  - elu: {alpha: 2}
+  - softplus: {}
+  - prelu: {num_parameters: 3}
+  - prelu: {init: 0.5}
+  - neg: {}
+  - abs: {}
+  - log: {}
+  - reciprocal: {}
+  - {max: {inputs: [reciprocal_0, x]}}
+  - {min: {inputs: [max_0, x]}}
+)");
+  ASSERT_TRUE(g);
+  const Node *hardsigmoid = nodeNamed(*g, "hardsigmoid_0");
+  ASSERT_TRUE(hardsigmoid);
+  EXPECT_EQ(hardsigmoid->attr("alpha").getNumber(), 0.2);
+  EXPECT_EQ(hardsigmoid->attr("beta").getNumber(), 0.5);
+  EXPECT_EQ(nodeNamed(*g, "elu_0")->attr("alpha").getNumber(), 2.0);
+  const Node *perChannel = nodeNamed(*g, "prelu_0");
+  ASSERT_TRUE(perChannel);
+  EXPECT_EQ(perChannel->operand(0)->name(), "softplus_0");
+  EXPECT_EQ(perChannel->operand(1)->name(), "prelu_0.weight");
+  EXPECT_EQ(perChannel->operand(1)->type(), TensorType(DType::F32, {3, 1, 1}));
+  EXPECT_EQ(perChannel->operand(1)->init(), (InitSpec{InitSpec::Kind::Constant, 0.25, 0, "", ""}));
+  const Node *single = nodeNamed(*g, "prelu_1");
+  ASSERT_TRUE(single);
+  EXPECT_EQ(single->operand(1)->type(), TensorType(DType::F32, {1}));
+  EXPECT_EQ(single->operand(1)->init().a, 0.5);
+  for (const char *name : {"hardswish_0", "leaky_relu_0", "neg_0", "abs_0", "log_0", "min_0"})
+    EXPECT_TRUE(nodeNamed(*g, name)) << name;
+
+  // num_parameters must be 1 or the channels.
+  EXPECT_ERROR(R"(model: a
+batch: 2
+inputs:
+  x: {shape: [B, 3, 4, 4]}
+layers:
+  - prelu: {num_parameters: 4}
+)",
+               "6:5",
+               "prelu: num_parameters 4 must be 1 or the input's channels (dim 1), input "
+               "f32[2,3,4,4]");
+}
+
 TEST(ModelLoaderTest, DefaultsNamesInputsAndOutput) {
   auto g = loadOk(R"(model: d
 batch: 3

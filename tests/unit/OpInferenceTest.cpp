@@ -104,6 +104,30 @@ std::vector<ValidCase> validCases() {
       {"erf", {"bf16[2,2]"}, {}, "bf16[2,2]"},
       {"pow", {"f32[3,4]"}, {{"exponent", 2.0}}, "f32[3,4]"},
       {"exp", {"f64[]"}, {}, "f64[]"},
+      // ONNX's other activations and unary math, max and min.
+      {"hardsigmoid", {"f32[2,3]"}, {}, "f32[2,3]"},
+      {"hardswish", {"f16[4]"}, {}, "f16[4]"},
+      {"leaky_relu", {"bf16[2,2]"}, {{"negative_slope", 0.2}}, "bf16[2,2]"},
+      {"elu", {"f32[3]"}, {{"alpha", 0.5}}, "f32[3]"},
+      {"softplus", {"f64[2]"}, {}, "f64[2]"},
+      {"prelu", {"f32[2,3,4,4]", "f32[3,1,1]"}, {}, "f32[2,3,4,4]"},
+      {"neg", {"f16[5]"}, {}, "f16[5]"},
+      {"abs", {"f32[2,2]"}, {}, "f32[2,2]"},
+      {"log", {"f32[3]"}, {}, "f32[3]"},
+      {"reciprocal", {"bf16[3]"}, {}, "bf16[3]"},
+      {"max", {"f32[4,1]", "f32[3]"}, {}, "f32[4,3]"},
+      {"min", {"f16[2,3]", "f16[]"}, {}, "f16[2,3]"},
+      {"hardsigmoid_grad", {"f32[4]", "f32[4]"}, {{"alpha", 0.2}}, "f32[4]"},
+      {"hardswish_grad", {"f16[4]", "f16[4]"}, {}, "f16[4]"},
+      {"leaky_relu_grad", {"f32[4]", "f32[4]"}, {}, "f32[4]"},
+      {"elu_grad", {"f32[4]", "f32[4]"}, {{"alpha", 2.0}}, "f32[4]"},
+      {"softplus_grad", {"f32[2,2]", "f32[2,2]"}, {}, "f32[2,2]"},
+      {"abs_grad", {"bf16[4]", "bf16[4]"}, {}, "bf16[4]"},
+      {"log_grad", {"f32[4]", "f32[4]"}, {}, "f32[4]"},
+      {"reciprocal_grad", {"f32[4]", "f32[4]"}, {}, "f32[4]"},
+      {"prelu_derivative", {"f32[2,3]", "f32[3]"}, {}, "f32[2,3]"},
+      {"prelu_grad_slope", {"f32[2,3]", "f32[2,3]"}, {}, "f32[2,3]"},
+      {"greater_share", {"f32[4,1]", "f32[3]"}, {}, "f32[4,3]"},
       {"add", {"f32[4,1,3]", "f32[5,1]"}, {}, "f32[4,5,3]"},
       {"sub", {"f16[2,3]", "f16[]"}, {}, "f16[2,3]"},
       {"mul", {"f32[8,1]", "f32[1,6]"}, {}, "f32[8,6]"},
@@ -504,6 +528,66 @@ TEST(OpInference, UnaryMath) {
   ASSERT_TRUE(normalizeAttrs(*clamp, attrs, err)) << err;
   EXPECT_EQ(attrs.at("min"), Attribute(-std::numeric_limits<double>::infinity()));
   EXPECT_EQ(attrs.at("max"), Attribute(std::numeric_limits<double>::infinity()));
+}
+
+TEST(OpInference, OnnxActivationsAndMath) {
+  for (const char *op : {"hardsigmoid", "hardswish", "leaky_relu", "elu", "softplus", "neg", "abs",
+                         "log", "reciprocal"})
+    EXPECT_EQ(infer(op, {"i64[2]"}), "error: input must be a floating type, got i64[2]") << op;
+  // hardsigmoid's defaults are PyTorch's (1/6, 1/2); alpha must be positive
+  // (the kernels divide by it), beta finite.
+  const OpInfo *hardsigmoid = OpRegistry::builtin().lookup("hardsigmoid");
+  ASSERT_NE(hardsigmoid, nullptr);
+  AttrMap attrs;
+  std::string err;
+  ASSERT_TRUE(normalizeAttrs(*hardsigmoid, attrs, err)) << err;
+  EXPECT_EQ(attrs.at("alpha"), Attribute(1.0 / 6));
+  EXPECT_EQ(attrs.at("beta"), Attribute(0.5));
+  EXPECT_EQ(infer("hardsigmoid", {"f32[2]"}, {{"alpha", 0.0}}),
+            "error: alpha must be positive and finite, got 0.0");
+  EXPECT_EQ(infer("hardsigmoid", {"f32[2]"}, {{"alpha", -0.2}}),
+            "error: alpha must be positive and finite, got -0.2");
+  EXPECT_EQ(infer("hardsigmoid_grad", {"f32[2]", "f32[2]"}, {{"beta", std::nan("")}}),
+            "error: beta must be finite, got nan");
+  EXPECT_EQ(infer("leaky_relu", {"f32[2]"}, {{"negative_slope", std::nan("")}}),
+            "error: negative_slope must not be NaN");
+  EXPECT_EQ(infer("elu_grad", {"f32[2]", "f32[2]"}, {{"alpha", std::nan("")}}),
+            "error: alpha must not be NaN");
+  EXPECT_EQ(infer("softplus_grad", {"f32[2]", "f32[3]"}),
+            "error: grad and input must have the same shape, got f32[2] and f32[3]");
+  EXPECT_EQ(infer("reciprocal_grad", {"f32[2]", "f16[2]"}),
+            "error: grad and output must have the same dtype, got f32[2] and f16[2]");
+
+  // prelu's slope broadcasts to the input at the right and never grows it.
+  EXPECT_EQ(infer("prelu", {"f32[2,3]", "f32[3]"}), "f32[2,3]");
+  EXPECT_EQ(infer("prelu", {"f32[2,3,4]", "f32[1]"}), "f32[2,3,4]");
+  EXPECT_EQ(infer("prelu", {"f16[2,3,4,4]", "f16[]"}), "f16[2,3,4,4]");
+  const char *channelsFirst =
+      "error: slope f32[3] does not broadcast to the input f32[2,3,4,5] (dims align at the right: "
+      "a per-channel slope of [N, C, H, W] is [C, 1, 1])";
+  EXPECT_EQ(infer("prelu", {"f32[2,3,4,5]", "f32[3]"}), channelsFirst);
+  EXPECT_EQ(
+      infer("prelu", {"f32[3]", "f32[2,3]"}),
+      "error: slope f32[2,3] does not broadcast to the input f32[3] (dims align at the right: "
+      "a per-channel slope of [N, C, H, W] is [C, 1, 1])");
+  EXPECT_EQ(infer("prelu", {"f32[2,3]", "f16[3]"}),
+            "error: input and slope must have the same dtype, got f32[2,3] and f16[3]");
+  EXPECT_EQ(infer("prelu", {"f32[2,3]", "i64[3]"}),
+            "error: slope must be a floating type, got i64[3]");
+  EXPECT_EQ(infer("prelu_derivative", {"f32[2,3,4,5]", "f32[3]"}), channelsFirst);
+  EXPECT_EQ(infer("prelu_grad_slope", {"f32[2,3]", "f32[3]"}),
+            "error: grad and input must have the same shape, got f32[2,3] and f32[3]");
+
+  // max, min and greater_share broadcast both ways, as add.
+  for (const char *op : {"max", "min", "greater_share"}) {
+    EXPECT_EQ(infer(op, {"f32[2,1,4]", "f32[3,1]"}), "f32[2,3,4]") << op;
+    EXPECT_EQ(infer(op, {"f16[2]", "f32[2]"}),
+              "error: a and b must have the same dtype, got f16[2] and f32[2]")
+        << op;
+    EXPECT_EQ(infer(op, {"f32[2,3]", "f32[4]"}),
+              "error: shapes [2,3] and [4] cannot be broadcast together")
+        << op;
+  }
 }
 
 TEST(OpInference, ReduceMean) {

@@ -1,6 +1,8 @@
 //===- RefActivationTest.cpp - Reference activations, softmax, dropout ----===//
 //
-// And the unary math ops of the activation family: clamp, sqrt, erf, pow, exp.
+// And the unary math ops of the activation family: clamp, sqrt, erf, pow, exp,
+// and ONNX's other activations and math: hardsigmoid, hardswish, leaky_relu,
+// elu, softplus, neg, abs, log, reciprocal.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
@@ -190,6 +192,119 @@ TEST(RefActivationTest, ExpHandComputed) {
 
 TEST(RefActivationTest, ExpRandom) { checkAgainstF64AndHalf("exp", {}, -8, 8); }
 
+// --- ONNX's other activations and unary math --------------------------------
+
+TEST(RefActivationTest, HardSigmoidHandComputed) {
+  // PyTorch's constants by default: (x + 3) / 6 clamped to [0, 1].
+  KernelRun run = runF64("hardsigmoid", {8}, {-4, -3, -1.5, 0, 1.5, 3, 4, kNaN});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {0, 0, 0.25, 0.5, 0.75, 1, 1, kNaN}, 0));
+  EXPECT_TRUE(std::isnan(run.outputs[0][7])) << "hardsigmoid must propagate NaN";
+  // ONNX's default alpha 0.2: 0.2 x + 0.5, saturating at -2.5 and 2.5.
+  KernelRun onnx =
+      runF64("hardsigmoid", {6}, {-3, -2.5, 0, 1, 2.5, kInf}, {{"alpha", 0.2}, {"beta", 0.5}});
+  ASSERT_TRUE(onnx.ok) << onnx.error;
+  EXPECT_TRUE(allClose(onnx.outputs[0], {0, 0, 0.5, 0.7, 1, 1}, 1e-15));
+}
+
+TEST(RefActivationTest, HardSigmoidIsAtensFormToTheBit) {
+  // (min(max(x + 3, 0), 6)) / 6 in f32, as ATen's CPU kernel, not 1/6 x + 1/2.
+  std::vector<double> x = randomValues(400, 41, -4, 4);
+  KernelRun run =
+      runKernel("hardsigmoid", {TensorType(DType::F32, {400})}, {roundedTo(DType::F32, x)});
+  ASSERT_TRUE(run.ok) << run.error;
+  for (size_t i = 0; i < x.size(); ++i) {
+    float xf = static_cast<float>(x[i]);
+    float want = std::min(std::max(xf + 3.0f, 0.0f), 6.0f) / 6.0f;
+    EXPECT_EQ(static_cast<float>(run.outputs[0][i]), want) << xf;
+  }
+}
+
+TEST(RefActivationTest, HardSwishHandComputed) {
+  KernelRun run = runF64("hardswish", {8}, {-4, -3, -1.5, 0, 1.5, 3, 4, kNaN});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {0, 0, -0.375, 0, 1.125, 3, 4, kNaN}, 0));
+  EXPECT_TRUE(std::isnan(run.outputs[0][7])) << "hardswish must propagate NaN";
+  // x * (x + 3) / 6 in f32 in ATen's order: the product first, then / 6.
+  KernelRun f32 = runKernel("hardswish", {TensorType(DType::F32, {1})}, {{0.1}});
+  ASSERT_TRUE(f32.ok) << f32.error;
+  float x = 0.1f;
+  EXPECT_EQ(static_cast<float>(f32.outputs[0][0]), x * (x + 3.0f) / 6.0f);
+}
+
+TEST(RefActivationTest, LeakyReluHandComputed) {
+  KernelRun run = runF64("leaky_relu", {5}, {-2, -0.5, 0, 3, kNaN}, {{"negative_slope", 0.1}});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {-0.2, -0.05, 0, 3, kNaN}, 1e-16));
+  KernelRun byDefault = runF64("leaky_relu", {2}, {-2, 2});
+  ASSERT_TRUE(byDefault.ok) << byDefault.error;
+  EXPECT_TRUE(allClose(byDefault.outputs[0], {-0.02, 2}, 1e-16));
+}
+
+TEST(RefActivationTest, EluHandComputed) {
+  KernelRun run = runF64("elu", {5}, {-1, 0, 2, -800, 1e-20});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {-0.6321205588285577, 0, 2, -1, 1e-20}, 1e-15));
+  // alpha scales the negative side; near 0, expm1 keeps the small values.
+  KernelRun half = runF64("elu", {2}, {-1, -1e-20}, {{"alpha", 0.5}});
+  ASSERT_TRUE(half.ok) << half.error;
+  EXPECT_TRUE(allClose(half.outputs[0], {-0.31606027941427883, -0.5e-20}, 1e-15));
+  EXPECT_EQ(half.outputs[0][1], -0.5e-20);
+}
+
+TEST(RefActivationTest, SoftplusHandComputed) {
+  // ln(1 + e^x); above 20 x itself (torch's threshold), and no overflow for
+  // large x nor loss of the tiny values of very negative x.
+  KernelRun run = runF64("softplus", {8}, {0, 1, -1, 20, 21, -800, 800, -50});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0],
+                       {0.6931471805599453, 1.3132616875182228, 0.31326168751822286,
+                        20.000000002061153, 21, 0, 800, 1.928749847963918e-22},
+                       1e-15));
+  EXPECT_NEAR(run.outputs[0][7], 1.928749847963918e-22, 1e-36);
+  KernelRun f32 = runKernel("softplus", {TensorType(DType::F32, {2})}, {{100, -100}});
+  ASSERT_TRUE(f32.ok) << f32.error;
+  EXPECT_EQ(f32.outputs[0][0], 100);
+  EXPECT_GT(f32.outputs[0][1], 0) << "e^-100 is a subnormal f32, not 0";
+}
+
+TEST(RefActivationTest, NegAbsLogReciprocalHandComputed) {
+  KernelRun neg = runF64("neg", {3}, {1, -2, 0});
+  ASSERT_TRUE(neg.ok) << neg.error;
+  EXPECT_EQ(neg.outputs[0], (std::vector<double>{-1, 2, -0.0}));
+  EXPECT_TRUE(std::signbit(neg.outputs[0][2]));
+  KernelRun abs = runF64("abs", {5}, {-2, 3, -0.0, kNaN, -kInf});
+  ASSERT_TRUE(abs.ok) << abs.error;
+  EXPECT_TRUE(allClose({abs.outputs[0].begin(), abs.outputs[0].end() - 1}, {2, 3, 0, kNaN}, 0));
+  EXPECT_EQ(abs.outputs[0][4], kInf);
+  EXPECT_FALSE(std::signbit(abs.outputs[0][2])) << "|-0| is +0";
+  KernelRun log = runF64("log", {5}, {1, std::exp(1.0), 0, -1, 0.5});
+  ASSERT_TRUE(log.ok) << log.error;
+  EXPECT_TRUE(allClose({log.outputs[0][0], log.outputs[0][1], log.outputs[0][3], log.outputs[0][4]},
+                       {0, 1, kNaN, -0.6931471805599453}, 1e-15));
+  EXPECT_EQ(log.outputs[0][2], -kInf);
+  KernelRun reciprocal = runF64("reciprocal", {5}, {2, -4, 0, -0.0, kInf});
+  ASSERT_TRUE(reciprocal.ok) << reciprocal.error;
+  EXPECT_EQ(reciprocal.outputs[0], (std::vector<double>{0.5, -0.25, kInf, -kInf, 0}));
+}
+
+TEST(RefActivationTest, OnnxActivationsRandom) {
+  checkAgainstF64AndHalf("hardsigmoid", {}, -5, 5);
+  checkAgainstF64AndHalf("hardsigmoid", {{"alpha", 0.2}, {"beta", 0.5}}, -5, 5);
+  checkAgainstF64AndHalf("hardswish", {}, -5, 5);
+  checkAgainstF64AndHalf("leaky_relu");
+  checkAgainstF64AndHalf("leaky_relu", {{"negative_slope", 0.2}});
+  checkAgainstF64AndHalf("elu", {}, -5, 3);
+  checkAgainstF64AndHalf("elu", {{"alpha", 0.7}}, -5, 3);
+  // Across the threshold at 20.
+  checkAgainstF64AndHalf("softplus", {}, -25, 25);
+  checkAgainstF64AndHalf("neg");
+  checkAgainstF64AndHalf("abs");
+  checkAgainstF64AndHalf("log", {}, 0.05, 20);
+  checkAgainstF64AndHalf("reciprocal", {}, 0.25, 4);
+  checkAgainstF64AndHalf("reciprocal", {}, -4, -0.25);
+}
+
 TEST(RefActivationTest, SoftmaxHandComputed) {
   // Rows [1, 2, 3] and [1000, 1000, 1000]: the second would overflow exp
   // without subtracting the maximum.
@@ -284,6 +399,16 @@ TEST(RefActivationTest, HalfEmulationIsExactForEveryHalfValue) {
         {"pow", {{"exponent", 2.0}}},
         {"pow", {{"exponent", 1.7}}},
         {"exp", {}},
+        {"hardsigmoid", {}},
+        {"hardsigmoid", {{"alpha", 0.2}, {"beta", 0.5}}},
+        {"hardswish", {}},
+        {"leaky_relu", {}},
+        {"elu", {{"alpha", 0.5}}},
+        {"softplus", {}},
+        {"neg", {}},
+        {"abs", {}},
+        {"log", {}},
+        {"reciprocal", {}},
         {"dropout", {{"p", 0.1}, {"seed", int64_t(9)}}}};
     for (const auto &[op, attrs] : ops)
       EXPECT_TRUE(halfEmulationExact(op, types, {values}, attrs, half)) << op;
@@ -300,7 +425,11 @@ TEST(RefActivationTest, HalfEmulationIsExactForEveryHalfValue) {
         {"silu", [](float x) { return kernels::siluOp(x); }},
         {"sqrt", [](float x) { return kernels::sqrtOp(x); }},
         {"erf", [](float x) { return kernels::erfOp(x); }},
-        {"exp", [](float x) { return kernels::expOp(x); }}};
+        {"exp", [](float x) { return kernels::expOp(x); }},
+        {"hardswish", [](float x) { return kernels::hardswishOp(x); }},
+        {"softplus", [](float x) { return kernels::softplusOp(x); }},
+        {"log", [](float x) { return kernels::logOp(x); }},
+        {"reciprocal", [](float x) { return kernels::reciprocalOp(x); }}};
     for (const auto &[op, math] : mathOps) {
       KernelRun run = runKernel(op, {TensorType(half, {int64_t(values.size())})}, {values});
       ASSERT_TRUE(run.ok) << run.error;

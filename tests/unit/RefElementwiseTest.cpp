@@ -1,4 +1,9 @@
 //===- RefElementwiseTest.cpp - Reference add, sub, mul, div, scale ---------===//
+//
+// And max, min, prelu and their backward ops (greater_share,
+// prelu_derivative, prelu_grad_slope).
+//
+//===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
 
 #include <cmath>
@@ -157,4 +162,76 @@ TEST(RefElementwiseTest, ScaleRandom) {
     EXPECT_TRUE(matchesF64("scale", types, values, attrs, t, defaultTolerance(t)));
   EXPECT_TRUE(halfEmulationExact("scale", types, values, attrs, DType::F16));
   EXPECT_TRUE(halfEmulationExact("scale", types, values, attrs, DType::BF16));
+}
+
+// --- max, min and their gradients' shares; prelu and its backward ops ----------
+
+TEST(RefElementwiseTest, MaxMinHandComputed) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // NaN in either operand gives NaN (torch.maximum); a tie gives the first
+  // operand, so max(-0, +0) is -0 as ATen's std::max gives.
+  std::vector<double> a = {1, 5, 2, nan, 1, -0.0}, b = {3, 5, 1, 1, nan, 0};
+  KernelRun max = runBinary("max", DType::F64, {6}, a, {6}, b);
+  KernelRun min = runBinary("min", DType::F64, {6}, a, {6}, b);
+  ASSERT_TRUE(max.ok && min.ok) << max.error << min.error;
+  EXPECT_EQ(std::vector<double>(max.outputs[0].begin(), max.outputs[0].begin() + 3),
+            (std::vector<double>{3, 5, 2}));
+  EXPECT_EQ(std::vector<double>(min.outputs[0].begin(), min.outputs[0].begin() + 3),
+            (std::vector<double>{1, 5, 1}));
+  for (const KernelRun *run : {&max, &min}) {
+    EXPECT_TRUE(std::isnan(run->outputs[0][3]) && std::isnan(run->outputs[0][4]));
+    EXPECT_TRUE(run->outputs[0][5] == 0 && std::signbit(run->outputs[0][5]));
+  }
+  // Broadcast: [2, 1] against [3].
+  KernelRun broadcast = runBinary("max", DType::F64, {2, 1}, {0, 10}, {3}, {-1, 5, 20});
+  ASSERT_TRUE(broadcast.ok) << broadcast.error;
+  EXPECT_EQ(broadcast.outputs[0], (std::vector<double>{0, 5, 20, 10, 10, 20}));
+}
+
+TEST(RefElementwiseTest, GreaterShareHandComputed) {
+  // 1 where a is the larger, 1/2 on ties (-0 ties +0), 0 where smaller, 1
+  // where either is NaN: torch.maximum's backward.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
+    KernelRun run =
+        runBinary("greater_share", t, {6}, {3, 2, 1, -0.0, nan, 1}, {6}, {1, 2, 3, 0, 1, nan});
+    ASSERT_TRUE(run.ok) << run.error;
+    EXPECT_EQ(run.outputs[0], (std::vector<double>{1, 0.5, 0, 0.5, 1, 1})) << dtypeName(t).str();
+  }
+}
+
+TEST(RefElementwiseTest, PReluHandComputed) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // A [3] slope against [2, 3]: x where x > 0, else slope * x.
+  KernelRun run =
+      runBinary("prelu", DType::F64, {2, 3}, {-2, -1, 0, 1, 2, nan}, {3}, {0.25, 0.5, 2});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {-0.5, -0.5, 0, 1, 2, nan}, 0));
+  EXPECT_TRUE(std::isnan(run.outputs[0][5]));
+  // Per channel: a [2, 1, 1] slope against [1, 2, 2, 2].
+  KernelRun channels = runBinary("prelu", DType::F64, {1, 2, 2, 2}, {-1, 2, -3, 4, -1, 2, -3, 4},
+                                 {2, 1, 1}, {0.5, 0.25});
+  ASSERT_TRUE(channels.ok) << channels.error;
+  EXPECT_EQ(channels.outputs[0], (std::vector<double>{-0.5, 2, -1.5, 4, -0.25, 2, -0.75, 4}));
+  // Its backward ops: d/dx is 1 or the slope; the slope's gradient x * dy
+  // where x <= 0 (before the sum over broadcast dims).
+  KernelRun derivative = runBinary("prelu_derivative", DType::F64, {2, 3}, {-1, 0, 3, 2, -2, nan},
+                                   {3}, {0.5, 0.25, 2});
+  ASSERT_TRUE(derivative.ok) << derivative.error;
+  EXPECT_EQ(derivative.outputs[0], (std::vector<double>{0.5, 0.25, 1, 1, 0.25, 2}));
+  KernelRun slope =
+      runBinary("prelu_grad_slope", DType::F64, {4}, {2, 3, 4, 5}, {4}, {-1, 0, 5, -0.5});
+  ASSERT_TRUE(slope.ok) << slope.error;
+  EXPECT_EQ(slope.outputs[0], (std::vector<double>{-2, 0, 0, -2.5}));
+}
+
+TEST(RefElementwiseTest, MaxMinPReluRandom) {
+  for (const char *op : {"max", "min", "greater_share"}) {
+    checkBinaryRandom(op, {3, 4, 5}, {3, 4, 5});
+    checkBinaryRandom(op, {3, 1, 5}, {4, 1});
+  }
+  checkBinaryRandom("prelu", {3, 4, 5}, {4, 1});
+  checkBinaryRandom("prelu", {3, 4, 5}, {3, 4, 5});
+  checkBinaryRandom("prelu_derivative", {2, 3, 4, 5}, {3, 1, 1});
+  checkBinaryRandom("prelu_grad_slope", {3, 4, 5}, {3, 4, 5});
 }

@@ -535,6 +535,9 @@ bool emitConvTranspose(Exporter &e, const Node &n) {
   Exporter::attrInts(c, "kernel_shape", {w.dim(2), w.dim(3)});
   if (extra[0] || extra[1])
     Exporter::attrInts(c, "output_padding", extra);
+  return true;
+}
+
 // ONNX's other activations: their attributes under ONNX's names.
 bool emitHardSigmoid(Exporter &e, const Node &n) {
   onnx::NodeProto &h = e.node("HardSigmoid", {Exporter::in(n, 0)}, {Exporter::out(n)});

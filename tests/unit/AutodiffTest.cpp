@@ -285,6 +285,8 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
       "conv2d_grad_input", "conv2d_grad_weight", "scaled_dot_product_attention_grad",
       "maxpool2d_grad", "avgpool2d_grad", "global_avgpool_grad", "batchnorm2d_grad",
       "layernorm_grad",
+      // Backward ops of padding and resizing.
+      "pad_grad", "resize_grad",
       // Optimizer ops.
       "learning_rate", "step_counter", "accumulate_grad", "global_norm", "clip_coefficient",
       "sgd_update", "sgd_momentum_update", "adam_update",

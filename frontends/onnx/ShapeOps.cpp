@@ -82,6 +82,91 @@ bool axesInput(OnnxLowering &l, const onnx::NodeProto &n, int i, unsigned rank,
   return true;
 }
 
+/// The elements of constant c at the positions an N-D result walks in
+/// row-major order: result dim k runs over indexLists[k], which index
+/// c's dim axisOf[k] (each of c's dims appears once).
+std::vector<double> gatherConstant(const ConstTensor &c, llvm::ArrayRef<unsigned> axisOf,
+                                   llvm::ArrayRef<std::vector<int64_t>> indexLists) {
+  size_t rank = c.dims.size();
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    strides[d - 1] = strides[d] * c.dims[d];
+  std::vector<double> out;
+  int64_t total = 1;
+  for (const std::vector<int64_t> &list : indexLists)
+    total *= int64_t(list.size());
+  if (total == 0)
+    return out;
+  std::vector<size_t> position(rank, 0);
+  for (int64_t e = 0; e < total; ++e) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < rank; ++k)
+      offset += indexLists[k][position[k]] * strides[axisOf[k]];
+    out.push_back(c.values[offset]);
+    for (size_t k = rank; k-- > 0;) {
+      if (++position[k] < indexLists[k].size())
+        break;
+      position[k] = 0;
+    }
+  }
+  return out;
+}
+
+/// Slice of a constant, any rank, with ONNX's steps (negative ones walk
+/// backwards: exporters reverse pad lists this way).
+bool foldSlice(OnnxLowering &l, const onnx::NodeProto &n, const ConstTensor &starts,
+               const ConstTensor &ends, llvm::ArrayRef<int64_t> axes,
+               llvm::ArrayRef<int64_t> steps) {
+  const ConstTensor *c = l.constantOf(n, 0, "data");
+  if (!c)
+    return false;
+  size_t rank = c->dims.size();
+  llvm::SmallVector<std::vector<int64_t>, 4> indexLists;
+  std::vector<unsigned> axisOf;
+  for (size_t d = 0; d < rank; ++d) {
+    std::vector<int64_t> all;
+    for (int64_t i = 0; i < c->dims[d]; ++i)
+      all.push_back(i);
+    indexLists.push_back(std::move(all));
+    axisOf.push_back(unsigned(d));
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    unsigned axis;
+    if (!l.normAxis(axes[k], rank, axis, "axis"))
+      return false;
+    int64_t size = c->dims[axis], step = steps[k];
+    if (step == 0)
+      return l.error("a Slice step of 0");
+    // ONNX: negative indices count from the end, then clamp to [0, size]
+    // (forwards) or [-1, size - 1] (backwards).
+    auto index = [&](double v) {
+      int64_t i = std::clamp<int64_t>(saturatingInt(v), -(int64_t(1) << 61), int64_t(1) << 61);
+      return i < 0 ? i + size : i;
+    };
+    int64_t b = index(starts.values[k]), e = index(ends.values[k]);
+    std::vector<int64_t> picked;
+    if (step > 0) {
+      b = std::clamp<int64_t>(b, 0, size);
+      e = std::clamp<int64_t>(e, 0, size);
+      for (int64_t i = b; i < e; i += step)
+        picked.push_back(i);
+    } else {
+      b = std::clamp<int64_t>(b, 0, size - 1);
+      e = std::clamp<int64_t>(e, -1, size - 1);
+      for (int64_t i = b; i > e; i += step)
+        picked.push_back(i);
+    }
+    indexLists[axis] = std::move(picked);
+  }
+  ConstTensor out;
+  out.dtype = c->dtype;
+  for (const std::vector<int64_t> &list : indexLists)
+    out.dims.push_back(int64_t(list.size()));
+  out.values = gatherConstant(*c, axisOf, indexLists);
+  l.setConstant(n, 0, std::move(out));
+  return true;
+}
+
 } // namespace
 
 bool lowerConstant(OnnxLowering &l, const onnx::NodeProto &n) {
@@ -291,15 +376,20 @@ bool lowerSlice(OnnxLowering &l, const onnx::NodeProto &n) {
     for (size_t k = 0; k < starts->values.size(); ++k)
       axes.push_back(int64_t(k));
   }
+  std::vector<int64_t> steps(axes.size(), 1);
   if (l.hasInput(n, 4)) {
-    const ConstTensor *steps = l.constantOf(n, 4, "steps");
-    if (!steps)
+    const ConstTensor *given = l.constantOf(n, 4, "steps");
+    if (!given)
       return false;
-    if (llvm::any_of(steps->values, [](double s) { return s != 1; }))
-      return l.error("steps other than 1 are not supported");
+    steps = given->asInts();
   }
-  if (axes.size() != starts->values.size() || axes.size() != ends->values.size())
-    return l.error("starts, ends and axes must have the same length");
+  if (axes.size() != starts->values.size() || axes.size() != ends->values.size() ||
+      axes.size() != steps.size())
+    return l.error("starts, ends, axes and steps must have the same length");
+  if (isFoldable(l.input(n, 0)))
+    return foldSlice(l, n, *starts, *ends, axes, steps);
+  if (llvm::any_of(steps, [](int64_t s) { return s != 1; }))
+    return l.error("steps other than 1 are supported when slicing constants only");
   // Each axis's [begin, end), clamped as ONNX does.
   struct Range {
     unsigned axis;
@@ -323,20 +413,6 @@ bool lowerSlice(OnnxLowering &l, const onnx::NodeProto &n) {
   }
   if (ranges.empty()) {
     l.alias(n, 0, 0);
-    return true;
-  }
-  const Term *data = l.input(n, 0);
-  if (isFoldable(data)) {
-    const ConstTensor *c = l.constantOf(n, 0, "data");
-    if (!c)
-      return false;
-    if (rank != 1)
-      return l.error("folding a Slice of a constant is supported for 1-D tensors");
-    ConstTensor out = *c;
-    out.values.assign(c->values.begin() + ranges.front().begin,
-                      c->values.begin() + ranges.front().end);
-    out.dims = {int64_t(out.values.size())};
-    l.setConstant(n, 0, std::move(out));
     return true;
   }
   Value *y = l.valueOf(n, 0);
@@ -423,8 +499,35 @@ bool lowerTranspose(OnnxLowering &l, const onnx::NodeProto &n) {
     l.alias(n, 0, 0);
     return true;
   }
-  if (isFoldable(l.input(n, 0)))
-    return l.error("transposing a constant is not supported");
+  if (isFoldable(l.input(n, 0))) {
+    const ConstTensor *c = l.constantOf(n, 0, "data");
+    if (!c)
+      return false;
+    if (perm.size() != c->dims.size())
+      return l.error("perm has " + llvm::Twine(perm.size()) + " entries for a rank-" +
+                     llvm::Twine(c->dims.size()) + " constant");
+    // Result dim k walks the constant's dim perm[k].
+    llvm::SmallVector<std::vector<int64_t>, 4> indexLists;
+    std::vector<unsigned> axesOf;
+    ConstTensor out;
+    out.dtype = c->dtype;
+    for (int64_t d : perm) {
+      unsigned axis;
+      if (!l.normAxis(d, c->dims.size(), axis, "perm entry"))
+        return false;
+      if (llvm::is_contained(axesOf, axis))
+        return l.error("perm repeats dim " + llvm::Twine(axis));
+      axesOf.push_back(axis);
+      out.dims.push_back(c->dims[axis]);
+      std::vector<int64_t> all;
+      for (int64_t i = 0; i < c->dims[axis]; ++i)
+        all.push_back(i);
+      indexLists.push_back(std::move(all));
+    }
+    out.values = gatherConstant(*c, axesOf, indexLists);
+    l.setConstant(n, 0, std::move(out));
+    return true;
+  }
   Value *x = l.valueOf(n, 0);
   if (!x)
     return false;
@@ -499,6 +602,37 @@ bool lowerCast(OnnxLowering &l, const onnx::NodeProto &n) {
     return true;
   }
   l.setOutput(n, 0, l.build1(OpKind::Cast, {x}, {{"to", Attribute(*dtype)}}, n.output(0)));
+  return true;
+}
+
+// Always folds: its shape input is a constant once the inputs are bound
+// (exporters build pad lists with it).
+bool lowerConstantOfShape(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {"value"}))
+    return false;
+  const ConstTensor *shape = l.constantOf(n, 0, "shape");
+  if (!shape)
+    return false;
+  ConstTensor c;
+  c.dtype = DType::F32;
+  double fill = 0;
+  if (const onnx::AttributeProto *a = l.attr(n, "value")) {
+    NpyArray array;
+    std::string err;
+    if (!tensorToArray(a->t(), ".", array, err))
+      return l.error(err);
+    if (array.numElements() != 1)
+      return l.error("value must hold one element");
+    c.dtype = array.dtype;
+    fill = arrayElement(array, 0);
+  }
+  for (double d : shape->values)
+    c.dims.push_back(saturatingInt(d));
+  int64_t count = product(c.dims);
+  if (count < 0 || count > (int64_t(1) << 20))
+    return l.error("the shape has a negative dim or more than 2^20 elements");
+  c.values.assign(size_t(count), fill);
+  l.setConstant(n, 0, std::move(c));
   return true;
 }
 

@@ -50,9 +50,12 @@ bool readWindow(OnnxLowering &l, const onnx::NodeProto &n, const TensorType &x,
   w.dilations = l.intsAttr(n, "dilations").value_or(ones);
   if (w.strides.size() != spatial || w.dilations.size() != spatial)
     return l.error("strides and dilations must have " + llvm::Twine(spatial) + " values");
+  // Bounded as the registry bounds windows, before the SAME arithmetic.
+  constexpr int64_t kLimit = int64_t(1) << 31;
   for (unsigned d = 0; d < spatial; ++d)
-    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1)
-      return l.error("kernel_shape, strides and dilations must be >= 1");
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1 || w.kernel[d] >= kLimit ||
+        w.strides[d] >= kLimit || w.dilations[d] >= kLimit)
+      return l.error("kernel_shape, strides and dilations must be >= 1 and below 2^31");
   std::vector<int64_t> pads = l.intsAttr(n, "pads").value_or(std::vector<int64_t>(2 * spatial, 0));
   std::string autoPad = l.stringAttr(n, "auto_pad", "NOTSET");
   if (autoPad == "VALID") {

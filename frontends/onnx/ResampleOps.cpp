@@ -111,7 +111,7 @@ bool lowerResize(OnnxLowering &l, const onnx::NodeProto &n) {
       double s = scales->values[d];
       if (!std::isfinite(s) || s <= 0)
         return l.error("scales must be finite and > 0");
-      out = int64_t(std::floor(double(t.dim(d)) * s));
+      out = saturatingInt(std::floor(double(t.dim(d)) * s));
       factors.push_back(s);
     } else {
       out = saturatingInt(sizes->values[d]);

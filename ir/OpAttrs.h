@@ -8,9 +8,10 @@
 //
 // Each accessor reads the attribute under its declared name, falling back to
 // the declared default (the registry's, which OpRegistry::define takes from
-// the same table). Ints read as const std::vector<int64_t> &; enums declared
-// in the table as their enum. `nameAttr()` gives the raw Attribute, for code
-// that copies an attribute onto another node.
+// the same table). Ints read as const std::vector<int64_t> &, Floats as
+// const std::vector<double> &; enums declared in the table as their enum.
+// `nameAttr()` gives the raw Attribute, for code that copies an attribute
+// onto another node.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_IR_OPATTRS_H
@@ -42,6 +43,7 @@ namespace ampc {
 namespace attrs {
 
 using Ints = std::vector<int64_t>;
+using Floats = std::vector<double>;
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 template <class E> struct EnumEntry {
@@ -105,6 +107,11 @@ template <> struct AttrTraits<Ints> {
   static constexpr AttrType kind = AttrType::Ints;
   static const Ints &get(const Attribute &a) { return a.getInts(); }
   static Attribute toAttribute(Ints v) { return Attribute(std::move(v)); }
+};
+template <> struct AttrTraits<Floats> {
+  static constexpr AttrType kind = AttrType::Floats;
+  static const Floats &get(const Attribute &a) { return a.getFloats(); }
+  static Attribute toAttribute(Floats v) { return Attribute(std::move(v)); }
 };
 template <> struct AttrTraits<DType> {
   static constexpr AttrType kind = AttrType::DType;

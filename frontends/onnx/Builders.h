@@ -1,7 +1,8 @@
 //===- Builders.h - The lowering of each ONNX op type -----------*- C++ -*-===//
 //
 // Internal to the ONNX frontend: one function per ONNX op type, grouped by
-// file (NnOps.cpp, MathOps.cpp, ShapeOps.cpp), listed in OpTable.cpp.
+// file (NnOps.cpp, ResampleOps.cpp, MathOps.cpp, ShapeOps.cpp), listed in
+// OpTable.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_FRONTENDS_ONNX_BUILDERS_H
@@ -23,6 +24,10 @@ bool lowerLayerNormalization(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerSoftmax(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerLogSoftmax(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerDropout(OnnxLowering &l, const onnx::NodeProto &n);
+
+// ResampleOps.cpp
+bool lowerPad(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerResize(OnnxLowering &l, const onnx::NodeProto &n);
 
 // MathOps.cpp
 bool lowerAdd(OnnxLowering &l, const onnx::NodeProto &n);

@@ -1,40 +1,112 @@
 //===- NnOps.cpp - Convolution, normalisation, pooling, dense layers -------===//
 #include "frontends/onnx/Builders.h"
 
+#include "ir/OpAttrs.h"
+
 #include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
 
 namespace ampc::onnxfe {
 
 namespace {
 
-/// ONNX pads [h_begin, w_begin, h_end, w_end] as ampc's symmetric padding.
-bool symmetricPads(OnnxLowering &l, const onnx::NodeProto &n, std::vector<int64_t> &padding) {
+/// A Conv's or pooling's window in the 2-D form of the registry's ops: a
+/// 1-D window (a 3-D input [N, C, L]) runs as [k, 1] over [N, C, L, 1].
+struct Window {
+  unsigned spatial = 2; ///< the ONNX node's window dims, 1 or 2
+  std::vector<int64_t> kernel, strides, dilations;
+  std::vector<int64_t> pads; ///< [top, left, bottom, right]
+};
+
+/// The 4-D form of x ([N, C, L] -> [N, C, L, 1]); x itself when 4-D.
+Value *as4d(OnnxLowering &l, Value *x) {
+  const TensorType &t = x->type();
+  return t.rank() == 3 ? l.reshape(x, {t.dim(0), t.dim(1), t.dim(2), 1}) : x;
+}
+
+bool requireWindowRank(OnnxLowering &l, Value *x) {
+  unsigned rank = x->type().rank();
+  if (rank != 3 && rank != 4)
+    return l.error("only 1-D and 2-D windows (3-D and 4-D inputs) are supported, the input is " +
+                   x->type().str());
+  return true;
+}
+
+/// Reads kernel (`kernel` when the node has no kernel_shape), strides,
+/// dilations and pads (auto_pad resolved against x's spatial dims) into
+/// their 2-D form.
+bool readWindow(OnnxLowering &l, const onnx::NodeProto &n, const TensorType &x,
+                std::optional<std::vector<int64_t>> kernel, Window &w) {
+  unsigned spatial = x.rank() - 2;
+  w.spatial = spatial;
+  if (std::optional<std::vector<int64_t>> k = l.intsAttr(n, "kernel_shape"))
+    kernel = k;
+  if (!kernel || kernel->size() != spatial)
+    return l.error("kernel_shape must have " + llvm::Twine(spatial) + " values");
+  std::vector<int64_t> ones(spatial, 1);
+  w.kernel = *kernel;
+  w.strides = l.intsAttr(n, "strides").value_or(ones);
+  w.dilations = l.intsAttr(n, "dilations").value_or(ones);
+  if (w.strides.size() != spatial || w.dilations.size() != spatial)
+    return l.error("strides and dilations must have " + llvm::Twine(spatial) + " values");
+  // Bounded as the registry bounds windows, before the SAME arithmetic.
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  for (unsigned d = 0; d < spatial; ++d)
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1 || w.kernel[d] >= kLimit ||
+        w.strides[d] >= kLimit || w.dilations[d] >= kLimit)
+      return l.error("kernel_shape, strides and dilations must be >= 1 and below 2^31");
+  std::vector<int64_t> pads = l.intsAttr(n, "pads").value_or(std::vector<int64_t>(2 * spatial, 0));
   std::string autoPad = l.stringAttr(n, "auto_pad", "NOTSET");
-  std::vector<int64_t> pads = l.intsAttr(n, "pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
-  if (autoPad == "VALID")
-    pads = {0, 0, 0, 0};
-  else if (autoPad != "NOTSET")
-    return l.error("auto_pad " + autoPad + " is not supported (export with explicit pads)");
-  if (pads.size() != 4)
-    return l.error("pads must have 4 values for a 2-D window, got " + llvm::Twine(pads.size()));
-  if (pads[0] != pads[2] || pads[1] != pads[3])
-    return l.error("asymmetric pads [" + llvm::Twine(pads[0]) + ", " + llvm::Twine(pads[1]) + ", " +
-                   llvm::Twine(pads[2]) + ", " + llvm::Twine(pads[3]) + "] are not supported");
-  padding = {pads[0], pads[1]};
+  if (autoPad == "VALID") {
+    pads.assign(2 * spatial, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // ONNX: the output is ceil(in / stride); the padding it takes is split
+    // evenly, the odd one at the end (UPPER) or the beginning (LOWER).
+    pads.assign(2 * spatial, 0);
+    for (unsigned d = 0; d < spatial; ++d) {
+      int64_t in = x.dim(2 + d), out = (in + w.strides[d] - 1) / w.strides[d];
+      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] +
+                                               (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
+      int64_t small = total / 2;
+      pads[d] = autoPad == "SAME_UPPER" ? small : total - small;
+      pads[spatial + d] = total - pads[d];
+    }
+  } else if (autoPad != "NOTSET") {
+    return l.error("auto_pad " + autoPad + " is not supported");
+  }
+  if (pads.size() != 2 * spatial)
+    return l.error("pads must have " + llvm::Twine(2 * spatial) + " values, got " +
+                   llvm::Twine(pads.size()));
+  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return l.error("pads must be >= 0");
+  if (spatial == 1) {
+    w.kernel.push_back(1);
+    w.strides.push_back(1);
+    w.dilations.push_back(1);
+    w.pads = {pads[0], 0, pads[1], 0};
+  } else {
+    w.pads = pads;
+  }
   return true;
 }
 
-bool requireRank4(OnnxLowering &l, Value *x) {
-  if (x->type().rank() != 4)
-    return l.error("only 2-D windows (4-D inputs) are supported, the input is " + x->type().str());
-  return true;
+/// The registry's padding attribute: [ph, pw] when both sides match, else
+/// [top, left, bottom, right].
+Attribute paddingAttr(llvm::ArrayRef<int64_t> pads) {
+  if (pads[0] == pads[2] && pads[1] == pads[3])
+    return Attribute(std::vector<int64_t>{pads[0], pads[1]});
+  return Attribute(std::vector<int64_t>(pads.begin(), pads.end()));
 }
 
-bool onesOrAbsent(OnnxLowering &l, const onnx::NodeProto &n, llvm::StringRef name) {
-  std::optional<std::vector<int64_t>> v = l.intsAttr(n, name);
-  if (v && llvm::any_of(*v, [](int64_t d) { return d != 1; }))
-    return l.error(name + " other than 1 are not supported");
-  return true;
+/// y ([N, C', L', 1] for a 1-D window) back in the node's rank, named after
+/// output 0.
+void setWindowOutput(OnnxLowering &l, const onnx::NodeProto &n, const Window &w, Value *y) {
+  if (y && w.spatial == 1) {
+    const TensorType &t = y->type();
+    y = l.reshape(y, {t.dim(0), t.dim(1), t.dim(2)}, n.output(0));
+  }
+  l.setOutput(n, 0, y);
 }
 
 } // namespace
@@ -43,24 +115,39 @@ bool lowerConv(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}))
     return false;
   Value *x = l.valueOf(n, 0), *w = l.valueOf(n, 1);
-  if (!x || !w || !requireRank4(l, x))
+  if (!x || !w || !requireWindowRank(l, x))
     return false;
-  std::vector<int64_t> padding;
-  if (!symmetricPads(l, n, padding))
+  if (w->type().rank() != x->type().rank())
+    return l.error("the weight " + w->type().str() + " must have the input's rank");
+  std::vector<int64_t> weightKernel(w->type().dims().begin() + 2, w->type().dims().end());
+  Window win;
+  if (!readWindow(l, n, x->type(), weightKernel, win))
     return false;
-  llvm::SmallVector<Value *, 3> operands{x, w};
+  Value *x4 = as4d(l, x), *w4 = as4d(l, w);
+  // conv2d pads both sides alike: the common part goes to it, the rest is
+  // an explicit zero pad before it.
+  std::vector<int64_t> common = {std::min(win.pads[0], win.pads[2]),
+                                 std::min(win.pads[1], win.pads[3])};
+  std::vector<int64_t> extra = {0, 0, win.pads[0] - common[0], win.pads[1] - common[1],
+                                0, 0, win.pads[2] - common[0], win.pads[3] - common[1]};
+  if (llvm::any_of(extra, [](int64_t p) { return p != 0; }))
+    x4 = l.build1(OpKind::Pad, {x4}, {{"pads", Attribute(extra)}});
+  llvm::SmallVector<Value *, 3> operands{x4, w4};
   if (l.hasInput(n, 2)) {
     Value *b = l.valueOf(n, 2);
     if (!b)
       return false;
     operands.push_back(b);
   }
-  AttrMap attrs{
-      {"stride", Attribute(l.intsAttr(n, "strides").value_or(std::vector<int64_t>{1, 1}))},
-      {"padding", Attribute(padding)},
-      {"dilation", Attribute(l.intsAttr(n, "dilations").value_or(std::vector<int64_t>{1, 1}))},
-      {"groups", Attribute(l.intAttr(n, "group", 1))}};
-  l.setOutput(n, 0, l.build1(OpKind::Conv2d, operands, std::move(attrs), n.output(0)));
+  if (!x4 || !w4)
+    return false;
+  AttrMap attrs{{"stride", Attribute(win.strides)},
+                {"padding", Attribute(common)},
+                {"dilation", Attribute(win.dilations)},
+                {"groups", Attribute(l.intAttr(n, "group", 1))}};
+  setWindowOutput(
+      l, n, win,
+      l.build1(OpKind::Conv2d, operands, std::move(attrs), win.spatial == 2 ? n.output(0) : ""));
   return true;
 }
 
@@ -113,6 +200,43 @@ bool lowerBatchNormalization(OnnxLowering &l, const onnx::NodeProto &n) {
   return true;
 }
 
+namespace {
+
+/// When x is the result of a pad node that only this pooling reads and
+/// that pads the spatial dims with what the pooling's own padding means
+/// (zeros counted by the average, -inf for the maximum), the pad's input
+/// and the pads in `win`'s 2-D form; the caller folds them into the
+/// pooling and erases the pad. Exporters write nn.AvgPool2d(padding=p)
+/// this way (torch 1.13: Pad + AveragePool).
+Node *foldablePad(OnnxLowering &l, const onnx::NodeProto &n, Value *x, bool isMax,
+                  std::vector<int64_t> &spatialPads) {
+  Node *pad = x->definingNode();
+  if (!pad || pad->kind() != OpKind::Pad || x->hasUses() || l.isGraphOutput(n.input(0)) ||
+      l.consumers(n.input(0)).size() != 1)
+    return nullptr;
+  attrs::Pad a(*pad);
+  double value = a.value();
+  if (a.mode() != PadMode::Constant || !(isMax ? (std::isinf(value) && value < 0) : value == 0))
+    return nullptr;
+  const std::vector<int64_t> &pads = a.pads();
+  size_t rank = pads.size() / 2;
+  if (rank != 3 && rank != 4)
+    return nullptr;
+  for (size_t d = 0; d < rank; ++d) {
+    bool batchOrChannel = d < 2;
+    if (pads[d] < 0 || pads[rank + d] < 0 ||
+        (batchOrChannel && (pads[d] != 0 || pads[rank + d] != 0)))
+      return nullptr;
+  }
+  if (rank == 3)
+    spatialPads = {pads[2], 0, pads[5], 0};
+  else
+    spatialPads = {pads[2], pads[3], pads[6], pads[7]};
+  return pad;
+}
+
+} // namespace
+
 static bool lowerPool(OnnxLowering &l, const onnx::NodeProto &n, bool isMax) {
   if (isMax) {
     if (!l.checkAttrs(n, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
@@ -125,27 +249,52 @@ static bool lowerPool(OnnxLowering &l, const onnx::NodeProto &n, bool isMax) {
   if (n.output_size() > 1 && !n.output(1).empty())
     return l.error("the Indices output is not supported");
   Value *x = l.valueOf(n, 0);
-  if (!x || !requireRank4(l, x))
+  if (!x || !requireWindowRank(l, x))
     return false;
-  if (l.intAttr(n, "ceil_mode", 0) != 0)
-    return l.error("ceil_mode=1 is not supported");
-  if (isMax && !onesOrAbsent(l, n, "dilations"))
+  Window win;
+  if (!readWindow(l, n, x->type(), std::nullopt, win))
     return false;
-  std::optional<std::vector<int64_t>> kernel = l.intsAttr(n, "kernel_shape");
-  if (!kernel || kernel->size() != 2)
-    return l.error("kernel_shape must have 2 values");
-  std::vector<int64_t> padding;
-  if (!symmetricPads(l, n, padding))
-    return false;
-  AttrMap attrs{
-      {"kernel", Attribute(*kernel)},
-      {"stride", Attribute(l.intsAttr(n, "strides").value_or(std::vector<int64_t>{1, 1}))},
-      {"padding", Attribute(padding)}};
-  if (!isMax)
-    attrs["count_include_pad"] = Attribute(l.intAttr(n, "count_include_pad", 0) != 0);
-  l.setOutput(
-      n, 0,
-      l.build1(isMax ? OpKind::MaxPool2d : OpKind::AvgPool2d, {x}, std::move(attrs), n.output(0)));
+  bool ceilMode = l.intAttr(n, "ceil_mode", 0) != 0;
+  bool countIncludePad = l.intAttr(n, "count_include_pad", 0) != 0;
+  // Pad + pooling as one padded pooling, where the pooling's rules give
+  // the same windows: no ceil mode (its last-window rule reads the
+  // padding), every window keeping an input element, and for the average
+  // the explicit zeros counted (count_include_pad, or no padding of its
+  // own to count).
+  std::vector<int64_t> extra;
+  Node *pad = foldablePad(l, n, x, isMax, extra);
+  if (pad && !ceilMode &&
+      (isMax || countIncludePad || llvm::all_of(win.pads, [](int64_t p) { return p == 0; }))) {
+    std::vector<int64_t> merged = win.pads;
+    bool fits = true;
+    for (unsigned k = 0; k < 4; ++k) {
+      merged[k] += extra[k];
+      unsigned d = k % 2;
+      fits &= merged[k] < (win.kernel[d] - 1) * win.dilations[d] + 1;
+    }
+    if (fits) {
+      x = pad->operand(0);
+      win.pads = merged;
+      countIncludePad = true;
+    } else {
+      pad = nullptr;
+    }
+  } else {
+    pad = nullptr;
+  }
+  AttrMap attrs{{"kernel", Attribute(win.kernel)},
+                {"stride", Attribute(win.strides)},
+                {"padding", paddingAttr(win.pads)},
+                {"ceil_mode", Attribute(ceilMode)}};
+  if (isMax)
+    attrs["dilation"] = Attribute(win.dilations);
+  else
+    attrs["count_include_pad"] = Attribute(countIncludePad);
+  Value *y = l.build1(isMax ? OpKind::MaxPool2d : OpKind::AvgPool2d, {as4d(l, x)}, std::move(attrs),
+                      win.spatial == 2 ? n.output(0) : "");
+  if (y && pad && !pad->result()->hasUses())
+    l.graph().eraseNode(pad);
+  setWindowOutput(l, n, win, y);
   return true;
 }
 
@@ -154,9 +303,13 @@ bool lowerAveragePool(OnnxLowering &l, const onnx::NodeProto &n) { return lowerP
 
 bool lowerGlobalAveragePool(OnnxLowering &l, const onnx::NodeProto &n) {
   Value *x = l.valueOf(n, 0);
-  if (!x || !requireRank4(l, x))
+  if (!x || !requireWindowRank(l, x))
     return false;
-  l.setOutput(n, 0, l.build1(OpKind::GlobalAvgPool, {x}, {}, n.output(0)));
+  Window win;
+  win.spatial = x->type().rank() - 2;
+  setWindowOutput(
+      l, n, win,
+      l.build1(OpKind::GlobalAvgPool, {as4d(l, x)}, {}, win.spatial == 2 ? n.output(0) : ""));
   return true;
 }
 

@@ -87,6 +87,12 @@ public:
     a.set_type(onnx::AttributeProto::FLOAT);
     a.set_f(float(v));
   }
+  static void attrString(onnx::NodeProto &n, llvm::StringRef k, llvm::StringRef v) {
+    onnx::AttributeProto &a = *n.add_attribute();
+    a.set_name(k.str());
+    a.set_type(onnx::AttributeProto::STRING);
+    a.set_s(v.str());
+  }
   static void attrInts(onnx::NodeProto &n, llvm::StringRef k, llvm::ArrayRef<int64_t> v) {
     onnx::AttributeProto &a = *n.add_attribute();
     a.set_name(k.str());
@@ -104,6 +110,16 @@ public:
       t.add_dims(int64_t(values.size()));
     for (int64_t v : values)
       t.add_int64_data(v);
+    return t.name();
+  }
+  /// An initializer holding `values` as float32 (Resize's scales).
+  std::string constFloats(llvm::ArrayRef<double> values) {
+    onnx::TensorProto &t = *out_.add_initializer();
+    t.set_name(fresh("const"));
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_dims(int64_t(values.size()));
+    for (double v : values)
+      t.add_float_data(float(v));
     return t.name();
   }
   /// A scalar initializer of dtype `t` (the other operand's type).
@@ -353,9 +369,41 @@ bool emitPool(Exporter &e, const Node &n, bool isMax) {
   const std::vector<int64_t> &pad = a.padding();
   Exporter::attrInts(p, "kernel_shape", kernel);
   Exporter::attrInts(p, "strides", stride);
-  Exporter::attrInts(p, "pads", {pad[0], pad[1], pad[0], pad[1]});
-  if (!isMax)
+  if (pad.size() == 4)
+    Exporter::attrInts(p, "pads", pad);
+  else
+    Exporter::attrInts(p, "pads", {pad[0], pad[1], pad[0], pad[1]});
+  Exporter::attrInt(p, "ceil_mode", a.ceil_mode() ? 1 : 0);
+  if (isMax)
+    Exporter::attrInts(p, "dilations", attrs::MaxPool2d(n).dilation());
+  else
     Exporter::attrInt(p, "count_include_pad", a.count_include_pad() ? 1 : 0);
+  return true;
+}
+
+bool emitPad(Exporter &e, const Node &n) {
+  attrs::Pad a(n);
+  std::vector<std::string> inputs = {Exporter::in(n, 0), e.constInts(a.pads())};
+  if (a.mode() == PadMode::Constant)
+    inputs.push_back(e.constScalar(a.value(), n.operand(0)->dtype()));
+  Exporter::attrString(e.node("Pad", inputs, {Exporter::out(n)}), "mode", a.modeAttr().getString());
+  return true;
+}
+
+bool emitResize(Exporter &e, const Node &n) {
+  attrs::Resize a(n);
+  std::vector<std::string> inputs = {Exporter::in(n, 0), ""};
+  if (!a.scales().empty()) {
+    inputs.push_back(e.constFloats({1.0, 1.0, a.scales()[0], a.scales()[1]}));
+  } else {
+    inputs.push_back("");
+    llvm::ArrayRef<int64_t> y = n.result()->type().dims();
+    inputs.push_back(e.constInts(std::vector<int64_t>(y.begin(), y.end())));
+  }
+  onnx::NodeProto &r = e.node("Resize", inputs, {Exporter::out(n)});
+  Exporter::attrString(r, "mode", a.modeAttr().getString());
+  Exporter::attrString(r, "coordinate_transformation_mode", a.coordinate_modeAttr().getString());
+  Exporter::attrString(r, "nearest_mode", a.nearest_modeAttr().getString());
   return true;
 }
 
@@ -587,6 +635,8 @@ const ExportRow kExportTable[] = {
   {OpKind::MaxPool2d,    [](Exporter &e, const Node &n) { return emitPool(e, n, true); }},
   {OpKind::AvgPool2d,    [](Exporter &e, const Node &n) { return emitPool(e, n, false); }},
   {OpKind::GlobalAvgPool,[](Exporter &e, const Node &n) { return emitSimple(e, n, "GlobalAveragePool"); }},
+  {OpKind::Pad,          emitPad},
+  {OpKind::Resize,       emitResize},
   {OpKind::Flatten,      emitFlatten},
   {OpKind::Reshape,      emitReshape},
   {OpKind::Transpose,    emitTranspose},

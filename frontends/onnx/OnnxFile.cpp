@@ -68,6 +68,34 @@ std::string onnxTypeName(int32_t t) {
   return "type " + std::to_string(t);
 }
 
+/// ONNX 1.12's version converter turns Upsample (opsets 7 to 9) and
+/// Resize-10 into Resize nodes without a coordinate_transformation_mode or
+/// nearest_mode, whose opset-11 defaults (half_pixel, round_prefer_floor)
+/// are not what those ops did: before opset 11 an output position o read
+/// o / scale (asymmetric), rounded down for nearest. Every Resize of a file
+/// converted from there came from one of them.
+static void keepPreOpset11ResizeSemantics(onnx::GraphProto &g) {
+  for (onnx::NodeProto &n : *g.mutable_node()) {
+    if (n.op_type() != "Resize")
+      continue;
+    bool hasCoords = false, hasNearest = false;
+    for (const onnx::AttributeProto &a : n.attribute()) {
+      hasCoords |= a.name() == "coordinate_transformation_mode";
+      hasNearest |= a.name() == "nearest_mode";
+    }
+    auto add = [&](const char *name, const char *value) {
+      onnx::AttributeProto &a = *n.add_attribute();
+      a.set_name(name);
+      a.set_type(onnx::AttributeProto::STRING);
+      a.set_s(value);
+    };
+    if (!hasCoords)
+      add("coordinate_transformation_mode", "asymmetric");
+    if (!hasNearest)
+      add("nearest_mode", "floor");
+  }
+}
+
 bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model, DiagnosticEngine &diag) {
   Location loc = fileLoc(path);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
@@ -177,6 +205,8 @@ bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model, DiagnosticEngi
                           llvm::Twine(kMinOpset) + ": " + e.what());
       return false;
     }
+    if (opset < 11)
+      keepPreOpset11ResizeSemantics(*model.mutable_graph());
   }
   // ONNX's shape inference is not run: every shape is inferred again, and
   // checked, by the registry as the nodes lower (with the node named in

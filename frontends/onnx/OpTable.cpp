@@ -25,6 +25,8 @@ const OpTableEntry kOnnxOps[] = {
   {"MaxPool",            13, lowerMaxPool},
   {"AveragePool",        13, lowerAveragePool},
   {"GlobalAveragePool",  13, lowerGlobalAveragePool},
+  {"Pad",                13, lowerPad},
+  {"Resize",             13, lowerResize},
   {"Gemm",               13, lowerGemm},
   {"MatMul",             13, lowerMatMul},
   {"Softmax",            13, lowerSoftmax},

@@ -10,6 +10,7 @@ void registerNormalizationOps(OpRegistry &r); // ops/Normalization.cpp
 void registerActivationOps(OpRegistry &r);    // ops/Activation.cpp
 void registerElementwiseOps(OpRegistry &r);   // ops/Elementwise.cpp
 void registerPoolingOps(OpRegistry &r);       // ops/Pooling.cpp
+void registerSpatialOps(OpRegistry &r);       // ops/Spatial.cpp
 void registerShapeOps(OpRegistry &r);         // ops/Shape.cpp
 void registerLossOps(OpRegistry &r);          // ops/Loss.cpp
 void registerReductionOps(OpRegistry &r);     // ops/Reduction.cpp
@@ -24,6 +25,7 @@ inline void registerAllOpFamilies(OpRegistry &r) {
   registerActivationOps(r);
   registerElementwiseOps(r);
   registerPoolingOps(r);
+  registerSpatialOps(r);
   registerShapeOps(r);
   registerLossOps(r);
   registerReductionOps(r);

@@ -6,34 +6,56 @@
 namespace ampc {
 using namespace infer;
 
-// The pooled shape of input x ([N, C, H, W]) with PyTorch's floor mode:
-// H' = (H + 2p - k) / s + 1. stride [] means stride = kernel.
+// The pooled shape of input x ([N, C, H, W]) by PyTorch's rule: with the
+// window's span e = (kernel - 1) * dilation + 1,
+//   H' = floor_or_ceil((H + pad_top + pad_bottom - e) / stride) + 1,
+// and in ceil mode a last window that would start in the bottom padding is
+// dropped. stride [] means stride = kernel; padding [ph, pw] pads both
+// sides, [top, left, bottom, right] each side (ONNX's order).
 static bool poolResultDims(InferContext &ctx, const TensorType &x,
                            llvm::SmallVectorImpl<int64_t> &out) {
-  if (!requireIntsCount(ctx, "kernel", 2) || !requireIntsCount(ctx, "padding", 2) ||
-      !requireGeometryBounds(ctx, {"kernel", "stride", "padding"}))
+  bool hasDilation = ctx.op().findAttr("dilation") != nullptr;
+  if (!requireIntsCount(ctx, "kernel", 2) ||
+      (hasDilation && !requireIntsCount(ctx, "dilation", 2)) ||
+      !requireGeometryBounds(ctx, {"kernel", "stride", "padding"}) ||
+      (hasDilation && !requireGeometryBounds(ctx, {"dilation"})))
     return false;
   const std::vector<int64_t> &kernel = ctx.getInts("kernel"), &pad = ctx.getInts("padding");
+  if (pad.size() != 2 && pad.size() != 4)
+    return ctx.error("padding must have 2 values ([ph, pw]) or 4 ([top, left, bottom, right]), "
+                     "got " +
+                     shapeStr(pad));
   std::vector<int64_t> stride = ctx.getInts("stride");
   if (stride.empty())
     stride = kernel;
   else if (!requireIntsCount(ctx, "stride", 2))
     return false;
+  std::vector<int64_t> dilation =
+      hasDilation ? ctx.getInts("dilation") : std::vector<int64_t>{1, 1};
+  bool ceilMode = ctx.getBool("ceil_mode");
   out.assign({x.dim(0), x.dim(1)});
   for (unsigned i = 0; i < 2; ++i) {
-    if (kernel[i] < 1 || stride[i] < 1)
-      return ctx.error("kernel and stride must be >= 1, got kernel " + shapeStr(kernel) +
-                       " and stride " + shapeStr(stride));
-    if (pad[i] < 0 || pad[i] > kernel[i] / 2)
-      return ctx.error("padding " + shapeStr(pad) + " must be >= 0 and at most half of kernel " +
-                       shapeStr(kernel));
+    if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1)
+      return ctx.error("kernel, stride and dilation must be >= 1, got kernel " + shapeStr(kernel) +
+                       ", stride " + shapeStr(stride) + " and dilation " + shapeStr(dilation));
+    int64_t span = (kernel[i] - 1) * dilation[i] + 1;
+    int64_t before = pad[i], after = pad.size() == 4 ? pad[2 + i] : pad[i];
+    // A pad as wide as the window would make windows of padding alone.
+    if (before < 0 || after < 0 || before >= span || after >= span)
+      return ctx.error("padding " + shapeStr(pad) +
+                       " must be >= 0 and smaller than the window (kernel " + shapeStr(kernel) +
+                       (hasDilation ? ", dilation " + shapeStr(dilation) : std::string()) + ")");
     int64_t in = x.dim(2 + i);
     // Checked before dividing: C++ division truncates towards zero, which
     // would turn a kernel one larger than the padded input into one output.
-    if (in + 2 * pad[i] < kernel[i])
+    if (in + before + after < span)
       return ctx.error("kernel " + shapeStr(kernel) + " does not fit input " + typeStr(x) +
                        " with padding " + shapeStr(pad));
-    out.push_back((in + 2 * pad[i] - kernel[i]) / stride[i] + 1);
+    int64_t room = in + before + after - span;
+    int64_t size = (ceilMode ? (room + stride[i] - 1) / stride[i] : room / stride[i]) + 1;
+    if (ceilMode && (size - 1) * stride[i] >= in + before)
+      --size;
+    out.push_back(size);
   }
   return true;
 }
@@ -108,10 +130,13 @@ static bool inferGlobalAvgPool(InferContext &ctx, llvm::SmallVectorImpl<TensorTy
 
 // --- Gradient rules ---------------------------------------------------------
 
+/// The window attributes a backward op takes from its forward node.
 static AttrMap windowAttrs(const Node &fwd) {
-  return {{"kernel", fwd.attr("kernel")},
-          {"stride", fwd.attr("stride")},
-          {"padding", fwd.attr("padding")}};
+  AttrMap attrs;
+  for (llvm::StringRef name : {"kernel", "stride", "padding", "dilation", "ceil_mode"})
+    if (const Attribute *a = fwd.findAttr(name))
+      attrs[name] = *a;
+  return attrs;
 }
 
 static Attribute shapeAttr(const Value *v) {

@@ -1,10 +1,12 @@
 //===- PoolMath.h - Pooling windows and reductions, PyTorch semantics -----===//
 //
-// Window bounds follow PyTorch's floor-mode pooling: a window starts at
-// out * stride - padding, spans `kernel` positions of the padded input, and
+// Window bounds follow PyTorch's pooling: a window starts at out * stride -
+// padBegin, spans `kernel` taps `dilation` apart over the padded input, and
 // is clipped to the real input. Average pooling divides by the padded window
-// size (count_include_pad) or by the number of real elements; max pooling
-// ignores padding (as if it held -inf) and propagates NaN.
+// size (count_include_pad, clipped at the end padding as PyTorch does in ceil
+// mode) or by the number of real elements; max pooling ignores padding (as
+// if it held -inf) and propagates NaN. How many windows there are (floor or
+// ceil mode) is the result's shape, inferred by the op row.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_KERNELS_COMMON_POOLMATH_H
@@ -16,28 +18,40 @@
 
 namespace ampc::kernels {
 
-/// One dimension of a pooling window: the real input positions [begin, end)
-/// and how many positions the window covers counting padding.
+/// The geometry of one spatial axis of a pooling node: window size,
+/// stride, padding before and after the input, and the spacing of the
+/// window's taps (dilation; max pooling only).
+struct PoolAxis {
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t padBegin = 0;
+  int64_t padEnd = 0;
+  int64_t dilation = 1;
+};
+
+/// One dimension of a pooling window: the real input positions it reads,
+/// begin, begin + step, ... below end (empty when begin == end), and how
+/// many positions it covers counting padding (the average's divisor).
 struct PoolWindow {
   int64_t begin;
   int64_t end;
   int64_t paddedSize;
+  int64_t step;
 };
 
-AMPC_HD inline PoolWindow poolWindow(int64_t out, int64_t inputSize, int64_t kernel, int64_t stride,
-                                     int64_t padding) {
-  int64_t begin = out * stride - padding;
-  int64_t end = begin + kernel;
-  // A window never reaches past the right padding (PyTorch clips it there
-  // before counting, which matters only in ceil mode, but costs nothing).
-  if (end > inputSize + padding)
-    end = inputSize + padding;
-  int64_t paddedSize = end - begin;
-  if (begin < 0)
-    begin = 0;
-  if (end > inputSize)
-    end = inputSize;
-  return {begin, end, paddedSize};
+AMPC_HD inline PoolWindow poolWindow(int64_t out, int64_t inputSize, const PoolAxis &a) {
+  int64_t start = out * a.stride - a.padBegin;
+  int64_t last = start + (a.kernel - 1) * a.dilation; // the last tap
+  // The padded window never reaches past the end padding (PyTorch clips it
+  // there before counting; only a ceil-mode window can reach that far).
+  int64_t paddedEnd = last + 1 < inputSize + a.padEnd ? last + 1 : inputSize + a.padEnd;
+  int64_t begin = start;
+  if (begin < 0) // the first tap inside the input
+    begin += (-begin + a.dilation - 1) / a.dilation * a.dilation;
+  if (last >= inputSize) // the last tap inside the input
+    last -= (last - inputSize + a.dilation) / a.dilation * a.dilation;
+  int64_t end = begin <= last ? last + 1 : begin;
+  return {begin, end, paddedEnd - start, a.dilation};
 }
 
 /// The divisor of one average-pooling window.
@@ -45,6 +59,7 @@ AMPC_HD inline int64_t avgPoolDivisor(const PoolWindow &rows, const PoolWindow &
                                       bool countIncludePad) {
   if (countIncludePad)
     return rows.paddedSize * cols.paddedSize;
+  // Average pooling has no dilation: step is 1.
   return (rows.end - rows.begin) * (cols.end - cols.begin);
 }
 

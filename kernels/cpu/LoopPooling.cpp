@@ -2,11 +2,13 @@
 //
 // NCHW pooling in f32, bf16 and f16 with the reference's bits: the window
 // bounds come from kernels/common/PoolMath.h (worked out once per node, when
-// the program is compiled), each window is reduced in the reference's order
-// with its comparison (maxPoolTakes: the first maximum, or a NaN, wins) and
-// each gradient element is accumulated in f32 in the reference's order
-// (windows in output order) and rounded once. Planes (n, c) are independent,
-// so they are split over the threads and a plane's windows never race.
+// the program is compiled, so ceil mode and padding per side need nothing
+// more here; a dilated max pooling runs the reference), each window is
+// reduced in the reference's order with its comparison (maxPoolTakes: the
+// first maximum, or a NaN, wins) and each gradient element is accumulated
+// in f32 in the reference's order (windows in output order) and rounded
+// once. Planes (n, c) are independent, so they are split over the threads
+// and a plane's windows never race.
 //
 // Why our loops and not oneDNN's pooling primitives: ours give the
 // reference's bits (its tie rule -- the first maximum gets the gradient --
@@ -21,11 +23,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
-#include "kernels/common/PoolMath.h"
+#include "kernels/common/PoolAttrs.h"
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 namespace ampc::kernels::cpu {
@@ -40,25 +43,21 @@ struct PoolGeometry {
   int64_t interiorBegin = 0, interiorEnd = 0;
 
   PoolGeometry(const Node &n, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y) {
-    std::vector<int64_t> kernel = attrs::MaxPool2d(n).kernel(),
-                         stride = attrs::MaxPool2d(n).stride(),
-                         padding = attrs::MaxPool2d(n).padding();
-    if (stride.empty()) // PyTorch: the kernel size
-      stride = kernel;
+    std::array<PoolAxis, 2> axes = poolAxesOf(n);
     planes = x[0] * x[1];
     inH = x[2];
     inW = x[3];
     outH = y[2];
     outW = y[3];
     for (int64_t oh = 0; oh < outH; ++oh)
-      rows.push_back(poolWindow(oh, inH, kernel[0], stride[0], padding[0]));
+      rows.push_back(poolWindow(oh, inH, axes[0]));
     for (int64_t ow = 0; ow < outW; ++ow)
-      cols.push_back(poolWindow(ow, inW, kernel[1], stride[1], padding[1]));
+      cols.push_back(poolWindow(ow, inW, axes[1]));
     if (n.kind() == OpKind::AvgPool2d || n.kind() == OpKind::AvgPool2dGrad)
       countIncludePad = attrs::AvgPool2d(n).count_include_pad();
-    kernelW = kernel[1];
-    strideW = stride[1];
-    padW = padding[1];
+    kernelW = axes[1].kernel;
+    strideW = axes[1].stride;
+    padW = axes[1].padBegin;
     // The output columns whose windows lie wholly inside the input's
     // columns: [interiorBegin, interiorEnd).
     interiorBegin = outW;
@@ -136,8 +135,8 @@ template <DType D> void maxPool2dLoop(const KernelArgs &a, const PoolGeometry &g
       int64_t plane = p * g.inPlane(), out = p * g.outPlane();
       for (int64_t oh = 0; oh < g.outH; ++oh) {
         PoolWindow r = g.rows[oh];
-        // Padding at most half the kernel (checked by the op row): every
-        // window holds a real element to start from.
+        // Padding narrower than the kernel (checked by the op row) and no
+        // dilation: every window holds a real element to start from.
         forEdgeColumn(g, oh, [&](int64_t ow, PoolWindow r, PoolWindow c) AMPC_LOOP_BODY {
           float m = load<D>(x, plane + r.begin * inW + c.begin);
           for (int64_t h = r.begin; h < r.end; ++h)
@@ -328,6 +327,11 @@ std::unique_ptr<NodeKernel> preparePool(const Node &n, llvm::ArrayRef<int64_t> x
       return nullptr;
   if (x.size() != 4 || y.size() != 4 || n.result()->type().numElements() == 0)
     return nullptr;
+  // The loops read windows of adjacent taps; a dilated max pooling (rare)
+  // runs the reference kernel.
+  for (const PoolAxis &a : poolAxesOf(n))
+    if (a.dilation != 1)
+      return nullptr;
   return dispatchLoopFloat(t, std::unique_ptr<NodeKernel>(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     return std::unique_ptr<NodeKernel>(

@@ -9,12 +9,16 @@
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
 #include "kernels/common/OptimizerAttrs.h"
+#include "kernels/common/PoolAttrs.h"
+#include "kernels/common/ResampleAttrs.h"
+#include "kernels/common/Storage.h"
 #include "kernels/cuda/CudaContext.h"
 
 #include "kernels/Pointwise.h"
 #include "kernels/common/OptimizerMath.h"
 #include "kernels/common/Random.h"
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -142,25 +146,22 @@ bool reduceShape(const Node &n, kc::ReduceShape &s) {
 
 bool poolShape(const Node &n, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y,
                kc::PoolShape &s) {
-  const std::vector<int64_t> &kernel = attrs::MaxPool2d(n).kernel();
-  std::vector<int64_t> stride = attrs::MaxPool2d(n).stride();
-  const std::vector<int64_t> &padding = attrs::MaxPool2d(n).padding();
-  if (stride.empty())
-    stride = kernel;
-  if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2 || x.size() != 4)
+  if (x.size() != 4 || y.size() != 4)
+    return false;
+  std::array<kernels::PoolAxis, 2> axes = kernels::poolAxesOf(n);
+  // The kernels walk windows of adjacent taps: dilated max pooling runs on
+  // the host (the reference kernel), never on a wrong window.
+  if (axes[0].dilation != 1 || axes[1].dilation != 1)
     return false;
   s.planes = x[0] * x[1];
   s.inH = x[2];
   s.inW = x[3];
   s.outH = y[2];
   s.outW = y[3];
-  for (int d = 0; d < 2; ++d) {
-    s.kernel[d] = kernel[d];
-    s.stride[d] = stride[d];
-    s.padding[d] = padding[d];
-  }
-  if (const Attribute *a = n.findAttr("count_include_pad"))
-    s.countIncludePad = a->getBool();
+  s.axis[0] = axes[0];
+  s.axis[1] = axes[1];
+  if (n.kind() == OpKind::AvgPool2d || n.kind() == OpKind::AvgPool2dGrad)
+    s.countIncludePad = attrs::AvgPool2d(n).count_include_pad();
   return true;
 }
 
@@ -450,6 +451,42 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     });
   }
 
+  // Padding and resizing (Resample.cu).
+  case OpKind::Pad: {
+    llvm::ArrayRef<int64_t> in = inType(0).dims(), out = outType(0).dims();
+    if (in.size() > static_cast<size_t>(kc::kMaxRank))
+      return nullptr;
+    attrs::Pad a(n);
+    kc::PadShape s;
+    s.rank = static_cast<int>(in.size());
+    for (size_t d = 0; d < in.size(); ++d) {
+      s.inDims[d] = in[d];
+      s.outDims[d] = out[d];
+      s.begin[d] = a.pads()[d];
+    }
+    s.kind = kernels::padKindOf(a.mode());
+    kernels::storeFromDouble(outType(0).dtype(), &s.constantBits, 0, a.value());
+    unsigned size = dtypeSize(outType(0).dtype());
+    return make(ctx, n, [s, size](const KernelArgs &a, const kc::Launch &l) {
+      return kc::pad(l, size, a.in(0).data, a.out().data, a.out().numElements(), s);
+    });
+  }
+  case OpKind::Resize: {
+    DType t = inType(0).dtype();
+    llvm::ArrayRef<int64_t> in = inType(0).dims();
+    if (!floating(t) || in.size() != 4)
+      return nullptr;
+    kc::ResizeShape s;
+    s.planes = in[0] * in[1];
+    std::array<kernels::ResizeAxis, 2> axes = kernels::resizeAxesOf(n, in);
+    s.axis[0] = axes[0];
+    s.axis[1] = axes[1];
+    s.linear = attrs::Resize(n).mode() == ResizeMode::Linear;
+    return make(ctx, n, [t, s](const KernelArgs &a, const kc::Launch &l) {
+      return kc::resize(l, t, a.in(0).data, a.out().data, s);
+    });
+  }
+
   // Shape and data movement.
   case OpKind::Flatten:
   case OpKind::Reshape:
@@ -648,6 +685,10 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
   case OpKind::ArgMax:
   case OpKind::AllReduce: // Backend::deviceCollective: NcclKernels.cpp
   case OpKind::Custom:
+    return nullptr;
+  // Padding and resizing: their backward ops (scatters) on the host.
+  case OpKind::PadGrad:
+  case OpKind::ResizeGrad:
     return nullptr;
   }
   return nullptr;

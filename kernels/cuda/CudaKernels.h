@@ -18,6 +18,8 @@
 
 #include "ir/DType.h"
 #include "kernels/common/OptimizerMath.h"
+#include "kernels/common/PoolMath.h"
+#include "kernels/common/ResampleMath.h"
 
 #include <cuda_runtime_api.h>
 
@@ -136,9 +138,11 @@ cudaError_t reduceSum(const Launch &l, DType t, const void *x, void *y, const Re
 
 // --- Pooling (NCHW) -------------------------------------------------------------
 
+/// Windows of adjacent taps (dilation 1): the table sends dilated max
+/// pooling to the host.
 struct PoolShape {
   int64_t planes = 0, inH = 0, inW = 0, outH = 0, outW = 0;
-  int64_t kernel[2] = {}, stride[2] = {}, padding[2] = {};
+  PoolAxis axis[2] = {}; ///< H, W
   bool countIncludePad = true;
 };
 cudaError_t maxPool2d(const Launch &l, DType t, const void *x, void *y, const PoolShape &s);
@@ -150,6 +154,27 @@ cudaError_t globalAvgPool(const Launch &l, DType t, const void *x, void *y, int6
                           int64_t planeSize);
 cudaError_t globalAvgPoolGrad(const Launch &l, DType t, const void *dy, void *dx, int64_t planes,
                               int64_t planeSize);
+
+// --- Padding and resizing (Resample.cu) ---------------------------------------------
+
+/// pad: the dims, the pads before each dim, and the constant as the bytes
+/// of one element of the tensor's dtype.
+struct PadShape {
+  int rank = 0;
+  int64_t inDims[kMaxRank] = {}, outDims[kMaxRank] = {}, begin[kMaxRank] = {};
+  PadKind kind = PadKind::Constant;
+  uint64_t constantBits = 0;
+};
+cudaError_t pad(const Launch &l, unsigned elementSize, const void *x, void *y, int64_t n,
+                const PadShape &s);
+
+/// resize of [N, C, H, W]: planes = N * C, the H and W axes.
+struct ResizeShape {
+  int64_t planes = 0;
+  ResizeAxis axis[2] = {};
+  bool linear = false;
+};
+cudaError_t resize(const Launch &l, DType t, const void *x, void *y, const ResizeShape &s);
 
 // --- Batch normalization (NCHW; BatchNorm.cu) -------------------------------------
 /// The shapes and attributes of batchnorm2d / batchnorm2d_grad.

@@ -161,8 +161,7 @@ struct Windows {
 };
 
 __device__ inline Windows windowsOf(const PoolShape &s, int64_t oh, int64_t ow) {
-  return {poolWindow(oh, s.inH, s.kernel[0], s.stride[0], s.padding[0]),
-          poolWindow(ow, s.inW, s.kernel[1], s.stride[1], s.padding[1])};
+  return {poolWindow(oh, s.inH, s.axis[0]), poolWindow(ow, s.inW, s.axis[1])};
 }
 
 /// The input element (within its plane) that max pooling window (oh, ow) picks.
@@ -211,12 +210,12 @@ template <DType D> __global__ void avgPoolKernel(const void *x, void *y, PoolSha
 }
 
 /// The outputs along one dim whose windows cover input coordinate `in`.
-__device__ inline void coveringOutputs(int64_t in, int64_t kernel, int64_t stride, int64_t padding,
-                                       int64_t outSize, int64_t &first, int64_t &last) {
-  // out * stride - padding <= in < out * stride - padding + kernel
-  int64_t hi = (in + padding) / stride;
-  int64_t lowNumerator = in + padding - kernel + 1;
-  int64_t lo = lowNumerator <= 0 ? 0 : (lowNumerator + stride - 1) / stride;
+__device__ inline void coveringOutputs(int64_t in, const PoolAxis &a, int64_t outSize,
+                                       int64_t &first, int64_t &last) {
+  // out * stride - padBegin <= in < out * stride - padBegin + kernel
+  int64_t hi = (in + a.padBegin) / a.stride;
+  int64_t lowNumerator = in + a.padBegin - a.kernel + 1;
+  int64_t lo = lowNumerator <= 0 ? 0 : (lowNumerator + a.stride - 1) / a.stride;
   first = lo;
   last = hi < outSize - 1 ? hi : outSize - 1;
 }
@@ -230,8 +229,8 @@ __global__ void maxPoolGradKernel(const void *dy, const void *x, void *dx, PoolS
     int64_t iw = i % s.inW, ih = i / s.inW % s.inH, p = i / (s.inW * s.inH);
     int64_t plane = p * s.inH * s.inW, here = ih * s.inW + iw;
     int64_t oh0, oh1, ow0, ow1;
-    coveringOutputs(ih, s.kernel[0], s.stride[0], s.padding[0], s.outH, oh0, oh1);
-    coveringOutputs(iw, s.kernel[1], s.stride[1], s.padding[1], s.outW, ow0, ow1);
+    coveringOutputs(ih, s.axis[0], s.outH, oh0, oh1);
+    coveringOutputs(iw, s.axis[1], s.outW, ow0, ow1);
     T acc = 0;
     for (int64_t oh = oh0; oh <= oh1; ++oh)
       for (int64_t ow = ow0; ow <= ow1; ++ow)
@@ -246,8 +245,8 @@ template <DType D> __global__ void avgPoolGradKernel(const void *dy, void *dx, P
   AMPC_GRID_STRIDE(i, s.planes * s.inH * s.inW) {
     int64_t iw = i % s.inW, ih = i / s.inW % s.inH, p = i / (s.inW * s.inH);
     int64_t oh0, oh1, ow0, ow1;
-    coveringOutputs(ih, s.kernel[0], s.stride[0], s.padding[0], s.outH, oh0, oh1);
-    coveringOutputs(iw, s.kernel[1], s.stride[1], s.padding[1], s.outW, ow0, ow1);
+    coveringOutputs(ih, s.axis[0], s.outH, oh0, oh1);
+    coveringOutputs(iw, s.axis[1], s.outW, ow0, ow1);
     T acc = 0;
     for (int64_t oh = oh0; oh <= oh1; ++oh)
       for (int64_t ow = ow0; ow <= ow1; ++ow) {

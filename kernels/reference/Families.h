@@ -16,6 +16,11 @@ void scaledDotProductAttention(const KernelArgs &a);
 void maxPool2d(const KernelArgs &a);
 void avgPool2d(const KernelArgs &a);
 void globalAvgPool(const KernelArgs &a);
+// Spatial.cpp (with the backward ops)
+void pad(const KernelArgs &a);
+void resize(const KernelArgs &a);
+void padGrad(const KernelArgs &a);
+void resizeGrad(const KernelArgs &a);
 // Normalization.cpp
 void batchNorm2d(const KernelArgs &a);
 void layerNorm(const KernelArgs &a);

@@ -1,34 +1,24 @@
 //===- Pooling.cpp - Reference maxpool2d, avgpool2d, global_avgpool -------===//
 //
-// NCHW, PyTorch's floor mode. Window sums accumulate in ComputeT<D> (f32 for
-// half inputs) and are rounded once when stored.
+// NCHW, PyTorch's window rules (kernels/common/PoolMath.h): floor or ceil
+// mode (the result's shape), padding per side, max pooling's dilation.
+// Window sums accumulate in ComputeT<D> (f32 for half inputs) and are
+// rounded once when stored.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
-#include "kernels/common/PoolMath.h"
+#include "kernels/common/PoolAttrs.h"
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
+#include <array>
+#include <limits>
 #include <vector>
 
 namespace ampc::kernels::ref {
 namespace {
-
-/// Kernel, stride and padding of a pooling node; an empty stride means the
-/// kernel size, as in PyTorch.
-struct PoolParams {
-  std::vector<int64_t> kernel, stride, padding;
-
-  explicit PoolParams(const KernelArgs &args)
-      : kernel(attrs::MaxPool2d(*args.node).kernel()),
-        stride(attrs::MaxPool2d(*args.node).stride()),
-        padding(attrs::MaxPool2d(*args.node).padding()) {
-    if (stride.empty())
-      stride = kernel;
-  }
-};
 
 /// Calls reduceWindow(plane, rows, cols, outIndex) for every output element,
 /// where plane is the element offset of the (n, c) input plane, for pooling
@@ -36,30 +26,33 @@ struct PoolParams {
 template <class F>
 void forEachWindow(const KernelArgs &args, llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y,
                    F &&reduceWindow) {
-  PoolParams p(args);
+  std::array<PoolAxis, 2> axes = poolAxesOf(*args.node);
   int64_t planes = x[0] * x[1], inH = x[2], inW = x[3];
   int64_t outH = y[2], outW = y[3];
   for (int64_t plane = 0; plane < planes; ++plane)
     for (int64_t oh = 0; oh < outH; ++oh) {
-      PoolWindow rows = poolWindow(oh, inH, p.kernel[0], p.stride[0], p.padding[0]);
+      PoolWindow rows = poolWindow(oh, inH, axes[0]);
       for (int64_t ow = 0; ow < outW; ++ow) {
-        PoolWindow cols = poolWindow(ow, inW, p.kernel[1], p.stride[1], p.padding[1]);
+        PoolWindow cols = poolWindow(ow, inW, axes[1]);
         reduceWindow(plane * inH * inW, rows, cols, (plane * outH + oh) * outW + ow);
       }
     }
 }
 
 template <DType D> void maxPool2dImpl(const KernelArgs &args) {
+  using T = ComputeT<D>;
   const TensorArg &x = args.in(0), &y = args.out();
   int64_t inW = x.dims()[3];
-  // Padding at most half the kernel (checked by the op row) means every
-  // window holds at least one real element to start the maximum from.
   forEachWindow(
       args, x.dims(), y.dims(),
       [&](int64_t plane, const PoolWindow &rows, const PoolWindow &cols, int64_t outIndex) {
-        ComputeT<D> best = load<D>(x.data, plane + rows.begin * inW + cols.begin);
-        for (int64_t h = rows.begin; h < rows.end; ++h)
-          for (int64_t w = cols.begin; w < cols.end; ++w)
+        // A dilated window may fall wholly into the padding (PyTorch: -inf);
+        // without dilation the op row ensures every window has an element.
+        T best = -std::numeric_limits<T>::infinity();
+        if (rows.begin < rows.end && cols.begin < cols.end)
+          best = load<D>(x.data, plane + rows.begin * inW + cols.begin);
+        for (int64_t h = rows.begin; h < rows.end; h += rows.step)
+          for (int64_t w = cols.begin; w < cols.end; w += cols.step)
             best = maxPoolCombine(best, load<D>(x.data, plane + h * inW + w));
         store<D>(y.data, outIndex, best);
       });
@@ -106,10 +99,12 @@ template <DType D> void maxPool2dGradImpl(const KernelArgs &args) {
   forEachWindow(
       args, x.dims(), dy.dims(),
       [&](int64_t plane, const PoolWindow &rows, const PoolWindow &cols, int64_t outIndex) {
+        if (rows.begin == rows.end || cols.begin == cols.end)
+          return; // all padding: the maximum is -inf, no input's
         int64_t best = plane + rows.begin * inW + cols.begin;
         T bestValue = load<D>(x.data, best);
-        for (int64_t h = rows.begin; h < rows.end; ++h)
-          for (int64_t w = cols.begin; w < cols.end; ++w) {
+        for (int64_t h = rows.begin; h < rows.end; h += rows.step)
+          for (int64_t w = cols.begin; w < cols.end; w += cols.step) {
             int64_t index = plane + h * inW + w;
             T value = load<D>(x.data, index);
             if (maxPoolTakes(bestValue, value)) {

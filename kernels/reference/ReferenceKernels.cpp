@@ -47,6 +47,15 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::avgPool2d;
   case OpKind::GlobalAvgPool:
     return ref::globalAvgPool;
+  // Padding and resizing, and their backward ops.
+  case OpKind::Pad:
+    return ref::pad;
+  case OpKind::Resize:
+    return ref::resize;
+  case OpKind::PadGrad:
+    return ref::padGrad;
+  case OpKind::ResizeGrad:
+    return ref::resizeGrad;
   case OpKind::Flatten:
     return ref::flatten;
   case OpKind::Reshape:

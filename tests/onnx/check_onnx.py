@@ -5,12 +5,13 @@ Every supported ONNX op is built into a small model with onnx.helper and
 run by ampc (tests/onnx/onnx_forward_driver.cpp: import, forward pipeline at
 O0, the cpu backend) on random inputs; PyTorch computes the same op on the
 same inputs. fp32 results must agree within 1e-5 (relative to the
-reference's magnitude, at least 1). Then torchvision ResNet-18 and
-MobileNetV2 (random weights, weights=None) and a BERT-style encoder layer are
-exported by torch.onnx.export and their forward outputs compared within
-1e-4; O1 and O2 forwards must stay within 3e-2 of them. So is a small CNN of
-the activations torch exports as HardSwish, HardSigmoid, PRelu, LeakyRelu,
-Elu, Softplus, Abs, Neg, Max and Min.
+reference's magnitude, at least 1). Then torchvision ResNet-18, MobileNetV2,
+SqueezeNet 1.1 and GoogLeNet (random weights, weights=None), a small
+segmentation net (padding, pooling and resizing of every kind torch exports),
+a small CNN of the activations torch exports as HardSwish, HardSigmoid,
+PRelu, LeakyRelu, Elu, Softplus, Abs, Neg, Max and Min, and a BERT-style
+encoder layer are exported by torch.onnx.export and their forward outputs
+compared within 1e-4; O1 and O2 forwards must stay within 3e-2 of them.
 
 Run by CTest as `onnx-pytorch`. Exits 77 (CTest's skip) when torch, onnx or
 torchvision cannot be imported, except under CI=true, where
@@ -92,6 +93,22 @@ def const(name, value, dtype=np.int64):
 
 def node(op, ins, outs, **attrs):
     return helper.make_node(op, ins, outs, **attrs)
+
+
+def asymmetric_linear(x, scale):
+    """Upsample-9's linear mode: output o reads input o / scale, clamped,
+    between its two neighbours (per spatial dim of [N, C, H, W])."""
+    for dim in (2, 3):
+        n = x.shape[dim]
+        pos = torch.clamp(torch.arange(int(n * scale), dtype=torch.float64) / scale, max=n - 1)
+        i0 = pos.floor().long()
+        i1 = torch.clamp(i0 + 1, max=n - 1)
+        w = (pos - i0).to(x.dtype)
+        shape = [1] * 4
+        shape[dim] = -1
+        w = w.reshape(shape)
+        x = x.index_select(dim, i0) * (1 - w) + x.index_select(dim, i1) * w
+    return x
 
 
 def op_cases():
@@ -185,6 +202,106 @@ def op_cases():
              lambda e: [F.avg_pool2d(e["x"], 3, 1, 1, count_include_pad=True)]),
         Case("global_avgpool", [node("GlobalAveragePool", ["x"], ["y"])], {"x": x4},
              [("y", (2, 3, 1, 1))], lambda e: [F.adaptive_avg_pool2d(e["x"], 1)]),
+        # Windows beyond 2-D floor mode with symmetric pads.
+        Case("maxpool_ceil", [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)],
+             {"x": x4}, [("y", (2, 3, 4, 4))], lambda e: [F.max_pool2d(e["x"], 3, 2, ceil_mode=True)]),
+        Case("avgpool_ceil_include_pad",
+             [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                   ceil_mode=1, count_include_pad=1)],
+             {"x": x4}, [("y", (2, 3, 5, 5))],
+             lambda e: [F.avg_pool2d(e["x"], 3, 2, 1, ceil_mode=True, count_include_pad=True)]),
+        Case("avgpool_ceil_exclude_pad",
+             [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                   ceil_mode=1)],
+             {"x": x4}, [("y", (2, 3, 5, 5))],
+             lambda e: [F.avg_pool2d(e["x"], 3, 2, 1, ceil_mode=True, count_include_pad=False)]),
+        Case("avgpool_asymmetric_pads",
+             [node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 0, 0, 1],
+                   count_include_pad=1)],
+             {"x": x4}, [("y", (2, 3, 4, 4))], lambda e: [F.avg_pool2d(F.pad(e["x"], (0, 1, 1, 0)), 2)]),
+        Case("maxpool_asymmetric_pads",
+             [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 1], pads=[0, 1, 2, 0])],
+             {"x": x4}, [("y", (2, 3, 4, 8))],
+             lambda e: [F.max_pool2d(F.pad(e["x"], (1, 0, 0, 2), value=-float("inf")), (3, 2), (2, 1))]),
+        Case("maxpool_dilation",
+             [node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], dilations=[2, 2])],
+             {"x": x4}, [("y", (2, 3, 6, 6))], lambda e: [F.max_pool2d(e["x"], 3, 1, 1, dilation=2)]),
+        Case("conv_asymmetric_pads", [node("Conv", ["x", "w"], ["y"], pads=[0, 1, 2, 1])],
+             {"x": x4}, [("y", (2, 4, 8, 8))],
+             lambda e: [F.conv2d(F.pad(e["x"], (1, 1, 0, 2)), e["w"])], {"w": w}),
+        Case("conv_same_upper", [node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2])],
+             {"x": x4}, [("y", (2, 4, 4, 4))],
+             lambda e: [F.conv2d(F.pad(e["x"], (0, 1, 0, 1)), e["w"], stride=2)], {"w": w}),
+        Case("conv_1d", [node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1], strides=[2], dilations=[1])],
+             {"x": rand(2, 3, 16)}, [("y", (2, 4, 8))],
+             lambda e: [F.conv1d(e["x"], e["w"], e["b"], stride=2, padding=1)],
+             {"w": rand(4, 3, 3), "b": rand(4)}),
+        Case("maxpool_1d", [node("MaxPool", ["x"], ["y"], kernel_shape=[3], strides=[2], ceil_mode=1)],
+             {"x": rand(2, 3, 16)}, [("y", (2, 3, 8))], lambda e: [F.max_pool1d(e["x"], 3, 2, ceil_mode=True)]),
+        # torch 1.13's nn.AvgPool1d(3, 2, 1): Pad then AveragePool, folded
+        # into one padded pooling (and the 2-D form of Inception-v3's).
+        Case("avgpool_1d_pad_folded",
+             [const("p", [0, 0, 1, 0, 0, 1]), node("Pad", ["x", "p"], ["t"]),
+              node("AveragePool", ["t"], ["y"], kernel_shape=[3], strides=[2])],
+             {"x": rand(2, 3, 16)}, [("y", (2, 3, 8))], lambda e: [F.avg_pool1d(e["x"], 3, 2, 1)]),
+        Case("avgpool_pad_folded",
+             [const("p", [0, 0, 1, 1, 0, 0, 1, 1]), node("Pad", ["x", "p"], ["t"]),
+              node("AveragePool", ["t"], ["y"], kernel_shape=[3, 3], strides=[1, 1])],
+             {"x": x4}, [("y", x4.shape)], lambda e: [F.avg_pool2d(e["x"], 3, 1, 1)]),
+        Case("global_avgpool_1d", [node("GlobalAveragePool", ["x"], ["y"])], {"x": rand(2, 3, 16)},
+             [("y", (2, 3, 1))], lambda e: [F.adaptive_avg_pool1d(e["x"], 1)]),
+        Case("batchnorm_1d", [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+             {"x": rand(2, 3, 16)}, [("y", (2, 3, 16))],
+             lambda e: [F.batch_norm(e["x"], e["m"], e["v"], e["s"], e["b"], False, 0.0, 1e-5)],
+             {"s": rand(3), "b": rand(3), "m": rand(3), "v": np.abs(rand(3)) + 0.5}),
+        # Pad (opset 13: pads and the constant as inputs).
+        Case("pad_constant",
+             [const("p", [0, 0, 1, 2, 0, 0, 3, 0]), const("c", 1.5, np.float32),
+              node("Pad", ["x", "p", "c"], ["y"])],
+             {"x": x4}, [("y", (2, 3, 12, 10))], lambda e: [F.pad(e["x"], (2, 0, 1, 3), value=1.5)]),
+        Case("pad_reflect", [const("p", [0, 0, 2, 1, 0, 0, 1, 3]), node("Pad", ["x", "p"], ["y"], mode="reflect")],
+             {"x": x4}, [("y", (2, 3, 11, 12))], lambda e: [F.pad(e["x"], (1, 3, 2, 1), mode="reflect")]),
+        Case("pad_edge", [const("p", [0, 0, 2, 1, 0, 0, 1, 3]), node("Pad", ["x", "p"], ["y"], mode="edge")],
+             {"x": x4}, [("y", (2, 3, 11, 12))], lambda e: [F.pad(e["x"], (1, 3, 2, 1), mode="replicate")]),
+        Case("pad_crop", [const("p", [0, 0, -1, 0, 0, 0, 0, -2]), node("Pad", ["x", "p"], ["y"])],
+             {"x": x4}, [("y", (2, 3, 7, 6))], lambda e: [e["x"][:, :, 1:, :-2]]),
+        # Resize (opset 13: roi, scales, sizes inputs).
+        Case("resize_nearest",
+             [const("s", [1, 1, 2, 2], np.float32),
+              node("Resize", ["x", "", "s"], ["y"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                   nearest_mode="floor")],
+             {"x": x4}, [("y", (2, 3, 16, 16))], lambda e: [F.interpolate(e["x"], scale_factor=2, mode="nearest")]),
+        Case("resize_bilinear",
+             [const("sz", [2, 3, 11, 13]),
+              node("Resize", ["x", "", "", "sz"], ["y"], mode="linear",
+                   coordinate_transformation_mode="pytorch_half_pixel")],
+             {"x": x4}, [("y", (2, 3, 11, 13))],
+             lambda e: [F.interpolate(e["x"], size=(11, 13), mode="bilinear", align_corners=False)]),
+        Case("resize_bilinear_scales",
+             [const("s", [1, 1, 1.5, 1.5], np.float32),
+              node("Resize", ["x", "", "s"], ["y"], mode="linear", coordinate_transformation_mode="pytorch_half_pixel")],
+             {"x": x4}, [("y", (2, 3, 12, 12))],
+             lambda e: [F.interpolate(e["x"], scale_factor=1.5, mode="bilinear", align_corners=False)]),
+        Case("resize_bilinear_align_corners",
+             [const("s", [1, 1, 1.5, 1.5], np.float32),
+              node("Resize", ["x", "", "s"], ["y"], mode="linear", coordinate_transformation_mode="align_corners")],
+             {"x": x4}, [("y", (2, 3, 12, 12))],
+             lambda e: [F.interpolate(e["x"], scale_factor=1.5, mode="bilinear", align_corners=True)]),
+        # Upsample (opset 9), converted to Resize by ONNX's version
+        # converter; its asymmetric coordinates and floor must survive.
+        Case("upsample_nearest_opset9",
+             [const("s", [1, 1, 2, 3], np.float32), node("Upsample", ["x", "s"], ["y"], mode="nearest")],
+             {"x": x4}, [("y", (2, 3, 16, 24))],
+             lambda e: [e["x"].repeat_interleave(2, 2).repeat_interleave(3, 3)], opset=9),
+        Case("upsample_linear_opset9",
+             [const("s", [1, 1, 2, 2], np.float32), node("Upsample", ["x", "s"], ["y"], mode="linear")],
+             {"x": x4}, [("y", (2, 3, 16, 16))], lambda e: [asymmetric_linear(e["x"], 2)], opset=9),
+        Case("resize_nearest_1d",
+             [const("s", [1, 1, 3], np.float32),
+              node("Resize", ["x", "", "s"], ["y"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                   nearest_mode="floor")],
+             {"x": rand(2, 3, 5)}, [("y", (2, 3, 15))],
+             lambda e: [F.interpolate(e["x"], scale_factor=3, mode="nearest")]),
         Case("flatten", [node("Flatten", ["x"], ["y"], axis=2)], {"x": x4}, [("y", (6, 64))],
              lambda e: [e["x"].reshape(6, 64)]),
         Case("gemm_linear", [node("Gemm", ["x", "w", "b"], ["y"], transB=1)], {"x": rand(4, 6)},
@@ -441,11 +558,39 @@ class ActivationNet(torch.nn.Module):
         return self.p2(self.fc(x.flatten(1)))
 
 
+class SegmentationNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.pool = torch.nn.MaxPool2d(2, ceil_mode=True)
+        self.mid = torch.nn.Conv2d(8, 8, 3, padding=1, padding_mode="reflect")
+        self.up = torch.nn.Upsample(scale_factor=2, mode="nearest")
+        self.dec = torch.nn.Conv2d(16, 4, 3, padding=1)
+        self.smooth = torch.nn.AvgPool2d(3, 1, 1)
+        self.rows = torch.nn.Conv1d(4, 6, 3, padding=1)
+        self.norm = torch.nn.BatchNorm1d(6)
+        self.rows_pool = torch.nn.MaxPool1d(3, 2, ceil_mode=True)
+
+    def forward(self, x):
+        e = F.relu(self.enc(x))
+        m = F.relu(self.mid(self.pool(e)))
+        d = self.dec(torch.cat([self.up(m), e], 1))
+        small = F.avg_pool2d(d, 2)
+        mask = F.interpolate(small, size=x.shape[-2:], mode="bilinear", align_corners=False) + self.smooth(d)
+        rows = self.rows_pool(F.relu(self.norm(self.rows(d.mean(3)))))
+        return mask, rows
+
+
 def export_models(work):
     """(name, path, inputs, expected outputs) of the torch exports."""
     models = []
     x = torch.randn(2, 3, 64, 64)
-    for name, ctor in [("resnet18", torchvision.models.resnet18), ("mobilenet_v2", torchvision.models.mobilenet_v2)]:
+    # SqueezeNet 1.1 and GoogLeNet pool with ceil_mode=True (GoogLeNet's
+    # Inception blocks with padding too).
+    for name, ctor in [("resnet18", torchvision.models.resnet18), ("mobilenet_v2", torchvision.models.mobilenet_v2),
+                       ("squeezenet1_1", torchvision.models.squeezenet1_1),
+                       ("googlenet", lambda weights: torchvision.models.googlenet(
+                           weights=weights, aux_logits=False, init_weights=True))]:
         m = ctor(weights=None)
         # Non-trivial running statistics, so eval-mode batchnorm is really tested.
         m.train()
@@ -462,6 +607,16 @@ def export_models(work):
     torch.onnx.export(net, xa, path, opset_version=17, input_names=["input"], output_names=["logits"])
     with torch.no_grad():
         models.append(("activation_cnn", path, {"input": xa.numpy()}, [net(xa).numpy()]))
+    # A small segmentation net: a reflect-padded convolution, ceil-mode
+    # pooling, nearest upsampling (U-Net's decoder), bilinear resizing back
+    # to the input (FCN's head), nn.AvgPool2d(3, 1, 1) (Pad + AveragePool),
+    # and a Conv1d/BatchNorm1d/MaxPool1d branch over the rows.
+    seg = SegmentationNet().eval()
+    seg_x = torch.randn(2, 3, 32, 32)
+    path = os.path.join(work, "segmentation.onnx")
+    torch.onnx.export(seg, seg_x, path, opset_version=17, input_names=["input"], output_names=["mask", "rows"])
+    with torch.no_grad():
+        models.append(("segmentation", path, {"input": seg_x.numpy()}, [t.numpy() for t in seg(seg_x)]))
     layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True, activation="gelu")
     layer.eval()
     seq = torch.randn(2, 8, 64)

@@ -2,8 +2,9 @@
 """Round trips through `ampc export --format onnx`.
 
 A model file wraps a torch.onnx.export'ed model (torchvision ResNet-18 with
-its BatchNorms, and a BERT-style encoder layer); `ampc export` writes its
-rewritten inference graph at O0, O1, O2 and O3. Each file must pass ONNX's
+its BatchNorms, a BERT-style encoder layer, and a tiny U-Net that pads,
+pools and resizes); `ampc export` writes its rewritten inference graph at
+O0, O1, O2 and O3. Each file must pass ONNX's
 full checker (types included), and ampc's importer must read it back
 (tests/onnx/onnx_forward_driver.cpp, no further rewriting: --opt-level O0) to
 the outputs ampc computes for the original at that level (within 1e-5 at O0,
@@ -130,6 +131,28 @@ train: {steps: 3, data: {synthetic: {seed: 0, size: 4}}}
 """
 
 
+class TinyUNet(torch.nn.Module):
+    """Padding, pooling and resizing of the kinds torch exports: a
+    reflect-padded convolution, ceil-mode max pooling, nearest upsampling,
+    nn.AvgPool2d(3, 1, 1) (Pad + AveragePool) and bilinear resizing."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.Conv2d(3, 6, 3, padding=1, padding_mode="reflect")
+        self.pool = torch.nn.MaxPool2d(2, ceil_mode=True)
+        self.mid = torch.nn.Conv2d(6, 6, 3, padding=1)
+        self.dec = torch.nn.Conv2d(12, 4, 3, padding=1)
+        self.smooth = torch.nn.AvgPool2d(3, 1, 1)
+
+    def forward(self, x):
+        e = torch.relu(self.enc(x))
+        m = torch.relu(self.mid(self.pool(e)))
+        d = self.dec(torch.cat([torch.nn.functional.interpolate(m, scale_factor=2, mode="nearest"), e], 1))
+        coarse = torch.nn.functional.avg_pool2d(d, 2)
+        return self.smooth(d) + torch.nn.functional.interpolate(coarse, size=(16, 16), mode="bilinear",
+                                                                align_corners=False)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ampc", required=True)
@@ -161,6 +184,9 @@ def main():
          "{mse_loss: {input: out, target: target}}", "x: {shape: [B, 6, 32]}"),
         ("reshapes", None, rng.standard_normal((6, 3, 8, 8)).astype(np.float32),
          ("label", np.zeros(6, np.int64)), None, None, None),
+        ("tiny_unet", TinyUNet(), rng.standard_normal((6, 3, 16, 16)).astype(np.float32),
+         ("target", np.zeros((6, 4, 16, 16), np.float32)), "target: {shape: [B, 4, 16, 16]}",
+         "{mse_loss: {input: out, target: target}}", "x: {shape: [B, 3, 16, 16]}"),
     ]
     for name, module, x6, other_input, extra_input, loss, x_input in cases:
         x = x6[:4]

@@ -293,6 +293,8 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
       "hardsigmoid_grad", "hardswish_grad", "leaky_relu_grad", "elu_grad", "softplus_grad",
       "abs_grad", "log_grad", "reciprocal_grad", "prelu_derivative", "prelu_grad_slope",
       "greater_share",
+      // Backward ops of padding and resizing.
+      "pad_grad", "resize_grad",
       // Optimizer ops.
       "learning_rate", "step_counter", "accumulate_grad", "global_norm", "clip_coefficient",
       "sgd_update", "sgd_momentum_update", "adam_update",

@@ -126,6 +126,11 @@ TEST(CpuLoopsMoreOpsTest, F64StaysWithTheReference) {
   expectDeclined("softmax", {uniform(of(DType::F64, {3, 5}), 1)}, dimAttr(1));
   expectDeclined("maxpool2d", {uniform(of(DType::F64, {1, 1, 4, 4}), 1)},
                  poolAttrs({2, 2}, {}, {0, 0}));
+  // The loops read windows of adjacent taps: a dilated window is left to
+  // the reference.
+  AttrMap dilated = poolAttrs({2, 2}, {}, {0, 0});
+  dilated["dilation"] = Attribute(Dims{2, 1});
+  expectDeclined("maxpool2d", {uniform(of(DType::F32, {1, 1, 4, 4}), 1)}, dilated);
   expectDeclined("cross_entropy",
                  {uniform(of(DType::F64, {3, 5}), 1), values(of(DType::I64, {3}), {0, 1, 2})}, {});
 }
@@ -215,26 +220,38 @@ struct PoolCase {
   AttrMap attrs;
 };
 
+AttrMap withCeilMode(AttrMap attrs) {
+  attrs["ceil_mode"] = Attribute(true);
+  return attrs;
+}
+
 std::vector<PoolCase> poolCases() {
   return {
-      {{2, 3, 9, 11}, poolAttrs({3, 3}, {2, 2}, {1, 1})},  // overlapping, padded
-      {{2, 3, 8, 10}, poolAttrs({2, 2}, {}, {0, 0})},      // the default stride
-      {{1, 2, 7, 9}, poolAttrs({3, 2}, {1, 2}, {1, 0})},   // rectangular
-      {{3, 2, 5, 5}, poolAttrs({5, 5}, {1, 1}, {2, 2})},   // every window padded
-      {{8, 16, 33, 31}, poolAttrs({3, 3}, {2, 2}, {1, 1})} // split over the threads
+      {{2, 3, 9, 11}, poolAttrs({3, 3}, {2, 2}, {1, 1})},   // overlapping, padded
+      {{2, 3, 8, 10}, poolAttrs({2, 2}, {}, {0, 0})},       // the default stride
+      {{1, 2, 7, 9}, poolAttrs({3, 2}, {1, 2}, {1, 0})},    // rectangular
+      {{3, 2, 5, 5}, poolAttrs({5, 5}, {1, 1}, {2, 2})},    // every window padded
+      {{8, 16, 33, 31}, poolAttrs({3, 3}, {2, 2}, {1, 1})}, // split over the threads
+      // Ceil mode (GoogLeNet's k3 s2), clipped last windows; padding per
+      // side ([top, left, bottom, right]), with ceil mode too.
+      {{2, 3, 10, 12}, withCeilMode(poolAttrs({3, 3}, {2, 2}, {0, 0}))},
+      {{1, 2, 9, 8}, withCeilMode(poolAttrs({3, 3}, {2, 2}, {1, 1}))},
+      {{2, 2, 8, 9}, poolAttrs({3, 2}, {2, 2}, {0, 1, 2, 0})},
+      {{1, 3, 7, 11}, withCeilMode(poolAttrs({2, 3}, {2, 2}, {1, 0, 0, 2}))},
   };
 }
 
-/// The pooling result's dims for `c` (floor mode).
+/// The pooling result's dims for `c`, as the op row infers them.
 Dims pooledDims(const PoolCase &c) {
-  Dims kernel = c.attrs.at("kernel").getInts(), stride = c.attrs.at("stride").getInts(),
-       padding = c.attrs.at("padding").getInts();
-  if (stride.empty())
-    stride = kernel;
-  Dims out = {c.input[0], c.input[1]};
-  for (int d = 0; d < 2; ++d)
-    out.push_back((c.input[2 + d] + 2 * padding[d] - kernel[d]) / stride[d] + 1);
-  return out;
+  Graph g("pooled");
+  DiagnosticEngine diag;
+  Value *x = g.addInput("x", TensorType(DType::F32, c.input));
+  AttrMap window = c.attrs;
+  window.erase("count_include_pad"); // avgpool2d's alone
+  Node *n = buildNode(g, *OpRegistry::builtin().lookup("maxpool2d"), {x}, window, Location(), diag);
+  EXPECT_NE(n, nullptr);
+  llvm::ArrayRef<int64_t> dims = n ? n->result()->type().dims() : llvm::ArrayRef<int64_t>();
+  return Dims(dims.begin(), dims.end());
 }
 
 TEST(CpuLoopsMoreOpsTest, MaxPoolAndItsGradientAreBitExactWithTies) {

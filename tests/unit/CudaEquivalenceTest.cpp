@@ -182,6 +182,24 @@ std::vector<OpCase> opCases() {
                 {"input_shape", Attribute(Ints{2, 3, 7, 7})}},
                1});
   c.push_back({"global_avgpool", {{T, {2, 3, 5, 5}}}, {}, 1});
+  // Ceil mode and padding per side run on the device (the windows come
+  // from PoolMath.h); dilated max pooling on the host.
+  AttrMap ceilPerSide{{"kernel", Attribute(Ints{3, 2})},
+                      {"stride", Attribute(Ints{2, 2})},
+                      {"padding", Attribute(Ints{1, 0, 0, 1})},
+                      {"ceil_mode", Attribute(true)}};
+  c.push_back({"maxpool2d", {{T, {2, 3, 8, 7}}}, ceilPerSide, 1});
+  c.push_back({"maxpool2d_grad", {{T, {2, 3, 4, 4}}, {T, {2, 3, 8, 7}}}, ceilPerSide, 1});
+  AttrMap avgCeil = ceilPerSide;
+  avgCeil["count_include_pad"] = Attribute(false);
+  c.push_back({"avgpool2d", {{T, {2, 3, 8, 7}}}, avgCeil, 1});
+  avgCeil["input_shape"] = Attribute(Ints{2, 3, 8, 7});
+  c.push_back({"avgpool2d_grad", {{T, {2, 3, 4, 4}}}, avgCeil, 1});
+  c.push_back({"maxpool2d",
+               {{T, {2, 3, 9, 9}}},
+               {{"kernel", Attribute(Ints{3, 3})}, {"dilation", Attribute(Ints{2, 2})}},
+               1,
+               true});
   c.push_back({"flatten", {{T, {2, 3, 4}}}, {}, 1});
   c.push_back({"transpose",
                {{T, {2, 3, 4}}},
@@ -252,6 +270,36 @@ std::vector<OpCase> opCases() {
   c.push_back({"max", {{T, {4, 5, 6}}, {T, {5, 1}}}, {}, 1});
   c.push_back({"min", {{T, {4, 5}}, {T, {4, 5}}}, {}, 1});
   c.push_back({"greater_share", {{T, {4, 5}}, {T, {5}}}, {}, 1});
+  // Padding and resizing (kernels/cuda/Resample.cu), their backward ops on
+  // the host.
+  c.push_back({"pad",
+               {{T, {2, 3, 5, 6}}},
+               {{"pads", Attribute(Ints{0, 1, 2, 0, 0, 0, 1, 3})}, {"mode", Attribute("reflect")}},
+               1});
+  c.push_back({"pad",
+               {{T, {2, 3, 5, 6}}},
+               {{"pads", Attribute(Ints{0, 0, -1, 2, 0, 0, 3, -2})}, {"value", Attribute(0.5)}},
+               1});
+  c.push_back({"pad",
+               {{L, {4, 3}, 9}},
+               {{"pads", Attribute(Ints{1, 0, 0, 2})}, {"mode", Attribute("edge")}},
+               1});
+  AttrMap bilinear{{"size", Attribute(Ints{9, 13})},
+                   {"mode", Attribute("linear")},
+                   {"coordinate_mode", Attribute("pytorch_half_pixel")}};
+  c.push_back({"resize", {{T, {2, 3, 5, 6}}}, bilinear, 1});
+  AttrMap nearest{{"size", Attribute(Ints{10, 12})},
+                  {"scales", Attribute(std::vector<double>{2, 2})},
+                  {"coordinate_mode", Attribute("asymmetric")},
+                  {"nearest_mode", Attribute("floor")}};
+  c.push_back({"resize", {{T, {2, 3, 5, 6}}}, nearest, 1});
+  c.push_back({"pad_grad",
+               {{T, {2, 3, 8, 9}}},
+               {{"pads", Attribute(Ints{0, 0, 2, 0, 0, 0, 1, 3})}, {"mode", Attribute("reflect")}},
+               1,
+               true});
+  bilinear["input_shape"] = Attribute(Ints{2, 3, 5, 6});
+  c.push_back({"resize_grad", {{T, {2, 3, 9, 13}}}, bilinear, 1, true});
   // Ops the CUDA backend runs on the host fallback: the same answers.
   c.push_back({"embedding", {{L, {4, 3}, 9}, {T, {9, 5}}}, {}, 1, true});
   c.push_back({"concat", {{T, {2, 3}}, {T, {2, 4}}}, {{"axis", Attribute(int64_t(1))}}, 1, true});

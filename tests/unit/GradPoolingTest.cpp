@@ -4,8 +4,8 @@
 // skipping windows), padding and count_include_pad. maxpool2d's inputs are a
 // shuffled ramp of distinct values far apart compared with the step, so no
 // window has a tie or a near-tie that the perturbation could flip. Then
-// hand-computed and f32/f16/bf16 vs f64 checks of the backward kernels.
-// (maxpool2d has no dilation attribute.)
+// hand-computed and f32/f16/bf16 vs f64 checks of the backward kernels,
+// also in ceil mode, with padding per side and with max pooling's dilation.
 //
 //===----------------------------------------------------------------------===//
 #include "GradCheckUtil.h"
@@ -70,6 +70,36 @@ AttrMap poolAttrs(const PoolCase &c) {
   return {{"kernel", ints(c.kernel)}, {"stride", ints(c.stride)}, {"padding", ints(c.padding)}};
 }
 
+/// Windows beyond floor mode and symmetric padding: (input dims, attrs).
+struct WindowCase {
+  const char *name;
+  std::vector<int64_t> input;
+  AttrMap attrs;
+};
+
+std::vector<WindowCase> windowCases() {
+  return {
+      {"ceil mode, clipped last windows",
+       {1, 2, 5, 5},
+       {{"kernel", ints({2, 2})}, {"ceil_mode", Attribute(true)}}},
+      {"ceil mode, padded, last window past the end padding",
+       {1, 1, 4, 6},
+       {{"kernel", ints({3, 3})},
+        {"stride", ints({2, 2})},
+        {"padding", ints({1, 1})},
+        {"ceil_mode", Attribute(true)}}},
+      {"padding per side",
+       {2, 1, 5, 4},
+       {{"kernel", ints({3, 2})}, {"stride", ints({2, 1})}, {"padding", ints({0, 1, 2, 0})}}},
+      {"padding per side and ceil mode",
+       {1, 2, 6, 7},
+       {{"kernel", ints({2, 3})},
+        {"stride", ints({2, 2})},
+        {"padding", ints({1, 0, 0, 2})},
+        {"ceil_mode", Attribute(true)}}},
+  };
+}
+
 // --- finite differences ---------------------------------------------------------
 
 TEST(GradPooling, MaxPool2d) {
@@ -88,6 +118,38 @@ TEST(GradPooling, AvgPool2dCountIncludePadBothWays) {
       attrs["count_include_pad"] = Attribute(countIncludePad);
       EXPECT_TRUE(checkGradients("avgpool2d", {{f64(c.input)}}, attrs));
     }
+}
+
+TEST(GradPooling, CeilModeAndPaddingPerSide) {
+  uint64_t seed = 20;
+  for (const WindowCase &c : windowCases()) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(checkGradients("maxpool2d", {distinctInput(c.input, seed++)}, c.attrs));
+    for (bool countIncludePad : {true, false}) {
+      AttrMap attrs = c.attrs;
+      attrs["count_include_pad"] = Attribute(countIncludePad);
+      EXPECT_TRUE(checkGradients("avgpool2d", {{f64(c.input)}}, attrs));
+    }
+  }
+}
+
+TEST(GradPooling, DilatedMaxPool2d) {
+  EXPECT_TRUE(checkGradients(
+      "maxpool2d", {distinctInput({1, 2, 7, 6}, 30)},
+      {{"kernel", ints({3, 2})}, {"stride", ints({1, 2})}, {"dilation", ints({2, 3})}}));
+  // Padding and ceil mode too; and windows of padding alone (taps -1 and
+  // 2 of 2 rows), which pass no gradient.
+  EXPECT_TRUE(checkGradients("maxpool2d", {distinctInput({1, 1, 6, 5}, 31)},
+                             {{"kernel", ints({2, 2})},
+                              {"stride", ints({2, 1})},
+                              {"padding", ints({1, 1})},
+                              {"dilation", ints({2, 2})},
+                              {"ceil_mode", Attribute(true)}}));
+  KernelRun empty = runKernel(
+      "maxpool2d_grad", {TensorType(DType::F64, {1, 1, 1, 1}), f64({1, 1, 2, 1})}, {{3}, {5, 6}},
+      {{"kernel", ints({2, 1})}, {"dilation", ints({3, 1})}, {"padding", ints({1, 0})}});
+  ASSERT_TRUE(empty.ok) << empty.error;
+  EXPECT_TRUE(allClose(empty.outputs[0], {0, 0}, 0));
 }
 
 TEST(GradPooling, GlobalAvgPool) {
@@ -158,6 +220,33 @@ TEST(GradPooling, BackwardKernelsMatchF64) {
     for (DType t : kLowDTypes) {
       double tol = defaultTolerance(t);
       EXPECT_TRUE(matchesF64("maxpool2d_grad", {dy, x}, {dyValues, xv}, poolAttrs(c), t, tol));
+      for (bool include : {true, false}) {
+        avgAttrs["count_include_pad"] = Attribute(include);
+        EXPECT_TRUE(matchesF64("avgpool2d_grad", {dy}, {dyValues}, avgAttrs, t, tol));
+      }
+    }
+  }
+  for (const WindowCase &c : windowCases()) {
+    SCOPED_TRACE(c.name);
+    TensorType x = f64(c.input);
+    std::vector<double> xv = randomValues(x.numElements(), 5, -2, 2);
+    KernelRun forward = runKernel("maxpool2d", {x}, {xv}, c.attrs);
+    ASSERT_TRUE(forward.ok) << forward.error;
+    TensorType dy = forward.outputTypes[0];
+    std::vector<double> dyValues = randomValues(dy.numElements(), 6, -2, 2);
+    AttrMap dilated = c.attrs;
+    dilated["dilation"] = ints({1, 2});
+    KernelRun dilatedForward = runKernel("maxpool2d", {x}, {xv}, dilated);
+    ASSERT_TRUE(dilatedForward.ok) << dilatedForward.error;
+    TensorType dilatedDy = dilatedForward.outputTypes[0];
+    AttrMap avgAttrs = c.attrs;
+    avgAttrs["input_shape"] = ints(c.input);
+    for (DType t : kLowDTypes) {
+      double tol = defaultTolerance(t);
+      EXPECT_TRUE(matchesF64("maxpool2d_grad", {dy, x}, {dyValues, xv}, c.attrs, t, tol));
+      EXPECT_TRUE(matchesF64("maxpool2d_grad", {dilatedDy, x},
+                             {randomValues(dilatedDy.numElements(), 7, -2, 2), xv}, dilated, t,
+                             tol));
       for (bool include : {true, false}) {
         avgAttrs["count_include_pad"] = Attribute(include);
         EXPECT_TRUE(matchesF64("avgpool2d_grad", {dy}, {dyValues}, avgAttrs, t, tol));

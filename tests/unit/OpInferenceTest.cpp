@@ -139,6 +139,8 @@ std::vector<ValidCase> validCases() {
        {{"kernel", Ints{3, 3}}, {"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}},
        "f32[1,4,5,5]"},
       {"global_avgpool", {"f16[2,512,7,7]"}, {}, "f16[2,512,1,1]"},
+      {"pad", {"f32[1,3,4,5]"}, {{"pads", Ints{0, 0, 1, 2, 0, 0, 3, 0}}}, "f32[1,3,8,7]"},
+      {"resize", {"f16[2,3,4,5]"}, {{"size", Ints{8, 10}}}, "f16[2,3,8,10]"},
       {"flatten", {"f32[8,16,4,4]"}, {}, "f32[8,256]"},
       {"reshape", {"f32[2,3,4]"}, {{"shape", Ints{6, -1}}}, "f32[6,4]"},
       {"transpose", {"f32[2,3,4]"}, {{"dim0", 0}, {"dim1", -1}}, "f32[4,3,2]"},
@@ -216,6 +218,15 @@ std::vector<ValidCase> validCases() {
        {"f16[2,512,1,1]"},
        {{"input_shape", Ints{2, 512, 7, 7}}},
        "f16[2,512,7,7]"},
+      // pad_grad: grad_output less the pads; resize_grad: input_shape.
+      {"pad_grad",
+       {"f32[1,3,8,7]"},
+       {{"pads", Ints{0, 0, 1, 2, 0, 0, 3, 0}}, {"mode", "reflect"}},
+       "f32[1,3,4,5]"},
+      {"resize_grad",
+       {"f32[2,3,8,10]"},
+       {{"size", Ints{8, 10}}, {"mode", "linear"}, {"input_shape", Ints{2, 3, 4, 5}}},
+       "f32[2,3,4,5]"},
       // Normalisation: grad_input in the input's type, grad_weight and
       // grad_bias in the weight's (f32 under a half input).
       {"batchnorm2d_grad",
@@ -667,19 +678,143 @@ TEST(OpInference, Pooling) {
   EXPECT_EQ(
       infer("avgpool2d", {"f32[1,1,6,9]"}, {{"kernel", Ints{2, 3}}, {"count_include_pad", false}}),
       "f32[1,1,3,3]");
+  // Padding up to one less than the window (ONNX allows it; PyTorch stops
+  // at half): k3 s3 p2 on 8 -> 4.
   EXPECT_EQ(infer("maxpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{3, 3}}, {"padding", Ints{2, 2}}}),
-            "error: padding [2,2] must be >= 0 and at most half of kernel [3,3]");
+            "f32[1,1,4,4]");
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{3, 3}}, {"padding", Ints{3, 0}}}),
+            "error: padding [3,0] must be >= 0 and smaller than the window (kernel [3,3], "
+            "dilation [1,1])");
+  EXPECT_EQ(
+      infer("avgpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{3, 3}}, {"padding", Ints{0, -1}}}),
+      "error: padding [0,-1] must be >= 0 and smaller than the window (kernel [3,3])");
   EXPECT_EQ(infer("avgpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{2}}}),
             "error: kernel must have 2 values, got 1");
   EXPECT_EQ(infer("avgpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{2, 2}}, {"stride", Ints{1}}}),
             "error: stride must have 2 values, got 1");
   EXPECT_EQ(infer("maxpool2d", {"f32[1,1,8,8]"}, {{"kernel", Ints{0, 2}}}),
-            "error: kernel and stride must be >= 1, got kernel [0,2] and stride [0,2]");
+            "error: kernel, stride and dilation must be >= 1, got kernel [0,2], stride [0,2] and "
+            "dilation [1,1]");
   EXPECT_EQ(infer("maxpool2d", {"f32[1,1,1,1]"}, {{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}}),
             "error: kernel [2,2] does not fit input f32[1,1,1,1] with padding [0,0]");
   EXPECT_EQ(infer("maxpool2d", {"f32[16,7,7]"}, {{"kernel", Ints{2, 2}}}),
             "error: input must have 4 dims, got f32[16,7,7]");
   EXPECT_EQ(infer("global_avgpool", {"f32[2,8]"}), "error: input must have 4 dims, got f32[2,8]");
+}
+
+TEST(OpInference, PoolingCeilModePaddingPerSideAndDilation) {
+  // GoogLeNet's MaxPool(3, 2, ceil_mode) on 112 -> 56 (floor: 55); on 7
+  // with k2 s2 -> 4 (floor: 3).
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,64,112,112]"},
+                  {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"ceil_mode", true}}),
+            "f32[1,64,56,56]");
+  EXPECT_EQ(infer("avgpool2d", {"f32[1,1,7,7]"}, {{"kernel", Ints{2, 2}}, {"ceil_mode", true}}),
+            "f32[1,1,4,4]");
+  // PyTorch's rule: ceil mode adds a last window only where it starts
+  // inside the input or the start padding. k3 s2 p1 on 6: ceil(5 / 2) + 1
+  // = 4 windows, the fourth starting at 3 * 2 - 1 = 5 (floor: 3). k3 s3 p1
+  // on 5: ceil(4 / 3) + 1 = 3, but the third would start at 2 * 3 - 1 = 5,
+  // in the end padding: 2.
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,6,6]"},
+                  {{"kernel", Ints{3, 3}},
+                   {"stride", Ints{2, 2}},
+                   {"padding", Ints{1, 1}},
+                   {"ceil_mode", true}}),
+            "f32[1,1,4,4]");
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,5,5]"},
+                  {{"kernel", Ints{3, 3}}, {"padding", Ints{1, 1}}, {"ceil_mode", true}}),
+            "f32[1,1,2,2]");
+  // Padding [top, left, bottom, right]: k2 s2 on 7 + 0 + 1 -> 4; on 6 + 1 + 0 -> 3.
+  EXPECT_EQ(
+      infer("avgpool2d", {"f32[1,2,7,6]"}, {{"kernel", Ints{2, 2}}, {"padding", Ints{0, 1, 1, 0}}}),
+      "f32[1,2,4,3]");
+  EXPECT_EQ(
+      infer("avgpool2d", {"f32[1,2,7,6]"}, {{"kernel", Ints{2, 2}}, {"padding", Ints{0, 1, 1}}}),
+      "error: padding must have 2 values ([ph, pw]) or 4 ([top, left, bottom, right]), got "
+      "[0,1,1]");
+  // Dilation 2 spans 5 for k3: on 9 -> 5 (stride 1).
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,9,9]"},
+                  {{"kernel", Ints{3, 3}}, {"stride", Ints{1, 1}}, {"dilation", Ints{2, 2}}}),
+            "f32[1,1,5,5]");
+  EXPECT_EQ(infer("maxpool2d", {"f32[1,1,9,9]"}, {{"kernel", Ints{3, 3}}, {"dilation", Ints{2}}}),
+            "error: dilation must have 2 values, got 1");
+  EXPECT_EQ(
+      infer("maxpool2d", {"f32[1,1,9,9]"}, {{"kernel", Ints{3, 3}}, {"dilation", Ints{0, 1}}}),
+      "error: kernel, stride and dilation must be >= 1, got kernel [3,3], stride [3,3] and "
+      "dilation [0,1]");
+  // avgpool2d has no dilation (PyTorch's has none either).
+  EXPECT_EQ(
+      infer("avgpool2d", {"f32[1,1,9,9]"}, {{"kernel", Ints{3, 3}}, {"dilation", Ints{2, 2}}}),
+      "error: unknown attribute 'dilation'");
+  // The backward ops check grad_output against the same rule.
+  EXPECT_EQ(infer("maxpool2d_grad", {"f32[1,1,4,4]", "f32[1,1,7,7]"},
+                  {{"kernel", Ints{2, 2}}, {"ceil_mode", true}}),
+            "f32[1,1,7,7]");
+  EXPECT_EQ(infer("avgpool2d_grad", {"f32[1,1,3,3]"},
+                  {{"kernel", Ints{2, 2}}, {"ceil_mode", true}, {"input_shape", Ints{1, 1, 7, 7}}}),
+            "error: grad_output f32[1,1,3,3] does not match the pooled shape [1,1,4,4]");
+}
+
+TEST(OpInference, Pad) {
+  // Any dtype; a negative pad crops (constant mode).
+  EXPECT_EQ(infer("pad", {"i64[2,3]"}, {{"pads", Ints{1, 0, 0, 2}}}), "i64[3,5]");
+  EXPECT_EQ(infer("pad", {"f32[2,6]"}, {{"pads", Ints{0, -2, 0, -1}}}), "f32[2,3]");
+  EXPECT_EQ(
+      infer("pad", {"f32[1,1,4,4]"}, {{"pads", Ints{0, 0, 3, 3, 0, 0, 3, 3}}, {"mode", "reflect"}}),
+      "f32[1,1,10,10]");
+  EXPECT_EQ(
+      infer("pad", {"f32[1,1,1,4]"}, {{"pads", Ints{0, 0, 2, 0, 0, 0, 5, 0}}, {"mode", "edge"}}),
+      "f32[1,1,8,4]");
+  EXPECT_EQ(infer("pad", {"f32[2,3]"}, {{"pads", Ints{1, 1}}}),
+            "error: pads must have 2 values per dim (4 for a rank-2 input), got [1,1]");
+  EXPECT_EQ(infer("pad", {"f32[2,3]"}, {{"pads", Ints{0, 0, 0, 1}}, {"mode", "wrap"}}),
+            "error: mode must be \"constant\", \"reflect\" or \"edge\", got \"wrap\"");
+  EXPECT_EQ(infer("pad", {"f32[2,3]"}, {{"pads", Ints{0, -1, 0, 0}}, {"mode", "edge"}}),
+            "error: negative pads [0,-1,0,0] (cropping) need mode \"constant\"");
+  EXPECT_EQ(infer("pad", {"f32[2,3]"}, {{"pads", Ints{0, -4, 0, 0}}}),
+            "error: pads [0,-4,0,0] crop more than dim 1 of [2,3] holds");
+  EXPECT_EQ(infer("pad", {"f32[2,3]"}, {{"pads", Ints{0, 3, 0, 0}}, {"mode", "reflect"}}),
+            "error: reflect pads [0,3,0,0] must be smaller than dim 1 of [2,3]");
+  EXPECT_EQ(infer("pad", {"f32[0,3]"}, {{"pads", Ints{1, 0, 0, 0}}, {"mode", "edge"}}),
+            "error: edge padding needs elements to repeat, dim 0 of [0,3] has none");
+  EXPECT_EQ(infer("pad_grad", {"i64[3,5]"}, {{"pads", Ints{1, 0, 0, 2}}}),
+            "error: grad_output must be a floating type, got i64[3,5]");
+  EXPECT_EQ(infer("pad_grad", {"f32[3,5]"}, {{"pads", Ints{1, 0, 3, 2}}}),
+            "error: grad_output f32[3,5] is smaller than its pads [1,0,3,2]");
+}
+
+TEST(OpInference, Resize) {
+  AttrMap bilinear{{"size", Ints{7, 9}}, {"mode", "linear"}, {"coordinate_mode", "align_corners"}};
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"}, bilinear), "f32[1,3,7,9]");
+  EXPECT_EQ(infer("resize", {"bf16[1,3,4,5]"},
+                  {{"size", Ints{2, 2}}, {"scales", std::vector<double>{0.5, 0.5}}}),
+            "bf16[1,3,2,2]");
+  EXPECT_EQ(infer("resize", {"i64[1,3,4,5]"}, bilinear),
+            "error: input must be a floating type, got i64[1,3,4,5]");
+  EXPECT_EQ(infer("resize", {"f32[3,4,5]"}, bilinear),
+            "error: input must have 4 dims, got f32[3,4,5]");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"}, {{"size", Ints{7, 9}}, {"mode", "cubic"}}),
+            "error: mode must be \"nearest\" or \"linear\", got \"cubic\"");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"},
+                  {{"size", Ints{7, 9}}, {"coordinate_mode", "tf_crop_and_resize"}}),
+            "error: coordinate_mode must be \"half_pixel\", \"pytorch_half_pixel\", "
+            "\"align_corners\" or \"asymmetric\", got \"tf_crop_and_resize\"");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"}, {{"size", Ints{7, 9}}, {"nearest_mode", "up"}}),
+            "error: nearest_mode must be \"round_prefer_floor\", \"round_prefer_ceil\", \"floor\" "
+            "or \"ceil\", got \"up\"");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"}, {{"size", Ints{7}}}),
+            "error: size must have 2 values, got 1");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"}, {{"size", Ints{0, 3}}}),
+            "error: size [0,3] must be >= 1");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"},
+                  {{"size", Ints{8, 10}}, {"scales", std::vector<double>{2, -1}}}),
+            "error: scales must be empty or 2 finite factors > 0");
+  EXPECT_EQ(infer("resize_grad", {"f32[1,3,8,9]"},
+                  {{"size", Ints{8, 10}}, {"input_shape", Ints{1, 3, 4, 5}}}),
+            "error: grad_output f32[1,3,8,9] must be [1,3,8,10]");
+  EXPECT_EQ(infer("resize_grad", {"f32[1,3,8,10]"},
+                  {{"size", Ints{8, 10}}, {"input_shape", Ints{3, 4, 5}}}),
+            "error: input_shape [3,4,5] must have 4 dims and spatial elements");
 }
 
 //===----------------------------------------------------------------------===//

@@ -133,6 +133,91 @@ TEST(RefAvgPool2d, RandomAgainstF64) {
   }
 }
 
+// --- ceil mode, padding per side, dilation ----------------------------------------
+
+TEST(RefPool2d, CeilModeHandComputed) {
+  for (DType t : kFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    double tol = defaultTolerance(t);
+    TensorType x55(t, {1, 1, 5, 5});
+    AttrMap ceil{{"kernel", Ints{2, 2}}, {"ceil_mode", true}};
+    // The last row and column of windows hold one real row / column.
+    expectResults("maxpool2d", {x55}, {iota(25)}, ceil, {{7, 9, 10, 17, 19, 20, 22, 24, 25}});
+    // PyTorch divides a window clipped by the input's end (no padding
+    // there) by its real size, with or without count_include_pad.
+    for (bool include : {true, false}) {
+      ceil["count_include_pad"] = include;
+      expectResults("avgpool2d", {x55}, {iota(25)}, ceil,
+                    {{4, 6, 7.5, 14, 16, 17.5, 21.5, 23.5, 25}}, tol);
+    }
+    // k3 s2 p1 on 4x4: windows rows/cols [-1..1], [1..3], [3..4]; the last
+    // reaches one past the end padding, so its padded size is 2, not 3.
+    AttrMap padded{{"kernel", Ints{3, 3}},
+                   {"stride", Ints{2, 2}},
+                   {"padding", Ints{1, 1}},
+                   {"ceil_mode", true}};
+    TensorType x44(t, {1, 1, 4, 4});
+    expectResults("avgpool2d", {x44}, {iota(16)}, padded,
+                  {{14.0 / 9, 30.0 / 9, 2, 57.0 / 9, 11, 6, 4.5, 7.5, 4}}, tol);
+    padded["count_include_pad"] = false;
+    expectResults("avgpool2d", {x44}, {iota(16)}, padded, {{3.5, 5, 6, 9.5, 11, 12, 13.5, 15, 16}},
+                  tol);
+  }
+}
+
+TEST(RefPool2d, PaddingPerSideHandComputed) {
+  for (DType t : kFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    // [top, left, bottom, right] = [1, 0, 0, 1] on 4x4, k2 s2: rows {0},
+    // {1, 2}; cols {0, 1}, {2, 3} (as F.pad(x, (0, 1, 1, 0)) then pooling).
+    TensorType x44(t, {1, 1, 4, 4});
+    AttrMap attrs{{"kernel", Ints{2, 2}}, {"padding", Ints{1, 0, 0, 1}}};
+    expectResults("avgpool2d", {x44}, {iota(16)}, attrs, {{0.75, 1.75, 7.5, 9.5}});
+    attrs["count_include_pad"] = false;
+    expectResults("avgpool2d", {x44}, {iota(16)}, attrs, {{1.5, 3.5, 7.5, 9.5}});
+    expectResults("maxpool2d", {x44}, {iota(16, -1, -1)},
+                  {{"kernel", Ints{2, 2}}, {"padding", Ints{1, 0, 0, 1}}}, {{-1, -3, -5, -7}});
+  }
+}
+
+TEST(RefMaxPool2d, DilationHandComputed) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType t : kFloatDTypes) {
+    SCOPED_TRACE(dtypeName(t).str());
+    // k2 dilation 2 stride 1 on 5x5: window (i, j) reads rows {i, i + 2}
+    // and cols {j, j + 2}; the maximum is its bottom right tap.
+    expectResults("maxpool2d", {TensorType(t, {1, 1, 5, 5})}, {iota(25)},
+                  {{"kernel", Ints{2, 2}}, {"stride", Ints{1, 1}}, {"dilation", Ints{2, 2}}},
+                  {{13, 14, 15, 18, 19, 20, 23, 24, 25}});
+    // A dilated window can fall between the input's elements into the
+    // padding alone: taps -1 and 2 of a 2-row input. PyTorch gives -inf.
+    KernelRun empty =
+        runKernel("maxpool2d", {TensorType(t, {1, 1, 2, 1})}, {{5, 6}},
+                  {{"kernel", Ints{2, 1}}, {"dilation", Ints{3, 1}}, {"padding", Ints{1, 0}}});
+    ASSERT_TRUE(empty.ok) << empty.error;
+    ASSERT_EQ(empty.outputs[0].size(), 1u);
+    EXPECT_EQ(empty.outputs[0][0], -inf);
+  }
+}
+
+TEST(RefPool2d, CeilModeDilationAndPaddingPerSideRandomAgainstF64) {
+  TypesAt types = [](DType t) { return std::vector<TensorType>{TensorType(t, {2, 3, 7, 6})}; };
+  std::vector<double> x = randomValues(252, 4);
+  expectAllPrecisions("maxpool2d", types, {x},
+                      {{"kernel", Ints{3, 2}},
+                       {"stride", Ints{2, 2}},
+                       {"padding", Ints{1, 0, 0, 1}},
+                       {"dilation", Ints{1, 2}},
+                       {"ceil_mode", true}});
+  for (bool countIncludePad : {true, false})
+    expectAllPrecisions("avgpool2d", types, {x},
+                        {{"kernel", Ints{3, 3}},
+                         {"stride", Ints{2, 2}},
+                         {"padding", Ints{0, 1, 2, 1}},
+                         {"count_include_pad", countIncludePad},
+                         {"ceil_mode", true}});
+}
+
 // --- global_avgpool ------------------------------------------------------------
 
 TEST(RefGlobalAvgPool, HandComputed) {

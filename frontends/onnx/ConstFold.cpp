@@ -39,8 +39,8 @@ template <class F> void forEachIndex(llvm::ArrayRef<int64_t> dims, F &&f) {
 bool tooLarge(llvm::ArrayRef<int64_t> dims, std::string &err) {
   if (foldedCount(dims) >= 0)
     return false;
-  err = "folding this op would make a constant of more than " +
-        std::to_string(kMaxFoldedElements) + " elements";
+  err = "folding this op would make a constant of more than " + std::to_string(kMaxFoldedElements) +
+        " elements";
   return true;
 }
 
@@ -127,8 +127,8 @@ bool foldExpand(const ConstTensor &c, llvm::ArrayRef<int64_t> dims, ConstTensor 
   if (tooLarge(dims, err))
     return false;
   target.values.assign(size_t(foldedCount(dims)), 0.0);
-  return foldElementwise({&c, &target}, c.dtype,
-                         [](llvm::ArrayRef<double> a) { return a[0]; }, out, err);
+  return foldElementwise(
+      {&c, &target}, c.dtype, [](llvm::ArrayRef<double> a) { return a[0]; }, out, err);
 }
 
 ConstTensor foldTranspose(const ConstTensor &c, llvm::ArrayRef<int64_t> perm) {

@@ -66,8 +66,8 @@ bool lowerConstantOfShape(OnnxLowering &l, const onnx::NodeProto &n) {
     out.dims.push_back(saturatingInt(d));
   int64_t count = foldedCount(out.dims);
   if (count < 0)
-    return l.error("the shape has a negative dim or more than " +
-                   llvm::Twine(kMaxFoldedElements) + " elements");
+    return l.error("the shape has a negative dim or more than " + llvm::Twine(kMaxFoldedElements) +
+                   " elements");
   out.values.assign(size_t(count), value);
   l.setConstant(n, 0, std::move(out));
   return true;
@@ -142,7 +142,8 @@ bool lowerTile(OnnxLowering &l, const onnx::NodeProto &n) {
     spread.insert(spread.end(), {reps[d], in[d]});
     merged.push_back(reps[d] * in[d]);
   }
-  Value *wide = l.build1(OpKind::BroadcastTo, {l.reshape(x, split)}, {{"shape", Attribute(spread)}});
+  Value *wide =
+      l.build1(OpKind::BroadcastTo, {l.reshape(x, split)}, {{"shape", Attribute(spread)}});
   l.setOutput(n, 0, l.reshape(wide, merged, n.output(0)));
   return true;
 }
@@ -203,8 +204,8 @@ bool lowerCumSum(OnnxLowering &l, const onnx::NodeProto &n) {
   const ConstTensor *c = l.constantOf(n, 0, "input");
   if (!c)
     return false;
-  l.setConstant(n, 0,
-                foldCumSum(*c, a, l.intAttr(n, "exclusive", 0) != 0, l.intAttr(n, "reverse", 0) != 0));
+  l.setConstant(
+      n, 0, foldCumSum(*c, a, l.intAttr(n, "exclusive", 0) != 0, l.intAttr(n, "reverse", 0) != 0));
   return true;
 }
 

@@ -177,8 +177,10 @@ bool lowerEinsum(OnnxLowering &l, const onnx::NodeProto &n) {
   }
   // Labels of one operand that the output lacks are summed before the product.
   std::vector<int> &a = labels[0], &b = labels[1];
-  Value *va = sumOut(l, values[0], a, [&](int x) { return inOutput(x) || llvm::is_contained(b, x); });
-  Value *vb = sumOut(l, values[1], b, [&](int x) { return inOutput(x) || llvm::is_contained(a, x); });
+  Value *va =
+      sumOut(l, values[0], a, [&](int x) { return inOutput(x) || llvm::is_contained(b, x); });
+  Value *vb =
+      sumOut(l, values[1], b, [&](int x) { return inOutput(x) || llvm::is_contained(a, x); });
   if (!va || !vb)
     return false;
   std::vector<int> batch, contracted, aKept, bKept;

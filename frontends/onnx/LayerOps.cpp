@@ -52,8 +52,8 @@ bool lowerInstanceNormalization(OnnxLowering &l, const onnx::NodeProto &n) {
     spatial *= type.dim(d);
   for (int i : {1, 2})
     if (l.typeOf(n, i).numElements() != channels)
-      return l.error(llvm::Twine(i == 1 ? "scale" : "B") + " must have " +
-                     llvm::Twine(channels) + " elements, got " + l.typeOf(n, i).str());
+      return l.error(llvm::Twine(i == 1 ? "scale" : "B") + " must have " + llvm::Twine(channels) +
+                     " elements, got " + l.typeOf(n, i).str());
   // The layernorm's own affine parameters stay neutral: constants, not
   // trained.
   TensorType affine(x->dtype() == DType::F64 ? DType::F64 : DType::F32, {spatial});

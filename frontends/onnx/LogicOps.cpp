@@ -72,8 +72,7 @@ bool lowerComparison(OnnxLowering &l, const onnx::NodeProto &n, ComparePredicate
                    "; ONNX requires one dtype");
   l.setOutput(n, 0,
               l.build1(OpKind::Compare, {a, b},
-                       {{"predicate", Attribute(attrs::enumSpelling(p).str())}},
-                       n.output(0)));
+                       {{"predicate", Attribute(attrs::enumSpelling(p).str())}}, n.output(0)));
   return true;
 }
 
@@ -96,8 +95,8 @@ bool lowerLogical(OnnxLowering &l, const onnx::NodeProto &n, LogicalOp op) {
   if (!a || !b)
     return false;
   l.setOutput(n, 0,
-              l.build1(OpKind::Logical, {a, b},
-                       {{"op", Attribute(attrs::enumSpelling(op).str())}}, n.output(0)));
+              l.build1(OpKind::Logical, {a, b}, {{"op", Attribute(attrs::enumSpelling(op).str())}},
+                       n.output(0)));
   return true;
 }
 
@@ -121,7 +120,9 @@ bool lowerGreaterOrEqual(OnnxLowering &l, const onnx::NodeProto &n) {
 bool lowerAnd(OnnxLowering &l, const onnx::NodeProto &n) {
   return lowerLogical(l, n, LogicalOp::And);
 }
-bool lowerOr(OnnxLowering &l, const onnx::NodeProto &n) { return lowerLogical(l, n, LogicalOp::Or); }
+bool lowerOr(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerLogical(l, n, LogicalOp::Or);
+}
 bool lowerXor(OnnxLowering &l, const onnx::NodeProto &n) {
   return lowerLogical(l, n, LogicalOp::Xor);
 }
@@ -130,7 +131,8 @@ bool lowerNot(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {}) || !requireBoolInputs(l, n))
     return false;
   if (allFoldable(l, n))
-    return foldInputs(l, n, DType::Bool, [](llvm::ArrayRef<double> v) { return double(v[0] == 0); });
+    return foldInputs(l, n, DType::Bool,
+                      [](llvm::ArrayRef<double> v) { return double(v[0] == 0); });
   Value *a = l.valueOf(n, 0, StateKind::Buffer);
   if (!a)
     return false;

@@ -99,9 +99,9 @@ bool foldReduce(OnnxLowering &l, const onnx::NodeProto &n, Reduce kind,
 }
 
 bool lowerReduce(OnnxLowering &l, const onnx::NodeProto &n, Reduce kind, bool axesInput) {
-  if (!l.checkAttrs(n, axesInput ? std::initializer_list<llvm::StringRef>{"keepdims",
-                                                                          "noop_with_empty_axes"}
-                                 : std::initializer_list<llvm::StringRef>{"axes", "keepdims"}))
+  if (!l.checkAttrs(
+          n, axesInput ? std::initializer_list<llvm::StringRef>{"keepdims", "noop_with_empty_axes"}
+                       : std::initializer_list<llvm::StringRef>{"axes", "keepdims"}))
     return false;
   unsigned rank = l.typeOf(n, 0).rank();
   std::vector<int64_t> axes;

@@ -88,11 +88,11 @@ static void gradWhere(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value
                            {"dtype", Attribute(dy->dtype())}});
   Value *cond = fwd.operand(0);
   if (gb.needsGradient(1))
-    dxs[1] = gb.sumToShape(gb.build1(OpKind::Where, {cond, dy, zero}),
-                           fwd.operand(1)->type().dims());
+    dxs[1] =
+        gb.sumToShape(gb.build1(OpKind::Where, {cond, dy, zero}), fwd.operand(1)->type().dims());
   if (gb.needsGradient(2))
-    dxs[2] = gb.sumToShape(gb.build1(OpKind::Where, {cond, zero, dy}),
-                           fwd.operand(2)->type().dims());
+    dxs[2] =
+        gb.sumToShape(gb.build1(OpKind::Where, {cond, zero, dy}), fwd.operand(2)->type().dims());
 }
 
 void registerLogicOps(OpRegistry &r) {

@@ -35,8 +35,8 @@ llvm::SmallVector<int64_t, 6> broadcastStrides(llvm::ArrayRef<int64_t> dims,
 }
 
 /// Calls f(outIndex, operandIndices) over the output of a broadcasting op.
-template <class F> void forEachBroadcast(const KernelArgs &a, llvm::ArrayRef<unsigned> operands,
-                                         F &&f) {
+template <class F>
+void forEachBroadcast(const KernelArgs &a, llvm::ArrayRef<unsigned> operands, F &&f) {
   llvm::ArrayRef<int64_t> outDims = a.out().dims();
   llvm::SmallVector<llvm::SmallVector<int64_t, 6>, 3> strides;
   for (unsigned k : operands)
@@ -81,7 +81,8 @@ bool comparePredicate(ComparePredicate p, double x, double y) {
 
 /// For each input element, the flat index of its output element under a
 /// reduction over `reduced` dims.
-std::vector<int64_t> reducedIndex(llvm::ArrayRef<int64_t> dims, const llvm::SmallBitVector &reduced) {
+std::vector<int64_t> reducedIndex(llvm::ArrayRef<int64_t> dims,
+                                  const llvm::SmallBitVector &reduced) {
   unsigned rank = dims.size();
   int64_t n = 1;
   for (int64_t d : dims)
@@ -135,8 +136,8 @@ void compare(const KernelArgs &a) {
   const TensorArg &x = a.in(0), &y = a.in(1);
   uint8_t *out = a.out().as<uint8_t>();
   forEachBroadcast(a, {0, 1}, [&](int64_t i, llvm::ArrayRef<int64_t> at) {
-    out[i] =
-        comparePredicate(p, loadAsDouble(x.dtype(), x.data, at[0]), loadAsDouble(y.dtype(), y.data, at[1]));
+    out[i] = comparePredicate(p, loadAsDouble(x.dtype(), x.data, at[0]),
+                              loadAsDouble(y.dtype(), y.data, at[1]));
   });
 }
 

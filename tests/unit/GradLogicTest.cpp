@@ -51,9 +51,9 @@ TEST(GradLogic, Extrema) {
 TEST(GradLogic, ConvTransposeAsConv2dGradInput) {
   // x [2, 4, 3, 3] upsampled by a stride-2 transposed convolution of
   // weight [4, 3, 2, 2] to [2, 3, 6, 6]; and a grouped, padded one.
-  EXPECT_TRUE(checkGradients("conv2d_grad_input", {{f64({2, 4, 3, 3})}, {f64({4, 3, 2, 2})}},
-                             {{"stride", Attribute(Ints{2, 2})},
-                              {"input_shape", Attribute(Ints{2, 3, 6, 6})}}));
+  EXPECT_TRUE(checkGradients(
+      "conv2d_grad_input", {{f64({2, 4, 3, 3})}, {f64({4, 3, 2, 2})}},
+      {{"stride", Attribute(Ints{2, 2})}, {"input_shape", Attribute(Ints{2, 3, 6, 6})}}));
   EXPECT_TRUE(checkGradients("conv2d_grad_input", {{f64({1, 4, 3, 3})}, {f64({4, 1, 3, 3})}},
                              {{"stride", Attribute(Ints{2, 2})},
                               {"padding", Attribute(Ints{1, 1})},

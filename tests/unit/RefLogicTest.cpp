@@ -77,8 +77,7 @@ TEST(RefLogicTest, WhereMovesBitsInEveryDtype) {
     KernelRun run = runKernel("where", {t(DType::Bool, {1, 1, 2, 2}), t(d, {2, 1, 2, 2}), t(d, {})},
                               {mask, xr, {-INFINITY}});
     ASSERT_TRUE(run.ok) << run.error;
-    std::vector<double> expected = {xr[0], -INFINITY, xr[2], xr[3],
-                                    xr[4], -INFINITY, xr[6], xr[7]};
+    std::vector<double> expected = {xr[0], -INFINITY, xr[2], xr[3], xr[4], -INFINITY, xr[6], xr[7]};
     EXPECT_EQ(run.outputs[0], expected);
   }
   KernelRun ints = runKernel("where", {t(DType::Bool, {3}), t(DType::I64, {3}), t(DType::I64, {})},
@@ -119,9 +118,9 @@ TEST(RefLogicTest, ArgMaxFirstOrLastOfTies) {
   std::vector<double> x = {3, 9, 9, 1, 5, 5, 2, 5};
   KernelRun first = runKernel("argmax", {t(DType::F32, {2, 4})}, {x},
                               {{"dim", Attribute(int64_t(1))}, {"keepdim", Attribute(false)}});
-  KernelRun last = runKernel("argmax", {t(DType::F32, {2, 4})}, {x},
-                             {{"dim", Attribute(int64_t(-1))},
-                              {"select_last_index", Attribute(true)}});
+  KernelRun last =
+      runKernel("argmax", {t(DType::F32, {2, 4})}, {x},
+                {{"dim", Attribute(int64_t(-1))}, {"select_last_index", Attribute(true)}});
   KernelRun cols = runKernel("argmax", {t(DType::BF16, {2, 4})}, {x}, {});
   ASSERT_TRUE(first.ok && last.ok && cols.ok);
   EXPECT_EQ(first.outputs[0], (std::vector<double>{1, 0}));

@@ -4,10 +4,12 @@
 For each model: PyTorch exports it to ONNX (opset 17) and ampc
 - imports the eval-mode export and runs its forward at O0 (relative error
   to PyTorch's eval output <= 1e-5 of the output's largest magnitude) and
-  at O2 in f16 (<= 3e-2), on the cpu backend;
+  at O2 in bf16 (<= 3e-2), on the cpu backend (batchnorm statistics gathered
+  from a few batches first, as a trained model has them);
 - trains the training-mode export (a model file wraps it with the loss,
   plain SGD and an .npy batch) for three steps at O0 from the same weights
-  on the same batch as PyTorch does (every loss within 1e-4 relative;
+  on the same batch as PyTorch does (every loss within 1e-4 relative, or
+  no farther from PyTorch in f64 than twice PyTorch f32 is;
   dropout and stochastic depth set to 0, so both sides compute the same
   function), and one step at O1, O2 and O3 (finite losses);
 - runs view, diff, compare, calibrate, --profile and export on it.
@@ -24,6 +26,7 @@ torchvision or onnx, except under CI=true.
 """
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -66,6 +69,26 @@ def run(cmd, work, timeout=900):
 def relative_error(got, want):
     scale = max(float(np.max(np.abs(want))), 1e-12)
     return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / scale
+
+
+def realistic_weights(module, entry):
+    """Freshly built weights, made to look trained where it matters to the
+    checks: weights a builder zeroes (ViT's head) get small random values,
+    or every output would be its bias; batchnorm's running statistics are
+    gathered from a few batches, or eval mode would normalise with mean 0
+    and variance 1 and leave outputs of 1e-9 that no half type holds."""
+    g = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.dim() >= 2 and not p.any():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+        if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules()):
+            module.train()
+            for _ in range(3):
+                module(*[t + 0.1 * torch.randn(t.shape, generator=g) if t.is_floating_point() else t
+                         for t in entry.inputs.values()])
+    module.eval()
+    return module
 
 
 def quiet_randomness(module):
@@ -128,7 +151,7 @@ class Result:
 
 def check_forward(entry, args, work, result):
     torch.manual_seed(0)
-    module = entry.build().eval()
+    module = realistic_weights(entry.build(), entry)
     path = os.path.join(work, f"{entry.name}.onnx")
     export(module, entry, path, training=False)
     with torch.no_grad():
@@ -137,7 +160,8 @@ def check_forward(entry, args, work, result):
     os.makedirs(in_dir, exist_ok=True)
     for key, tensor in entry.inputs.items():
         np.save(os.path.join(in_dir, key + ".npy"), tensor.numpy())
-    for level, half, tolerance in (("O0", "f16", FORWARD_O0), ("O2", "f16", FORWARD_O2)):
+    # O2 in bf16, the half type ampc uses on the CPU.
+    for level, half, tolerance in (("O0", "bf16", FORWARD_O0), ("O2", "bf16", FORWARD_O2)):
         out_dir = os.path.join(work, f"out-{level}")
         os.makedirs(out_dir, exist_ok=True)
         proc, seconds = run([args.driver, path, in_dir, out_dir, "--opt-level", level,
@@ -202,21 +226,65 @@ def ampc_losses(args, model_file, level, work, steps=STEPS):
     return losses, seconds
 
 
+def torch_training(entry, module, target, dtype):
+    """PyTorch's losses over STEPS steps of SGD on the one batch, and each
+    parameter's update in the first step (by state_dict name, as f64)."""
+    module = copy.deepcopy(module).to(dtype)
+    module.train()
+    inputs = [t.to(dtype) if t.is_floating_point() else t for t in entry.inputs.values()]
+    target = target.to(dtype) if target.is_floating_point() else target
+    opt = torch.optim.SGD(module.parameters(), lr=LR)
+    names = {id(p): n for n, p in module.named_parameters()}
+    before = {n: p.detach().double().clone() for n, p in module.named_parameters()}
+    losses, update = [], {}
+    for step in range(STEPS):
+        opt.zero_grad()
+        loss = torch_loss(entry, module(*inputs), target)
+        losses.append(loss.item())
+        loss.backward()
+        opt.step()
+        if step == 0:
+            update = {names[id(p)]: p.detach().double() - before[names[id(p)]]
+                      for p in module.parameters()}
+    return losses, update, before
+
+
+def ampc_update(args, model_file, work, before):
+    """ampc's first-step update of each parameter: one O0 step into a
+    checkpoint, its weights exported as .npy (state_dict names)."""
+    run([args.ampc, "-O", "O0", model_file, "--steps", "1", "--checkpoint", "step1.ckpt",
+         "--progress", "none"], work)
+    proc, _ = run([args.ampc, "export", model_file, "--format", "npy", "-o", "step1",
+                   "--checkpoint", "step1.ckpt"], work)
+    if proc.returncode != 0:
+        raise RuntimeError("exporting the first step's weights failed: " + proc.stderr.strip())
+    update = {}
+    for name, w0 in before.items():
+        path = os.path.join(work, "step1", name + ".npy")
+        if os.path.exists(path):
+            update[name] = torch.from_numpy(np.load(path)).double() - w0
+    return update
+
+
+def update_error(update, exact):
+    """|u - u64| / |u64| over every parameter both have."""
+    num = sum(float(((update[n] - exact[n]) ** 2).sum()) for n in update if n in exact)
+    den = sum(float((exact[n] ** 2).sum()) for n in update if n in exact)
+    return math.sqrt(num / den) if den > 0 else 0.0
+
+
 def check_training(entry, args, work, result):
     torch.manual_seed(0)
-    module = entry.build()
+    module = realistic_weights(entry.build(), entry)
     quiet_randomness(module)
     module.eval()
     model_file, target = write_training_model(entry, work, module)
-    module.train()
-    opt = torch.optim.SGD(module.parameters(), lr=LR)
-    want = []
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss = torch_loss(entry, module(*entry.inputs.values()), target)
-        want.append(loss.item())
-        loss.backward()
-        opt.step()
+    # The reference is PyTorch in f64. PyTorch's own f32 run says how far
+    # f32 arithmetic can be from it on this model: batchnorm's training-mode
+    # gradients over a few elements per channel lose digits to
+    # cancellation, and they grow step by step.
+    exact, exact_update, before = torch_training(entry, module, target, torch.float64)
+    want, want_update, _ = torch_training(entry, module, target, torch.float32)
     try:
         got, seconds = ampc_losses(args, model_file, "O0", work)
     except RuntimeError as e:
@@ -225,12 +293,40 @@ def check_training(entry, args, work, result):
     if len(got) != STEPS:
         result.fail("train O0", f"{len(got)} losses for {STEPS} steps")
         return model_file
-    diff = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, want))
-    result.cells["train O0"] = f"{diff:.1e}"
-    print(f"  train O0: ampc {['%.6f' % v for v in got]} torch {['%.6f' % v for v in want]} "
-          f"max rel diff {diff:.2e} ({seconds:.1f} s)")
-    if not diff <= TRAIN_O0:
-        result.fail("train O0", f"losses differ by {diff:.3e} relative > {TRAIN_O0:g}")
+    def rel(a, b):
+        return abs(a - b) / max(abs(b), 1e-12)
+
+    diff = max(rel(a, b) for a, b in zip(got, want))
+    noise = max(rel(w, e) for w, e in zip(want, exact))
+    # The losses: within 1e-4 of PyTorch f32, or, where PyTorch f32 itself
+    # is that far from f64 (a deep batchnorm net whose few elements per
+    # channel leave its training-mode gradients ill-conditioned, the error
+    # growing step by step), no farther from f64 than twice PyTorch f32.
+    losses_ok = all(rel(a, w) <= TRAIN_O0 or rel(a, e) <= 2 * rel(w, e)
+                    for a, w, e in zip(got, want, exact))
+    # The gradients, all of them: the first step's parameter updates, their
+    # error against f64 as a whole no larger than twice PyTorch f32's (or
+    # 1e-4).
+    try:
+        update = ampc_update(args, model_file, work, before)
+    except RuntimeError as e:
+        result.fail("train O0", str(e))
+        return model_file
+    ours, theirs = update_error(update, exact_update), update_error(want_update, exact_update)
+    updates_ok = len(update) == len(exact_update) and ours <= max(TRAIN_O0, 2 * theirs)
+    ill = noise > TRAIN_O0
+    result.cells["train O0"] = (f"{diff:.1e}" + (f" (f32 itself {noise:.0e})" if ill else "")
+                                + f"; step 1 updates {ours:.0e}")
+    print(f"  train O0: ampc {['%.6f' % v for v in got]} torch f32 {['%.6f' % v for v in want]} "
+          f"f64 {['%.6f' % v for v in exact]}: max rel diff {diff:.2e}, torch f32 vs f64 "
+          f"{noise:.2e}; first-step updates of {len(update)} parameters vs f64: ampc {ours:.2e}, "
+          f"torch f32 {theirs:.2e} ({seconds:.1f} s)")
+    if not losses_ok and not (ill and updates_ok):
+        result.fail("train O0", f"losses differ by {diff:.3e} relative > {TRAIN_O0:g}, and from "
+                    f"f64 by more than twice PyTorch f32's {noise:.2e}")
+    if not updates_ok:
+        result.fail("train O0", f"first-step updates: {len(update)} of {len(exact_update)} "
+                    f"parameters, error {ours:.2e} against f64 (PyTorch f32: {theirs:.2e})")
     for level in ("O1", "O2", "O3"):
         try:
             losses, seconds = ampc_losses(args, model_file, level, work, steps=1)

@@ -39,7 +39,7 @@ class Entry:
         self.train = train
 
 
-def _image(batch=2, size=64, channels=3):
+def _image(batch=8, size=64, channels=3):
     g = torch.Generator().manual_seed(1)
     return {"input": torch.randn(batch, channels, size, size, generator=g)}
 
@@ -231,19 +231,20 @@ def zoo():
         Entry("resnet50", "resnet", _tv("resnet50"), img, "cross_entropy", 1000),
         Entry("resnext50_32x4d", "resnet", _tv("resnext50_32x4d"), img, "cross_entropy", 1000),
         Entry("wide_resnet50_2", "resnet", _tv("wide_resnet50_2"), img, "cross_entropy", 1000),
-        Entry("alexnet", "vgg", _tv("alexnet"), _image(size=64), "cross_entropy", 1000,
+        # AlexNet and VGG pool their features to 6x6 and 7x7: torch exports
+        # that only where the features divide evenly, so 224x224.
+        Entry("alexnet", "vgg", _tv("alexnet"), _image(batch=2, size=224), "cross_entropy", 1000,
               dropout=True),
-        Entry("vgg11_bn", "vgg", _tv("vgg11_bn"), _image(size=32), "cross_entropy", 1000,
-              dropout=True, ci=True),
+        Entry("vgg11_bn", "vgg", _tv("vgg11_bn"), _image(batch=2, size=224), "cross_entropy",
+              1000, dropout=True),
         Entry("squeezenet1_1", "vgg", _tv("squeezenet1_1"), img, "cross_entropy", 1000,
-              dropout=True),
-        Entry("densenet121", "densenet", _tv("densenet121"), _image(size=32), "cross_entropy",
-              1000, ci=True),
+              dropout=True, ci=True),
+        Entry("densenet121", "densenet", _tv("densenet121"), img, "cross_entropy", 1000, ci=True),
         Entry("googlenet", "inception", _tv("googlenet", aux_logits=False, init_weights=False),
-              img, "cross_entropy", 1000, dropout=True),
+              img, "cross_entropy", 1000, dropout=True, ci=True),
         Entry("inception_v3", "inception",
               _tv("inception_v3", aux_logits=False, init_weights=False),
-              _image(size=80), "cross_entropy", 1000, dropout=True, ci=True),
+              _image(size=80), "cross_entropy", 1000, dropout=True),
         Entry("mobilenet_v2", "mobile", _tv("mobilenet_v2"), img, "cross_entropy", 1000,
               dropout=True),
         Entry("mobilenet_v3_small", "mobile", _tv("mobilenet_v3_small"), img, "cross_entropy",
@@ -260,16 +261,16 @@ def zoo():
               "cross_entropy", 1000, dropout=True),
         Entry("regnet_y_400mf", "regnet", _tv("regnet_y_400mf"), img, "cross_entropy", 1000),
         Entry("convnext_tiny", "convnext", _tv("convnext_tiny"), img, "cross_entropy", 1000),
-        Entry("vit_b_32", "vit", _tv("vit_b_32", image_size=64), img, "cross_entropy", 1000,
-              ci=True),
-        Entry("swin_t", "vit", _tv("swin_t"), img, "cross_entropy", 1000),
-        Entry("maxvit_t", "vit", _tv("maxvit_t"), _image(batch=1, size=224), "cross_entropy",
+        Entry("vit_b_32", "vit", _tv("vit_b_32", image_size=64), _image(batch=2),
+              "cross_entropy", 1000),
+        Entry("swin_t", "vit", _tv("swin_t"), _image(batch=2), "cross_entropy", 1000, ci=True),
+        Entry("maxvit_t", "vit", _tv("maxvit_t"), _image(batch=2, size=224), "cross_entropy",
               1000, dropout=True),
         # segmentation
         Entry("fcn_resnet50", "segmentation", _seg("fcn_resnet50", aux_loss=False),
-              _image(size=32), "seg", 21, ci=True),
+              _image(batch=4), "seg", 21),
         Entry("lraspp_mobilenet_v3_large", "segmentation", _seg("lraspp_mobilenet_v3_large"),
-              img, "seg", 21),
+              img, "seg", 21, ci=True),
         # written the usual way
         Entry("transformer", "transformer", Seq2SeqTransformer,
               {"src": _tokens(2, 8, 32), "tgt": _tokens(2, 8, 32)}, "lm", 32),
@@ -277,6 +278,6 @@ def zoo():
         Entry("bert", "transformer", BertEncoder, _bert_inputs(), "cross_entropy", 3, ci=True),
         Entry("textcnn", "text", TextCnn, {"tokens": _tokens(2, 20, 64)}, "cross_entropy", 4,
               ci=True),
-        Entry("unet", "unet", UNetLike, _image(size=32), "seg", 2, ci=True),
+        Entry("unet", "unet", UNetLike, _image(batch=4, size=32), "seg", 2, ci=True),
     ]
     return entries

@@ -989,6 +989,11 @@ Result<std::vector<Weight>> weightsOf(const Program &program) {
       source = m;
       w.fromMaster = true;
     }
+    // A bool or integer buffer is a constant the ONNX import folded (a mask,
+    // position ids), not learned state: a model's state_dict has no such
+    // entry, so it is left out.
+    if (!isFloating(source->dtype()) && v->stateKind() == ampc::StateKind::Buffer)
+      continue;
     if (!isFloating(source->dtype()))
       return Status::error("cannot export '" + w.name + "' as fp32: it is " + source->type().str());
     const void *data = prog.data(source);

@@ -398,7 +398,22 @@ bool emitResize(Exporter &e, const Node &n) {
   } else {
     inputs.push_back("");
     llvm::ArrayRef<int64_t> y = n.result()->type().dims();
-    inputs.push_back(e.constInts(std::vector<int64_t>(y.begin(), y.end())));
+    if (e.batch()) {
+      for (unsigned d = 1; d < y.size(); ++d)
+        if (e.batch()->varies(n.result(), d))
+          return e.fixBatch(n, "a dim other than the first follows the batch");
+    }
+    if (e.batch() && e.batch()->varies(n.result(), 0)) {
+      // The batch dim comes from the input at run time (Shape with end=1),
+      // the others are fixed: sizes = Concat(Shape(x)[:1], [C, H', W']).
+      std::string batch = e.fresh("resize_batch"), sizes = e.fresh("resize_sizes");
+      Exporter::attrInt(e.node("Shape", {Exporter::in(n, 0)}, {batch}), "end", 1);
+      std::string rest = e.constInts(std::vector<int64_t>(y.begin() + 1, y.end()));
+      Exporter::attrInt(e.node("Concat", {batch, rest}, {sizes}), "axis", 0);
+      inputs.push_back(sizes);
+    } else {
+      inputs.push_back(e.constInts(std::vector<int64_t>(y.begin(), y.end())));
+    }
   }
   onnx::NodeProto &r = e.node("Resize", inputs, {Exporter::out(n)});
   Exporter::attrString(r, "mode", a.modeAttr().getString());

@@ -118,6 +118,14 @@ AMPC_HD inline int64_t loadIndex(DType t, const void *p, int64_t i) {
   return t == DType::I64 ? static_cast<const int64_t *>(p)[i] : static_cast<const int32_t *>(p)[i];
 }
 
+/// The table row an embedding index names: [0, numRows) as is, and
+/// [-numRows, 0) counted from the end as ONNX Gather does; -1 for anything
+/// else (the kernels then give a NaN row rather than read out of bounds).
+AMPC_HD inline int64_t tableRow(int64_t index, int64_t numRows) {
+  int64_t row = index < 0 ? index + numRows : index;
+  return row >= 0 && row < numRows ? row : -1;
+}
+
 template <DType D> struct DTypeTag { static constexpr DType value = D; };
 
 /// Calls f(DTypeTag<D>{}) for the floating dtype t. Returns false (and calls

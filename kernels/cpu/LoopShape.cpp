@@ -205,8 +205,8 @@ void embeddingLoop(const KernelArgs &a, const LoopPlan &plan) {
               std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(rowLength, 1)),
               [=](int64_t begin, int64_t end) {
                 for (int64_t i = begin; i < end; ++i) {
-                  int64_t row = loadIndex(indexType, indexData, i);
-                  bool inTable = row >= 0 && row < numRows;
+                  int64_t row = tableRow(loadIndex(indexType, indexData, i), numRows);
+                  bool inTable = row >= 0;
                   std::memcpy(out + i * rowBytes, inTable ? table + row * rowBytes : nan, rowBytes);
                 }
               });
@@ -230,8 +230,8 @@ void embeddingGradLoop(const KernelArgs &a, const LoopPlan &plan, float *scratch
   // The rows each position adds to (-1: none), read once.
   std::vector<int64_t> targets(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
-    int64_t row = loadIndex(indexType, indexData, i);
-    targets[i] = row < 0 || row >= numRows || row == paddingIdx ? -1 : row;
+    int64_t row = tableRow(loadIndex(indexType, indexData, i), numRows);
+    targets[i] = row == paddingIdx ? -1 : row;
   }
   const int64_t *target = targets.data();
   // f32 sums: the result itself for f32, else the kernel's scratch table.

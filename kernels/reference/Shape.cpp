@@ -135,16 +135,17 @@ void concat(const KernelArgs &a) {
 // out[..., :] = weight[indices[...], :]. padding_idx changes nothing in the
 // forward pass, as in PyTorch: its row is returned as stored (nn.Embedding
 // initialises it to zeros; the backward pass gives it no gradient). Shapes are
-// verified at compile time but index values are data: an index outside
-// [0, num_embeddings) yields a row of NaN instead of reading out of bounds.
+// verified at compile time but index values are data: an index in
+// [-num_embeddings, 0) counts from the end (ONNX Gather's rule, tableRow),
+// one outside the table yields a row of NaN instead of reading out of bounds.
 void embedding(const KernelArgs &a) {
   const TensorArg &indices = a.in(0), &weight = a.in(1), &out = a.out();
   int64_t numRows = weight.dims()[0], rowLength = weight.dims()[1];
   size_t rowBytes = static_cast<size_t>(rowLength) * dtypeSize(weight.dtype());
   for (int64_t i = 0, n = indices.numElements(); i < n; ++i) {
-    int64_t row = loadIndex(indices.dtype(), indices.data, i);
+    int64_t row = tableRow(loadIndex(indices.dtype(), indices.data, i), numRows);
     char *dst = static_cast<char *>(out.data) + i * rowBytes;
-    if (row >= 0 && row < numRows) {
+    if (row >= 0) {
       std::memcpy(dst, static_cast<const char *>(weight.data) + row * rowBytes, rowBytes);
       continue;
     }

@@ -85,8 +85,8 @@ void embeddingGrad(const KernelArgs &a) {
     using T = ComputeT<D>;
     std::vector<T> acc(static_cast<size_t>(numRows * rowLength), T(0));
     for (int64_t i = 0, n = indices.numElements(); i < n; ++i) {
-      int64_t row = loadIndex(indices.dtype(), indices.data, i);
-      if (row < 0 || row >= numRows || row == paddingIdx)
+      int64_t row = tableRow(loadIndex(indices.dtype(), indices.data, i), numRows);
+      if (row < 0 || row == paddingIdx)
         continue;
       for (int64_t k = 0; k < rowLength; ++k)
         acc[row * rowLength + k] += load<D>(grad.data, i * rowLength + k);

@@ -393,13 +393,16 @@ TEST(CpuLoopsMoreOpsTest, EmbeddingAndItsGradientAreBitExact) {
     for (DType indexType : {DType::I64, DType::I32})
       for (int64_t rowLength : {1, 37, 128}) {
         int64_t rows = 50;
-        // Repeated indices, the padding row, and two outside the table.
+        // Repeated indices, the padding row, two from the end and two
+        // outside the table.
         std::vector<double> idx = ampc::testing::randomValues(2 * 65, 3, 0, double(rows));
         for (double &i : idx)
           i = std::floor(i);
         idx[5] = -1;
         idx[9] = double(rows);
         idx[11] = 7;
+        idx[13] = -double(rows);
+        idx[15] = -double(rows) - 1;
         Operand indices = values(of(indexType, {2, 65}), idx);
         Operand table = uniform(of(t, {rows, rowLength}), 4);
         AttrMap attrs;

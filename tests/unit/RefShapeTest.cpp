@@ -179,13 +179,22 @@ TEST(RefShapeTest, EmbeddingPaddingRowIsReturnedAsStored) {
 TEST(RefShapeTest, EmbeddingOutOfRangeIndexGivesNaNRow) {
   std::vector<double> weight = {1, 2, 3, 4};
   KernelRun run =
-      runKernel("embedding", {TensorType(DType::I64, {3}), TensorType(DType::F32, {2, 2})},
-                {{1, 2, -1}, weight});
+      runKernel("embedding", {TensorType(DType::I64, {4}), TensorType(DType::F32, {2, 2})},
+                {{1, 2, -3, 5}, weight});
   ASSERT_TRUE(run.ok) << run.error; // and no read or write out of bounds
   EXPECT_EQ(run.outputs[0][0], 3);
   EXPECT_EQ(run.outputs[0][1], 4);
-  for (int i = 2; i < 6; ++i)
+  for (int i = 2; i < 8; ++i)
     EXPECT_TRUE(std::isnan(run.outputs[0][i])) << i;
+}
+
+TEST(RefShapeTest, EmbeddingNegativeIndexCountsFromTheEnd) {
+  // ONNX Gather's rule: -1 is the last row, -num_embeddings the first.
+  KernelRun run =
+      runKernel("embedding", {TensorType(DType::I64, {3}), TensorType(DType::F32, {3, 2})},
+                {{-1, -3, 1}, {1, 2, 3, 4, 5, 6}});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_EQ(run.outputs[0], (std::vector<double>{5, 6, 1, 2, 3, 4}));
 }
 
 TEST(RefShapeTest, MovesAreExactInEveryDType) {

@@ -989,10 +989,13 @@ Result<std::vector<Weight>> weightsOf(const Program &program) {
       source = m;
       w.fromMaster = true;
     }
-    // A bool or integer buffer is a constant the ONNX import folded (a mask,
-    // position ids), not learned state: a model's state_dict has no such
-    // entry, so it is left out.
-    if (!isFloating(source->dtype()) && v->stateKind() == ampc::StateKind::Buffer)
+    // A buffer the ONNX import made is a constant, not state: a folded mask
+    // or index tensor (Data, named after the ONNX value, '/' and all), a
+    // scale or bias a node left out (Constant), or any bool or integer
+    // buffer. A model's state_dict has no such entry, so it is left out.
+    if (v->stateKind() == ampc::StateKind::Buffer &&
+        (!isFloating(source->dtype()) || v->init().kind == ampc::InitSpec::Kind::Data ||
+         v->init().kind == ampc::InitSpec::Kind::Constant))
       continue;
     if (!isFloating(source->dtype()))
       return Status::error("cannot export '" + w.name + "' as fp32: it is " + source->type().str());

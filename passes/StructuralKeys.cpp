@@ -1,6 +1,7 @@
 //===- StructuralKeys.cpp ---------------------------------------------------===//
 #include "passes/StructuralKeys.h"
 
+#include "ir/OpAttrs.h"
 #include "ir/OpRegistry.h"
 
 #include "llvm/ADT/Hashing.h"
@@ -14,11 +15,13 @@ uint64_t keyOfName(llvm::StringRef kind, llvm::StringRef name) {
   return static_cast<uint64_t>(llvm::hash_combine(kind, name));
 }
 
-/// Autodiff's seed d(loss)/d(loss): a scalar fill with no operands in the
-/// backward pass. Under loss scaling the scaler's scale stands in for it.
+/// Autodiff's seed d(loss)/d(loss): a scalar fill of 1 with no operands in
+/// the backward pass. Under loss scaling the scaler's scale stands in for
+/// it. (A scalar fill of 0 is another quantity: the gradient of a constant
+/// operand, where's -inf in a causal mask.)
 bool isUnitSeed(const Node &n) {
   return n.role() == NodeRole::Backward && n.op().kind == OpKind::Fill && n.numOperands() == 0 &&
-         n.numResults() == 1 && n.result()->type().rank() == 0;
+         n.numResults() == 1 && n.result()->type().rank() == 0 && attrs::Fill(n).value() == 1.0;
 }
 
 llvm::hash_code hashAttribute(const Attribute &a) {

@@ -129,4 +129,20 @@ TEST(StructuralKeys, AnAttributeLeftAtItsDefaultKeysAsWrittenOut) {
   EXPECT_NE(keyOf(*g, keys, "c"), keyOf(*g, keys, "b"));
 }
 
+TEST(StructuralKeys, OnlyAScalarFillOfOneIsTheLossSeed) {
+  // A backward scalar fill of 0 (the gradient of where's constant -inf in
+  // a causal mask) is another quantity than d(loss)/d(loss): paired with
+  // the seed, O0 against O0 would report an error of 1.
+  auto g = parse(R"(graph @seeds {
+  %seed = fill() {shape = [], value = 1.0, dtype = f32} : () -> f32[] role(backward)
+  %zero = fill() {shape = [], value = 0.0, dtype = f32} : () -> f32[] role(backward)
+  output %seed
+  output %zero
+}
+)");
+  ASSERT_TRUE(g);
+  auto keys = computeStructuralKeys(*g);
+  EXPECT_NE(keyOf(*g, keys, "seed"), keyOf(*g, keys, "zero"));
+}
+
 } // namespace

@@ -30,6 +30,7 @@ import copy
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -376,6 +377,13 @@ def check_commands(model_file, args, work, result):
         if proc.returncode != 0:
             failed.append(name)
             result.fail(name, " | ".join(proc.stderr.strip().splitlines()[:4]))
+    # A level against itself pairs every value with itself: exactly 0.
+    proc, _ = run([args.ampc, "compare", model_file, "--levels", "O0,O0", "--worst", "0"], work)
+    exact = re.findall(r"largest error ([0-9.e+-]+)", proc.stdout)
+    if (proc.returncode != 0 or len(exact) != 2 or any(float(x) != 0 for x in exact)
+            or "no counterpart" in proc.stdout):
+        failed.append("compare O0,O0")
+        result.fail("compare O0,O0", " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-6:]))
     result.cells["commands"] = "ok" if not failed else "FAIL " + ",".join(failed)
     print(f"  commands: {result.cells['commands']}")
 

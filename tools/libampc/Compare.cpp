@@ -107,8 +107,11 @@ Errors measure(const RecordedValue &candidate, const RecordedValue &reference) {
   size_t n = candidate.size();
   for (size_t i = 0; i < n; ++i) {
     double c = candidate.at(i), r = reference.at(i);
-    if (!std::isfinite(c)) {
-      ++e.nonFinite;
+    if (!std::isfinite(c) || !std::isfinite(r)) {
+      // The same infinity at both (a mask's -inf before a softmax) is an
+      // exact match; anything else non-finite is an error of its own.
+      if (c != r)
+        ++e.nonFinite;
       continue;
     }
     double d = c - r;

@@ -70,7 +70,7 @@ struct ValueComparison {
   double maxAbsError = 0;
   double referenceMaxAbs = 0;
   double referenceRms = 0; ///< the reference's root mean square
-  uint64_t nonFinite = 0;  ///< the candidate's inf and NaN values
+  uint64_t nonFinite = 0;  ///< values non-finite at either level, but for one infinity at both
   /// A gradient that is ~0 at the reference (its RMS below
   /// CompareOptions::negligible of the largest gradient's): its relative
   /// error measures rounding noise (a bias before batchnorm, a key's bias

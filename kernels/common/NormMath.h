@@ -34,6 +34,25 @@ template <class T> AMPC_HD inline T unbiasedVariance(T biasedVariance, int64_t c
   return biasedVariance * static_cast<T>(count) / static_cast<T>(count - 1);
 }
 
+/// The corrected two-pass moments (Chan, Golub and LeVeque): with m0 the
+/// first pass's mean and sumDev, sumSqDev the sums of d = x - m0 and d * d
+/// over the same `count` values, the mean m0 + sumDev / count and the
+/// biased variance (sumSqDev - sumDev^2 / count) / count. The correction
+/// takes out the first pass's rounding: a channel whose values are all c
+/// (a dead ReLU's zeros through a convolution) gets mean c exactly, so
+/// x - mean is 0 and batchnorm gives its bias, as exact arithmetic and
+/// PyTorch do; a mean off by an ulp made those outputs +-1e-8 noise, and a
+/// ReLU after them passed gradient through half the channel.
+template <class T>
+AMPC_HD inline void correctedMoments(T m0, T sumDev, T sumSqDev, int64_t count, T &mean,
+                                     T &variance) {
+  T n = static_cast<T>(count);
+  mean = m0 + sumDev / n;
+  variance = (sumSqDev - sumDev * sumDev / n) / n;
+  if (!(variance > T(0)))
+    variance = T(0);
+}
+
 template <class T> AMPC_HD inline T runningStatUpdate(T running, T batchStat, T momentum) {
   return (T(1) - momentum) * running + momentum * batchStat;
 }

@@ -49,15 +49,15 @@ AMPC_LOOP_BODY inline void channelStatistics(const void *x, const NchwView &v, i
   for (int64_t n = 0; n < v.batch; ++n)
     sum.add(v.plane(n, c), v.plane(n, c) + v.planeSize,
             [=](int64_t i) AMPC_LOOP_BODY { return load<D>(x, i); });
-  mean = sum.total() / static_cast<float>(v.count());
-  float m = mean;
-  LaneSum squares;
+  float m = sum.total() / static_cast<float>(v.count());
+  LaneSum2 moments;
   for (int64_t n = 0; n < v.batch; ++n)
-    squares.add(v.plane(n, c), v.plane(n, c) + v.planeSize, [=](int64_t i) AMPC_LOOP_BODY {
+    moments.add(v.plane(n, c), v.plane(n, c) + v.planeSize, [=](int64_t i) AMPC_LOOP_BODY {
       float deviation = load<D>(x, i) - m;
-      return deviation * deviation;
+      return std::pair<float, float>(deviation, deviation * deviation);
     });
-  variance = squares.total() / static_cast<float>(v.count());
+  auto [deviations, squares] = moments.totals();
+  correctedMoments(m, deviations, squares, v.count(), mean, variance);
 }
 
 template <DType D> void batchNorm2dLoop(const KernelArgs &a, const LoopPlan &) {
@@ -170,14 +170,16 @@ AMPC_LOOP_BODY inline void rowStatistics(const void *x, int64_t base, int64_t si
                                          float &mean, float &invStdDev) {
   LaneSum sum;
   sum.add(base, base + size, [=](int64_t i) AMPC_LOOP_BODY { return load<D>(x, i); });
-  mean = sum.total() / static_cast<float>(size);
-  float m = mean;
-  LaneSum squares;
-  squares.add(base, base + size, [=](int64_t i) AMPC_LOOP_BODY {
+  float m = sum.total() / static_cast<float>(size);
+  LaneSum2 moments;
+  moments.add(base, base + size, [=](int64_t i) AMPC_LOOP_BODY {
     float deviation = load<D>(x, i) - m;
-    return deviation * deviation;
+    return std::pair<float, float>(deviation, deviation * deviation);
   });
-  invStdDev = inverseStdDev(squares.total() / static_cast<float>(size), eps);
+  auto [deviations, squares] = moments.totals();
+  float variance;
+  correctedMoments(m, deviations, squares, size, mean, variance);
+  invStdDev = inverseStdDev(variance, eps);
 }
 
 /// Rows per task, and per partial sum of the parameter gradients: fixed, so

@@ -47,13 +47,15 @@ __device__ void channelStatistics(const void *x, const BatchNormParams &p, const
   T sum = 0;
   for (int64_t i = threadIdx.x; i < count; i += kThreads)
     sum += load<D>(x, channelIndex(s, c, i));
-  mean = blockSum(sum, shared) / static_cast<T>(count);
-  T squares = 0;
+  T m0 = blockSum(sum, shared) / static_cast<T>(count);
+  T deviations = 0, squares = 0;
   for (int64_t i = threadIdx.x; i < count; i += kThreads) {
-    T deviation = load<D>(x, channelIndex(s, c, i)) - mean;
+    T deviation = load<D>(x, channelIndex(s, c, i)) - m0;
+    deviations += deviation;
     squares += deviation * deviation;
   }
-  variance = blockSum(squares, shared) / static_cast<T>(count);
+  deviations = blockSum(deviations, shared);
+  correctedMoments(m0, deviations, blockSum(squares, shared), count, mean, variance);
   invStdDev = inverseStdDev(variance, eps);
 }
 

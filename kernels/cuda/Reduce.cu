@@ -288,13 +288,16 @@ __device__ void rowStatistics(const void *x, int64_t base, int64_t size, Compute
   T sum = 0;
   for (int64_t e = 0; e < size; ++e)
     sum += load<D>(x, base + e);
-  mean = sum / static_cast<T>(size);
-  T squares = 0;
+  T m0 = sum / static_cast<T>(size);
+  T deviations = 0, squares = 0;
   for (int64_t e = 0; e < size; ++e) {
-    T deviation = load<D>(x, base + e) - mean;
+    T deviation = load<D>(x, base + e) - m0;
+    deviations += deviation;
     squares += deviation * deviation;
   }
-  invStdDev = inverseStdDev(squares / static_cast<T>(size), eps);
+  T variance;
+  correctedMoments(m0, deviations, squares, size, mean, variance);
+  invStdDev = inverseStdDev(variance, eps);
 }
 
 template <DType D> __device__ ComputeT<D> loadParam(const Tensor &t, int64_t i) {

@@ -42,14 +42,15 @@ template <DType D> void batchNorm2dImpl(const KernelArgs &args) {
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t e = 0; e < planeSize; ++e)
           sum += load<D>(x.data, index(n, c, e));
-      mean = sum / static_cast<T>(count);
-      T squares = 0;
+      T m0 = sum / static_cast<T>(count);
+      T deviations = 0, squares = 0;
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t e = 0; e < planeSize; ++e) {
-          T deviation = load<D>(x.data, index(n, c, e)) - mean;
+          T deviation = load<D>(x.data, index(n, c, e)) - m0;
+          deviations += deviation;
           squares += deviation * deviation;
         }
-      variance = squares / static_cast<T>(count);
+      correctedMoments(m0, deviations, squares, count, mean, variance);
       const TensorArg &newMean = args.out(1), &newVar = args.out(2);
       T updatedMean = runningStatUpdate(loadParam<D>(runningMean, c), mean, momentum);
       T updatedVar = runningStatUpdate(loadParam<D>(runningVar, c),
@@ -82,13 +83,16 @@ template <DType D> void layerNormImpl(const KernelArgs &args) {
     T sum = 0;
     for (int64_t e = 0; e < normalizedSize; ++e)
       sum += load<D>(x.data, base + e);
-    T mean = sum / static_cast<T>(normalizedSize);
-    T squares = 0;
+    T m0 = sum / static_cast<T>(normalizedSize);
+    T deviations = 0, squares = 0;
     for (int64_t e = 0; e < normalizedSize; ++e) {
-      T deviation = load<D>(x.data, base + e) - mean;
+      T deviation = load<D>(x.data, base + e) - m0;
+      deviations += deviation;
       squares += deviation * deviation;
     }
-    T invStdDev = inverseStdDev(squares / static_cast<T>(normalizedSize), eps);
+    T mean, variance;
+    correctedMoments(m0, deviations, squares, normalizedSize, mean, variance);
+    T invStdDev = inverseStdDev(variance, eps);
     for (int64_t e = 0; e < normalizedSize; ++e)
       store<D>(y.data, base + e,
                normalizeAffine(load<D>(x.data, base + e), mean, invStdDev, loadParam<D>(weight, e),
@@ -105,13 +109,16 @@ void statistics(const void *x, int64_t count, IndexFn index, ComputeT<D> eps, Co
   T sum = 0;
   for (int64_t i = 0; i < count; ++i)
     sum += load<D>(x, index(i));
-  mean = sum / static_cast<T>(count);
-  T squares = 0;
+  T m0 = sum / static_cast<T>(count);
+  T deviations = 0, squares = 0;
   for (int64_t i = 0; i < count; ++i) {
-    T deviation = load<D>(x, index(i)) - mean;
+    T deviation = load<D>(x, index(i)) - m0;
+    deviations += deviation;
     squares += deviation * deviation;
   }
-  invStdDev = inverseStdDev(squares / static_cast<T>(count), eps);
+  T variance;
+  correctedMoments(m0, deviations, squares, count, mean, variance);
+  invStdDev = inverseStdDev(variance, eps);
 }
 
 // Per channel: grad_bias = sum dy, grad_weight = sum dy * xhat, and

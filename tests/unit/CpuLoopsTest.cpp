@@ -448,6 +448,17 @@ TEST(CpuLoopsTest, BatchNorm2dMatchesTheReference) {
       }
 }
 
+TEST(CpuLoopsTest, BatchNorm2dOfAConstantChannelIsTheReferencesBitForBit) {
+  // A channel of one value: the corrected two-pass mean is that value
+  // exactly in both, so each gives the bias (RefBatchNorm2d's test).
+  for (DType t : kDTypes) {
+    std::vector<Operand> operands = batchNormOperands(t, DType::F32, {4, 3, 5, 7}, 2);
+    TensorType xType = of(t, {4, 3, 5, 7});
+    operands[0] = {xType, fromDoubles(xType, {0.1})};
+    expectBitIdentical("batchnorm2d", operands, batchNormAttrs(true));
+  }
+}
+
 TEST(CpuLoopsTest, BatchNorm2dGradMatchesTheReference) {
   for (DType t : kDTypes)
     for (DType param : {DType::F32, t})

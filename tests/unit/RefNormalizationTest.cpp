@@ -100,6 +100,20 @@ TEST(RefBatchNorm2d, Fp32ParametersUnderHalfInput) {
   }
 }
 
+TEST(RefBatchNorm2d, AConstantChannelGivesItsBiasExactly) {
+  // 27 copies of 0.1f: their f32 sum rounds, so a one-pass mean is an ulp
+  // off and x - mean is +-1e-8 noise (which a ReLU after it turns into
+  // gradient through half the channel). The corrected second pass makes
+  // the mean exact: every output is the bias, as in exact arithmetic.
+  Values x(1, std::vector<double>(27, 0.1f));
+  KernelRun run = runKernel("batchnorm2d", batchNormTypes(DType::F32, {3, 1, 3, 3}, DType::F32),
+                            {x[0], {1.5}, {0.0}, {0}, {1}}, {});
+  ASSERT_TRUE(run.ok) << run.error;
+  for (double y : run.outputs[0])
+    EXPECT_EQ(y, 0.0);
+  EXPECT_FLOAT_EQ(run.outputs[2][0], 0.9); // the running variance: momentum 0.1 toward 0
+}
+
 TEST(RefBatchNorm2d, RandomAgainstF64) {
   Values inputs = {randomValues(108, 1, -2, 3), randomValues(3, 2, 0.5, 1.5), randomValues(3, 3),
                    randomValues(3, 4), randomValues(3, 5, 0.5, 2)};

@@ -162,7 +162,14 @@ def check_forward(entry, args, work, result):
     for key, tensor in entry.inputs.items():
         np.save(os.path.join(in_dir, key + ".npy"), tensor.numpy())
     # O2 in bf16, the half type ampc uses on the CPU.
-    for level, half, tolerance in (("O0", "bf16", FORWARD_O0), ("O2", "bf16", FORWARD_O2)):
+    # The peer for O2: PyTorch's own bf16 (autocast on the CPU) on the same
+    # model. bf16 keeps 8 bits, so a deep net's output can be further than
+    # 3e-2 from f32; then ampc's O2 may be as far as twice PyTorch's.
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        peer = module(*entry.inputs.values()).float().numpy()
+    peer_error = relative_error(peer, want)
+    o2_tolerance = max(FORWARD_O2, 2 * peer_error)
+    for level, half, tolerance in (("O0", "bf16", FORWARD_O0), ("O2", "bf16", o2_tolerance)):
         out_dir = os.path.join(work, f"out-{level}")
         os.makedirs(out_dir, exist_ok=True)
         proc, seconds = run([args.driver, path, in_dir, out_dir, "--opt-level", level,
@@ -178,7 +185,8 @@ def check_forward(entry, args, work, result):
         result.cells[f"forward {level}"] = f"{err:.1e}"
         if not err <= tolerance:
             result.fail(f"forward {level}", f"relative error {err:.3e} > {tolerance:g}")
-        print(f"  forward {level}: relative error {err:.2e} ({seconds:.1f} s)")
+        peer_note = f", PyTorch autocast bf16 {peer_error:.2e}" if level == "O2" else ""
+        print(f"  forward {level}: relative error {err:.2e}{peer_note} ({seconds:.1f} s)")
 
 
 def write_training_model(entry, work, module):

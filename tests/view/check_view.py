@@ -13,11 +13,16 @@ leaves (--dump-dom):
   - `ampc view --diff O0` (mlp at O2) marks as many nodes changed as
     `ampc diff --levels O0,O2` lists, and a node's details say what it was
     at O0;
+  - `ampc view --detail blocks` (transformer at O1) draws each encoder
+    block as one box, as many as the note at the top counts; #select= of a
+    box lists the nodes it holds, of a folded node links to its box, and
+    the page's script raises no error (Chromium's console log);
   - what a 1400x900 window shows when a page opens (no #select=): for a
     small graph (mlp at O2, 30 nodes), a ~150-node one (resnet at O0) and
-    transformer at O1 (271 nodes), at least 5 nodes lie (mostly) inside the
-    graph's pane, with labels at least 8 px high, and the model's first
-    forward node is among them; the "+" button zooms 1.25x about the
+    transformer at O1 (271 nodes), and that one folded, at least 5 nodes lie
+    (mostly) inside the graph's pane, with labels at least 8 px high, and
+    the model's first forward node (or its box) is among them; the "+"
+    button zooms 1.25x about the
     middle of the view. Graphviz draws large training graphs
     thousands of points wide, mostly empty: a page that opened at 100% on
     its top-left corner showed nothing of the transformer. A script the
@@ -51,17 +56,20 @@ class Dom(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.ops = []        # (data-node, classes) of each op node
+        self.folds = []      # data-node of each folded block's box
         self.diff = []       # data-diff of each op node that has one
         self.text_of = {}    # element id -> its text, for the ids below
         self._open = []      # ids being collected, with their depth
         self._depth = 0
 
-    WANTED = ("node-count", "cast-count", "details", "diff-count", "diff-summary")
+    WANTED = ("node-count", "cast-count", "details", "diff-count", "diff-summary", "box-count")
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         self._depth += 1
         classes = (a.get("class") or "").split()
+        if tag == "g" and "node" in classes and "fold" in classes:
+            self.folds.append(a.get("data-node"))
         if tag == "g" and "node" in classes and "op" in classes:
             self.ops.append((a.get("data-node"), classes))
             if a.get("data-diff"):
@@ -185,6 +193,42 @@ def check_diff_page(args, browser, model, level, against, select):
     return failures
 
 
+def check_folded_page(args, browser, model, level, box, block, member):
+    """`ampc view --detail blocks`: boxes, their details and a folded node's."""
+    name = os.path.splitext(os.path.basename(model))[0]
+    page = os.path.join(args.out, f"{name}-{level}-blocks.html")
+    r = run([args.ampc, "view", model, "-O", level, "--detail", "blocks", "-o", page], timeout=300)
+    if r.returncode != 0:
+        return [f"ampc view --detail blocks failed ({r.returncode}): {r.stderr}"]
+    failures = []
+    if "warning: the page is folded" not in r.stderr:
+        failures.append(f"{name} --detail blocks: no warning on stderr: {r.stderr!r}")
+    checks = [(box, [block, "Holds", member, "linear"]), (member, [member, "drawn in " + block])]
+    for select, wants in checks:
+        url = "file://" + os.path.abspath(page) + "#select=" + select.replace("%", "%25")
+        with tempfile.TemporaryDirectory() as profile:
+            dumped = browse(browser, url, profile, ["--dump-dom", "--enable-logging=stderr",
+                                                    "--v=0"])
+        dom = Dom()
+        dom.feed(dumped.stdout)
+        if "Uncaught" in dumped.stderr:
+            errors = [line for line in dumped.stderr.splitlines() if "Uncaught" in line]
+            failures.append(f"{name} --detail blocks: the page's script failed: {errors[:3]}")
+        boxes = dom.text_of.get("box-count", "").strip()
+        if not dom.folds or boxes != str(len(dom.folds)):
+            failures.append(f"{name} --detail blocks: {len(dom.folds)} boxes drawn, the note "
+                            f"counts {boxes!r}")
+        if any(n == member for n, _ in dom.ops):
+            failures.append(f"{name} --detail blocks: {member} is drawn, not folded")
+        details = " ".join(dom.text_of.get("details", "").split())
+        for want in wants:
+            if want not in details:
+                failures.append(f"{name} --detail blocks: the details of {select} lack "
+                                f"{want!r}: {details[:400]!r}")
+    print(f"{name} {level} --detail blocks: {len(dom.folds)} boxes")
+    return failures
+
+
 # Appended to a copy of a page: once it has loaded (and its own script has
 # set the view), lists the SVG nodes that lie at least half inside the part
 # of the graph's pane that the window shows, with the rendered size of their
@@ -239,10 +283,10 @@ MIN_NODES_IN_VIEW = 5
 MIN_LABEL_PX = 8.0
 
 
-def check_opening_view(args, browser, model, level):
+def check_opening_view(args, browser, model, level, suffix=""):
     """What a 1400x900 window shows as the page opens."""
     name = os.path.splitext(os.path.basename(model))[0]
-    page = os.path.join(args.out, f"{name}-{level}.html")
+    page = os.path.join(args.out, f"{name}-{level}{suffix}.html")
     if not os.path.exists(page):
         r = run([args.ampc, "view", model, "-O", level, "-o", page], timeout=300)
         if r.returncode != 0:
@@ -250,7 +294,7 @@ def check_opening_view(args, browser, model, level):
     with open(page, encoding="utf-8") as f:
         text = f.read()
     at = text.rindex("</body>")
-    measured = os.path.join(args.out, f"{name}-{level}-measure.html")
+    measured = os.path.join(args.out, f"{name}-{level}{suffix}-measure.html")
     with open(measured, "w", encoding="utf-8") as f:
         f.write(text[:at] + MEASURE + text[at:])
     # The first forward node: the page's JSON lists the nodes in execution
@@ -297,10 +341,12 @@ def check_opening_view(args, browser, model, level):
     if got["zoomMoved"] > 2 * got["zoomUnit"]:
         failures.append(f"{name} {level}: '+' moved the middle of the view by "
                         f"{got['zoomMoved'] / got['zoomUnit']:.1f} px")
+    # On a folded page, the box that holds it.
+    first = first and data[first].get("box", first)
     if first and first not in {n["id"] for n in got["visible"]}:
         failures.append(f"{name} {level}: the first forward node {data[first]['name']} ({first}) "
                         f"is not in view as the page opens")
-    shot = os.path.join(args.out, f"{name}-{level}-open.png")
+    shot = os.path.join(args.out, f"{name}-{level}{suffix}-open.png")
     with tempfile.TemporaryDirectory() as profile:
         browse(browser, "file://" + os.path.abspath(page), profile,
                [f"--screenshot={shot}", "--window-size=1400,900", "--hide-scrollbars"])
@@ -344,13 +390,21 @@ def main():
     for f in failures:
         print("FAIL:", f)
     failed += bool(failures)
-    opening = [("mlp.yaml", "O2"), ("resnet.yaml", "O0"), ("transformer.yaml", "O1")]
-    for model, level in opening:
-        failures = check_opening_view(args, browser, os.path.join(args.examples, model), level)
+    failures = check_folded_page(args, browser, os.path.join(args.examples, "transformer.yaml"),
+                                 "O1", "blk_0", "layer0", "%layer0.q")
+    for f in failures:
+        print("FAIL:", f)
+    failed += bool(failures)
+    # The folded page was written above; it opens on the box of the first node.
+    opening = [("mlp.yaml", "O2", ""), ("resnet.yaml", "O0", ""), ("transformer.yaml", "O1", ""),
+               ("transformer.yaml", "O1", "-blocks")]
+    for model, level, suffix in opening:
+        failures = check_opening_view(args, browser, os.path.join(args.examples, model), level,
+                                      suffix)
         for f in failures:
             print("FAIL:", f)
         failed += bool(failures)
-    print(f"{len(pages) + 1 + len(opening) - failed} passed, {failed} failed")
+    print(f"{len(pages) + 2 + len(opening) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

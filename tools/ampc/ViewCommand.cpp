@@ -1,6 +1,7 @@
 //===- ViewCommand.cpp - `ampc view`: the rewritten graph as a web page ---===//
 //
 // ampc view MODEL -o OUT.html [-O Ox] [--graph forward|train] [--device D]
+//           [--detail auto|ops|blocks]
 //
 // Writes one self-contained HTML page (docs/inspect.md): the graph the opt
 // level makes, laid out by Graphviz, with each node's precision rule, types,
@@ -17,7 +18,7 @@ namespace ampc::cli {
 
 int runView(int argc, char **argv) {
   Options opts;
-  std::string halfType, diffLevel;
+  std::string halfType, diffLevel, detail = "auto";
   CLI::App app{"write the rewritten graph as one self-contained HTML page: nodes coloured by "
                "the dtype they compute in, casts counted, a click shows why a node got its "
                "precision"};
@@ -37,6 +38,10 @@ int runView(int argc, char **argv) {
                  "forward, or train (forward + backward + optimizer; the default when the "
                  "model has an optimizer)")
       ->check(CLI::IsMember({"forward", "train"}));
+  app.add_option("--detail", detail,
+                 "ops: every node; blocks: each block instance as one box; auto (default): "
+                 "every node unless the layout would be slow, then blocks")
+      ->check(CLI::IsMember({"auto", "ops", "blocks"}));
   app.add_option("--device", opts.device,
                  "the device whose memory plan is shown (and whose half type is the default): "
                  "auto, cpu, cpu-ref, cuda")
@@ -97,11 +102,25 @@ int runView(int argc, char **argv) {
     return kBadInput;
   api::GraphView g = model->graph();
   api::ViewOptions vopts;
+  vopts.detail = detail == "ops"      ? api::ViewDetail::Ops
+                 : detail == "blocks" ? api::ViewDetail::Blocks
+                                      : api::ViewDetail::Auto;
   // Too big to lay out: a limit of the input, like --max-nodes.
-  if (g.numNodes() + g.inputs().size() + g.state().size() > vopts.maxDrawnNodes) {
-    printDiagnostics(api::graphPage(*model, nullptr, vopts).status());
+  api::Result<api::ViewPlan> plan = api::planView(*model, vopts);
+  if (!plan) {
+    printDiagnostics(plan.status());
     return kBadInput;
   }
+  if (plan->folded())
+    err() << "warning: the page is folded: the graph has " << plan->nodes
+          << " nodes, inputs and state tensors"
+          << (detail == "blocks" ? "" : ", too many to lay out in reasonable time")
+          << "; block instances nested " << plan->foldDepth << " deep (and shallower ones with "
+          << "no blocks inside) are drawn as one box each: " << plan->boxes << " boxes, "
+          << plan->drawn << " drawn. Every node: --detail ops (slow), --emit dot, or --graph "
+          << "forward\n";
+  else if (vopts.detail == api::ViewDetail::Blocks)
+    err() << "note: the graph has no blocks to fold: every node is drawn\n";
 
   // The memory plan is the compiled program's. A model that cannot be
   // compiled here (too big for this machine, say) is still drawn.
@@ -145,6 +164,8 @@ int runView(int argc, char **argv) {
         << " nodes, " << g.precisionStats().casts << " casts";
   if (against)
     out() << ", marked against " << diffLevel;
+  if (plan->folded())
+    out() << ", drawn folded into " << plan->boxes << " boxes";
   out() << "\n";
   return kSuccess;
 }

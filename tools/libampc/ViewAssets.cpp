@@ -7,7 +7,8 @@
 // optimizer and loss-scaling parts (every SVG element carries its role's
 // class, r-backward, ...); the buttons, Ctrl+wheel, a double-click and the
 // keys + - 0 zoom; dragging pans. The page opens at a readable zoom on the
-// model's first nodes.
+// model's first nodes. On a folded page (a large graph) a click on a block
+// instance's box lists what it holds, and a node's details link to its box.
 //
 //===----------------------------------------------------------------------===//
 #include "ViewAssets.h"
@@ -30,8 +31,11 @@ h2 { font-size: 14px; margin: 12px 0 6px; }
 .swatch.dt-f32 { background: #cfe2ff; } .swatch.dt-bf16 { background: #c9ecc9; }
 .swatch.dt-f16 { background: #ffd8a8; } .swatch.dt-other { background: #e9ecef; }
 .swatch.cast { border: 2px solid #c0392b; } .swatch.cacheable { border: 2px dashed #c0392b; }
+.swatch.fold { border: 2px solid #555; box-shadow: 2px 2px 0 #888; }
 .swatch.changed { border: 3px solid #7b2cbf; } .swatch.new { border: 2px dashed #7b2cbf; }
 .toggles label { margin-right: 10px; }
+#fold-note { margin: 4px 0 0; padding: 4px 8px; background: #fff4d6; border: 1px solid #e0b84c;
+  border-radius: 4px; }
 .zoom button { min-width: 28px; margin-left: 2px; }
 #main { flex: 1; display: flex; min-height: 0; }
 #graph { flex: 1; overflow: auto; background: #fff; cursor: grab; }
@@ -122,6 +126,41 @@ const char kViewScript[] = R"js(
     details.appendChild(t);
   }
 
+  function counts(list) {
+    return list.map(function (kv) { return kv[0] + ' ' + kv[1]; }).join(', ');
+  }
+  // An element id's link, by the name its details are shown under.
+  function idLink(id) {
+    var d = data[id];
+    if (!d) return el('code', id);
+    var a = el('a', d.name);
+    a.href = '#select=' + encodeURIComponent(id);
+    return a;
+  }
+  // A folded block instance: what it computes in, its ops by kind, its
+  // casts, then each node it holds, a link to the node's details.
+  function showBlock(d, t) {
+    row(t, 'role', d.role);
+    row(t, 'block', d.block);
+    row(t, 'precision', d.precision + (d.dtypes.length > 1 ? ' (' + counts(d.dtypes) + ')' : ''));
+    var casts = d.casts.reduce(function (n, kv) { return n + kv[1]; }, 0);
+    row(t, 'ops', d.ops.length + (casts ? ' (' + casts + ' casts)' : '') +
+        (d.kinds.length ? ': ' + counts(d.kinds) : ''));
+    if (d.casts.length) row(t, 'casts', counts(d.casts));
+    details.appendChild(t);
+    var held = d.ops.concat(d.inputs, d.state);
+    if (!held.length) return;
+    details.appendChild(el('h2', 'Holds'));
+    var ul = el('ul', null, 'castlist');
+    held.forEach(function (id) {
+      var li = el('li');
+      li.appendChild(idLink(id));
+      if (data[id] && data[id].op) li.appendChild(document.createTextNode(' ' + data[id].op));
+      ul.appendChild(li);
+    });
+    details.appendChild(ul);
+  }
+
   function show(id) {
     var d = data[id];
     if (selected) selected.classList.remove('selected');
@@ -132,7 +171,8 @@ const char kViewScript[] = R"js(
       details.appendChild(el('p', 'no node ' + id + ' in this graph', 'note'));
       return;
     }
-    selected = document.getElementById(id);
+    // A node of a folded page is drawn in its block's box.
+    selected = document.getElementById(id) || (d.box ? document.getElementById(d.box) : null);
     if (selected) selected.classList.add('selected');
     details.setAttribute('data-selected', d.name);
     details.appendChild(el('h2', d.name));
@@ -148,6 +188,7 @@ const char kViewScript[] = R"js(
         row(t, 'cast', d.castFrom + ' \u2192 ' + d.castTo +
             (d.cacheable ? ' (of state: served from the cast cache)' : ''));
       row(t, 'source', d.location || 'unknown');
+      if (d.box) row(t, 'drawn in', idLink(d.box));
       row(t, 'memory', bytes(d.bytes) + ' in ' + d.results.length +
           (d.results.length === 1 ? ' result' : ' results'));
       details.appendChild(t);
@@ -159,12 +200,15 @@ const char kViewScript[] = R"js(
         d.attrs.forEach(function (kv) { row(a, kv[0], kv[1]); });
         details.appendChild(a);
       }
+    } else if (d.kind === 'block') {
+      showBlock(d, t);
     } else {
       row(t, 'kind', d.kind);
       row(t, 'type', d.type);
       row(t, 'memory', bytes(d.bytes));
       row(t, 'source', d.location || 'unknown');
       row(t, 'read by', d.users + (d.users === 1 ? ' node' : ' nodes'));
+      if (d.box) row(t, 'drawn in', idLink(d.box));
       details.appendChild(t);
     }
     if (selected && selected.scrollIntoView)
@@ -185,7 +229,9 @@ const char kViewScript[] = R"js(
     svg.addEventListener('click', function (e) {
       var g = e.target.closest ? e.target.closest('g.node') : null;
       if (!g || !data[g.id]) return;
-      var target = '#select=' + encodeURIComponent(data[g.id].name);
+      // A box by its id: a block's name may be a node's too.
+      var key = data[g.id].kind === 'block' ? g.id : data[g.id].name;
+      var target = '#select=' + encodeURIComponent(key);
       if (location.hash === target) show(g.id); else location.hash = target;
     });
   }
@@ -264,7 +310,7 @@ const char kViewScript[] = R"js(
     for (var i = 0; ; ++i) {
       var d = data['op_' + i];
       if (!d) break;
-      var e = document.getElementById('op_' + i);
+      var e = document.getElementById('op_' + i) || (d.box && document.getElementById(d.box));
       if (!e) continue;
       if (d.role === 'forward') return e;
       if (!first) first = e;

@@ -150,6 +150,14 @@ std::string opEntry(const ampc::Node &n, const NodePrecision &p) {
   return o.done();
 }
 
+/// A box's name in the page: its block, and its role when that is not
+/// the forward pass (an instance has a box in each role).
+std::string boxName(const DotBox &b) {
+  if (b.role == ampc::NodeRole::Forward)
+    return b.block;
+  return b.block + " (" + ampc::roleName(b.role).str() + ")";
+}
+
 std::string valueEntry(const ampc::Value &v) {
   size_t users = 0;
   for (const Use &u : v.uses())
@@ -362,8 +370,9 @@ LevelDiff diffAgainst(const ampc::Graph &g, const std::vector<NodePrecision> &pr
   return d;
 }
 
-/// `against`: the level a --diff page is marked against ("" for none).
-std::string legend(const ampc::Graph &g, const std::string &against) {
+/// `against`: the level a --diff page is marked against ("" for none);
+/// `folded`: the page draws block instances as boxes.
+std::string legend(const ampc::Graph &g, const std::string &against, bool folded) {
   bool has[5] = {};
   for (const ampc::Node &n : g.nodes())
     has[static_cast<unsigned>(n.role())] = true;
@@ -372,6 +381,8 @@ std::string legend(const ampc::Graph &g, const std::string &against) {
     out += std::string("<span class=\"swatch dt-") + dt + "\">" + dt + "</span>";
   out += "<span class=\"swatch cast\">cast</span><span class=\"swatch cacheable\">cast of "
          "state</span>";
+  if (folded)
+    out += "<span class=\"swatch fold\">block instance</span>";
   if (!against.empty())
     out += "<span class=\"swatch changed\">other dtype at " + html(against) +
            "</span><span class=\"swatch new\">not at " + html(against) + "</span>";
@@ -394,19 +405,119 @@ std::string legend(const ampc::Graph &g, const std::string &against) {
   return out;
 }
 
+/// Whether Graphviz lays a drawing of this size out fast (ViewOptions).
+bool laysOutFast(const DotSize &s, const ViewOptions &opts) {
+  return s.nodes <= opts.foldAboveNodes && s.span <= opts.foldAboveSpan;
+}
+
+size_t drawnItems(const ampc::Graph &g) {
+  return g.numNodes() + g.inputs().size() + g.state().size();
+}
+
+Result<ViewPlan> planOf(const ampc::Graph &g, const DotDrawing &drawing, const ViewOptions &opts) {
+  ViewPlan plan;
+  plan.nodes = drawnItems(g);
+  auto use = [&](unsigned depth, const DotSize &s) {
+    plan.foldDepth = depth;
+    plan.drawn = s.nodes;
+    plan.boxes = s.boxes;
+    plan.edgeSpan = s.span;
+    return plan;
+  };
+  auto tooMany = [&](const std::string &what) {
+    return Status::error("the graph has " + std::to_string(plan.nodes) +
+                         " nodes, inputs and state tensors" + what + "; a page draws at most " +
+                         std::to_string(opts.maxDrawnNodes) +
+                         " (try --graph forward, or --emit dot and a layout tool of your choice)");
+  };
+  if (opts.detail == ViewDetail::Ops) {
+    if (plan.nodes > opts.maxDrawnNodes)
+      return tooMany("");
+    return use(0, drawing.size(0));
+  }
+  DotSize all = drawing.size(0);
+  if (opts.detail == ViewDetail::Auto && laysOutFast(all, opts) && all.nodes <= opts.maxDrawnNodes)
+    return use(0, all);
+  // As little folded as lays out fast, the innermost instances first; if
+  // nothing does, as folded as it gets.
+  unsigned deepest = drawing.maxFoldDepth();
+  for (unsigned depth = deepest; depth >= 1; --depth) {
+    DotSize s = drawing.size(depth);
+    if (laysOutFast(s, opts) || depth == 1) {
+      if (s.nodes > opts.maxDrawnNodes)
+        return tooMany(", and folded into its blocks " + std::to_string(s.nodes));
+      return use(depth, s);
+    }
+  }
+  // No blocks to fold.
+  if (plan.nodes > opts.maxDrawnNodes)
+    return tooMany(" and no blocks to fold");
+  return use(0, all);
+}
+
+/// The details of a folded block instance: what its box counts, and its
+/// nodes, each a link to its own details.
+std::string boxEntry(const DotBox &b) {
+  auto counts = [](llvm::ArrayRef<std::pair<std::string, unsigned>> list) {
+    std::string out = "[";
+    for (const auto &[what, n] : list)
+      out += (out.size() > 1 ? ", [" : "[") + jsonString(what) + ", " + std::to_string(n) + "]";
+    return out + "]";
+  };
+  auto ids = [](llvm::ArrayRef<unsigned> list, std::string (*idOf)(unsigned)) {
+    std::string out = "[";
+    for (unsigned k : list)
+      out += (out.size() > 1 ? ", " : "") + jsonString(idOf(k));
+    return out + "]";
+  };
+  return JsonObject()
+      .str("kind", "block")
+      .str("name", boxName(b))
+      .str("block", b.block)
+      .str("role", ampc::roleName(b.role))
+      .str("precision", b.dtype)
+      .raw("dtypes", counts(b.dtypes))
+      .raw("kinds", counts(b.kinds))
+      .raw("casts", counts(b.casts))
+      .raw("ops", ids(b.ops, dotOpId))
+      .raw("inputs", ids(b.inputs, dotInputId))
+      .raw("state", ids(b.state, dotStateId))
+      .done();
+}
+
+/// The note at the top of a folded page: that it is folded, why, and the
+/// ways to every node.
+std::string foldNote(const ViewPlan &plan, const ViewOptions &opts) {
+  std::string why = opts.detail == ViewDetail::Blocks ? " (--detail blocks)"
+                                                      : ", too many to lay out in reasonable time";
+  return "<p id=\"fold-note\" class=\"folded\"><b>Folded.</b> The graph has <span "
+         "id=\"total-count\">" +
+         std::to_string(plan.nodes) + "</span> nodes, inputs and state tensors" + why +
+         ": each block instance nested " + std::to_string(plan.foldDepth) +
+         " deep, and each shallower one with no blocks inside, is drawn as one box (<span "
+         "id=\"box-count\">" +
+         std::to_string(plan.boxes) + "</span> boxes, " + std::to_string(plan.drawn) +
+         " drawn in all); a click on a box lists what it holds. Every node: <code>ampc view "
+         "--detail ops</code> (slow), <code>ampc --emit dot</code>, or <code>--graph "
+         "forward</code> for the forward pass alone.</p>\n";
+}
+
 } // namespace
+
+Result<ViewPlan> planView(const Model &model, const ViewOptions &opts) {
+  const ampc::Graph &g = *Access::impl(model).graph;
+  return planOf(g, DotDrawing(g), opts);
+}
 
 Result<std::string> graphPage(const Model &model, const Program *program, const ViewOptions &opts) {
   const ampc::Graph &g = *Access::impl(model).graph;
-  size_t drawn = g.numNodes() + g.inputs().size() + g.state().size();
-  if (drawn > opts.maxDrawnNodes)
-    return Status::error("the graph has " + std::to_string(drawn) +
-                         " nodes, inputs and state tensors; a page draws at most " +
-                         std::to_string(opts.maxDrawnNodes) +
-                         " (try --graph forward, or --emit dot and a layout tool of your choice)");
+  DotDrawing drawing(g);
+  Result<ViewPlan> plan = planOf(g, drawing, opts);
+  if (!plan)
+    return plan.status();
   std::string dot;
   llvm::raw_string_ostream dotOs(dot);
-  printDot(g, dotOs);
+  drawing.print(dotOs, plan->foldDepth);
   dotOs.flush();
   Result<std::string> svg = layoutSvg(dot);
   if (!svg)
@@ -429,18 +540,42 @@ Result<std::string> graphPage(const Model &model, const Program *program, const 
   if (opts.against)
     diff =
         diffAgainst(g, precision, *Access::impl(*opts.against).graph, program, opts.againstProgram);
+  // Folded, each node's entry names the box it is drawn in.
+  std::vector<DotBox> boxes = drawing.boxes(plan->foldDepth);
+  llvm::StringMap<std::string> boxOf;
+  for (const DotBox &b : boxes) {
+    for (unsigned i : b.ops)
+      boxOf[dotOpId(i)] = b.id;
+    for (unsigned k : b.inputs)
+      boxOf[dotInputId(k)] = b.id;
+    for (unsigned k : b.state)
+      boxOf[dotStateId(k)] = b.id;
+  }
+  auto extend = [](std::string &entry, llvm::StringRef key, llvm::StringRef value) {
+    entry =
+        entry.substr(0, entry.size() - 1) + ", " + jsonString(key) + ": " + jsonString(value) + "}";
+  };
+  auto addValue = [&](const std::string &id, const ampc::Value &v) {
+    std::string entry = valueEntry(v);
+    if (auto it = boxOf.find(id); it != boxOf.end())
+      extend(entry, "box", it->second);
+    add(id, "%" + v.name().str(), entry);
+  };
   for (unsigned i = 0; i < precision.size(); ++i) {
     std::string entry = opEntry(*precision[i].node, precision[i]);
     if (diff)
       if (auto it = diff->before.find(dotOpId(i)); it != diff->before.end())
-        entry = entry.substr(0, entry.size() - 1) + ", " + jsonString("before") + ": " +
-                jsonString(it->second) + "}";
+        extend(entry, "before", it->second);
+    if (auto it = boxOf.find(dotOpId(i)); it != boxOf.end())
+      extend(entry, "box", it->second);
     add(dotOpId(i), precision[i].label, entry);
   }
+  for (const DotBox &b : boxes)
+    add(b.id, boxName(b), boxEntry(b));
   for (unsigned k = 0; k < g.inputs().size(); ++k)
-    add(dotInputId(k), "%" + g.inputs()[k]->name().str(), valueEntry(*g.inputs()[k]));
+    addValue(dotInputId(k), *g.inputs()[k]);
   for (unsigned k = 0; k < g.state().size(); ++k)
-    add(dotStateId(k), "%" + g.state()[k]->name().str(), valueEntry(*g.state()[k]));
+    addValue(dotStateId(k), *g.state()[k]);
   nodes += "\n}";
 
   PrecisionStats stats = model.graph().precisionStats();
@@ -468,8 +603,11 @@ Result<std::string> graphPage(const Model &model, const Program *program, const 
     page += " \u00b7 <span id=\"diff-count\">" + std::to_string(diff->changed) +
             "</span> in another dtype than at " +
             html(optLevelOf(*Access::impl(*opts.against).graph));
-  page += "</div>\n" + legend(g, diff ? optLevelOf(*Access::impl(*opts.against).graph) : "") +
-          "</header>\n<div id=\"main\">\n<div id=\"graph\">\n";
+  page += "</div>\n" +
+          legend(g, diff ? optLevelOf(*Access::impl(*opts.against).graph) : "", plan->folded());
+  if (plan->folded())
+    page += foldNote(*plan, opts);
+  page += "</header>\n<div id=\"main\">\n<div id=\"graph\">\n";
   page += tagNodes(llvm::StringRef(*svg).drop_front(start), nameOf,
                    diff ? diff->kindOf : llvm::StringMap<std::string>());
   page += "</div>\n<aside id=\"side\">\n<section id=\"details\"><h2>Node</h2>\n"

@@ -165,10 +165,13 @@ def check_forward(entry, args, work, result):
     # The peer for O2: PyTorch's own bf16 (autocast on the CPU) on the same
     # model. bf16 keeps 8 bits, so a deep net's output can be further than
     # 3e-2 from f32; then ampc's O2 may be as far as twice PyTorch's.
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        peer = module(*entry.inputs.values()).float().numpy()
-    peer_error = relative_error(peer, want)
-    o2_tolerance = max(FORWARD_O2, 2 * peer_error)
+    try:
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            peer = module(*entry.inputs.values()).float().numpy()
+        peer_error = relative_error(peer, want)
+    except RuntimeError:  # torch 1.13's autocast fails on some (Swin-T): no peer
+        peer_error = float("nan")
+    o2_tolerance = FORWARD_O2 if math.isnan(peer_error) else max(FORWARD_O2, 2 * peer_error)
     for level, half, tolerance in (("O0", "bf16", FORWARD_O0), ("O2", "bf16", o2_tolerance)):
         out_dir = os.path.join(work, f"out-{level}")
         os.makedirs(out_dir, exist_ok=True)

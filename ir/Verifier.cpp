@@ -47,13 +47,13 @@ private:
     for (const Value *v : g_.state()) {
       checkTypeSize(v->type(), v->loc(), "state %" + v->name().str());
       if (v->init().kind == InitSpec::Kind::Uniform && v->init().a > v->init().b)
-        diag_.error(v->loc(), "state %" + v->name().str() + " has an empty uniform range " +
-                                  v->init().str());
+        diag_.error(v->loc(),
+                    "state %" + v->name().str() + " has an empty uniform range " + v->init().str());
       if (v->init().kind == InitSpec::Kind::Data && v->type().checkedNumElements() &&
-          (!v->init().data ||
-           int64_t(v->init().data->size()) != *v->type().checkedNumElements()))
+          (!v->init().data || int64_t(v->init().data->size()) != *v->type().checkedNumElements()))
         diag_.error(v->loc(), "state %" + v->name().str() + " of type " + v->type().str() +
-                                  " has " + std::to_string(v->init().data ? v->init().data->size() : 0) +
+                                  " has " +
+                                  std::to_string(v->init().data ? v->init().data->size() : 0) +
                                   " elements in its data(...)");
       if (v->init().kind == InitSpec::Kind::Normal && v->init().b < 0)
         diag_.error(v->loc(), "state %" + v->name().str() +
@@ -198,8 +198,6 @@ private:
 
 } // namespace
 
-bool verifyGraph(const Graph &g, DiagnosticEngine &diag) {
-  return GraphVerifier(g, diag).run();
-}
+bool verifyGraph(const Graph &g, DiagnosticEngine &diag) { return GraphVerifier(g, diag).run(); }
 
 } // namespace ampc

@@ -228,7 +228,8 @@ bool OnnxLowering::onlyFeedsMasks(llvm::StringRef name, unsigned depth) const {
       bool toFloat = false;
       for (const onnx::AttributeProto &a : u->attribute())
         if (a.name() == "to")
-          toFloat = dtypeOfOnnx(int32_t(a.i())).has_value() && isFloating(*dtypeOfOnnx(int32_t(a.i())));
+          toFloat =
+              dtypeOfOnnx(int32_t(a.i())).has_value() && isFloating(*dtypeOfOnnx(int32_t(a.i())));
       if (!toFloat)
         continue;
     }
@@ -518,8 +519,9 @@ bool OnnxLowering::checkOpTypes() {
     auto [it, inserted] = missing.try_emplace(n.op_type());
     if (inserted) {
       order.push_back(n.op_type());
-      it->second.first = n.name().empty() ? "producing '" + (n.output_size() ? n.output(0) : "?") + "'"
-                                          : "'" + n.name() + "'";
+      it->second.first = n.name().empty()
+                             ? "producing '" + (n.output_size() ? n.output(0) : "?") + "'"
+                             : "'" + n.name() + "'";
     }
     ++it->second.count;
   }
@@ -529,11 +531,11 @@ bool OnnxLowering::checkOpTypes() {
   unsigned nodes = 0;
   for (const std::string &op : order)
     nodes += missing[op].count;
-  diag_.error(fileLoc, llvm::Twine(order.size()) + " op type" + (order.size() > 1 ? "s are" : " is") +
-                           " not supported (" + llvm::Twine(nodes) + " node" +
-                           (nodes > 1 ? "s" : "") + "): " + llvm::join(order, ", ") +
-                           " (docs/onnx.md lists the " + llvm::Twine(supportedOnnxOps().size()) +
-                           " supported ones)");
+  diag_.error(fileLoc, llvm::Twine(order.size()) + " op type" +
+                           (order.size() > 1 ? "s are" : " is") + " not supported (" +
+                           llvm::Twine(nodes) + " node" + (nodes > 1 ? "s" : "") +
+                           "): " + llvm::join(order, ", ") + " (docs/onnx.md lists the " +
+                           llvm::Twine(supportedOnnxOps().size()) + " supported ones)");
   for (const std::string &op : order) {
     const Missing &m = missing[op];
     diag_.note(fileLoc, "op type '" + op + "': " + llvm::Twine(m.count) + " node" +

@@ -80,8 +80,8 @@ struct Term {
 /// A term that folds at import: a constant, an integer initializer (shape
 /// arithmetic), or a float initializer that only feeds masks.
 inline bool isFoldable(const Term *t) {
-  return t && (t->constant ||
-               (t->initializer && (!isFloating(t->type.dtype()) || t->onlyFeedsMasks)));
+  return t &&
+         (t->constant || (t->initializer && (!isFloating(t->type.dtype()) || t->onlyFeedsMasks)));
 }
 
 class OnnxLowering;

@@ -336,8 +336,9 @@ Value *stridedSlice(OnnxLowering &l, Value *x, unsigned axis, int64_t start, int
   auto slice = [&](Value *v, unsigned a, int64_t b, int64_t e) {
     if (b == 0 && e == v->type().dim(a))
       return v;
-    return l.build1(OpKind::Slice, {v},
-                    {{"axis", Attribute(int64_t(a))}, {"start", Attribute(b)}, {"end", Attribute(e)}});
+    return l.build1(
+        OpKind::Slice, {v},
+        {{"axis", Attribute(int64_t(a))}, {"start", Attribute(b)}, {"end", Attribute(e)}});
   };
   int64_t whole = start + count * step <= dims[axis] ? count : count - 1;
   Value *picked = nullptr;

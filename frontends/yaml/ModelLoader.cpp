@@ -375,8 +375,7 @@ private:
     const TensorType &logits = operands[0]->type(), &target = operands[1]->type();
     if (logits.rank() <= 2)
       return true;
-    if (target.rank() + 1 != logits.rank() ||
-        target.dims() != logits.dims().drop_back()) {
+    if (target.rank() + 1 != logits.rank() || target.dims() != logits.dims().drop_back()) {
       r_.diag().error(loc, "cross_entropy: input " + logits.str() +
                                " has its classes in the last dim, so target must have its "
                                "other dims, got " +

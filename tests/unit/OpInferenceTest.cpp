@@ -635,8 +635,7 @@ TEST(OpInference, LogicAndExtrema) {
   EXPECT_EQ(infer("reduce_min", {"i64[4]"}), "error: input must be a floating type, got i64[4]");
   EXPECT_EQ(infer("argmax", {"f32[4,0]"}, {{"dim", -1}}),
             "error: dim -1 of f32[4,0] is empty: it has no largest element");
-  EXPECT_EQ(infer("argmax", {"f32[4,5]"}, {{"dim", 2}}),
-            "error: dim 2 is out of range for rank 2");
+  EXPECT_EQ(infer("argmax", {"f32[4,5]"}, {{"dim", 2}}), "error: dim 2 is out of range for rank 2");
   EXPECT_EQ(infer("reduce_select_grad", {"f32[4]", "f32[4,5]", "f32[5]"}, {{"dims", Ints{1}}}),
             "error: grad and result must have the same shape, got f32[4] and f32[5]");
   EXPECT_EQ(infer("reduce_select_grad", {"f32[5]", "f32[4,5]", "f32[5]"}, {{"dims", Ints{1}}}),

@@ -1,6 +1,6 @@
 //===- VerifierTest.cpp - Each verifier diagnostic --------------------------===//
-#include "ir/Builder.h"
 #include "ir/Verifier.h"
+#include "ir/Builder.h"
 
 #include <gtest/gtest.h>
 
@@ -23,8 +23,8 @@ struct Chain {
     x = g.addInput("x", TensorType(DType::F32, {2, 4}));
     w = g.addState("w", TensorType(DType::F32, {4, 4}), StateKind::Parameter);
     fc = buildNode(g, op("linear"), {x, w}, {}, Location::inFile("m.yaml", 2, 3), diag, {"fc"});
-    relu = buildNode(g, op("relu"), {fc->result()}, {}, Location::inFile("m.yaml", 3, 3), diag,
-                     {"r"});
+    relu =
+        buildNode(g, op("relu"), {fc->result()}, {}, Location::inFile("m.yaml", 3, 3), diag, {"r"});
     g.addOutput(relu->result());
   }
 };
@@ -98,8 +98,8 @@ TEST(Verifier, ReportsCycle) {
   DiagnosticEngine build;
   Value *x = g.addInput("x", TensorType(DType::F32, {2, 4}));
   Node *a = buildNode(g, op("relu"), {x}, {}, Location::inFile("c.ir", 1, 1), build, {"a"});
-  Node *b = buildNode(g, op("tanh"), {a->result()}, {}, Location::inFile("c.ir", 2, 1), build,
-                      {"b"});
+  Node *b =
+      buildNode(g, op("tanh"), {a->result()}, {}, Location::inFile("c.ir", 2, 1), build, {"b"});
   ASSERT_TRUE(a && b) << firstError(build);
   a->setOperand(0, b->result()); // a <- b <- a
   DiagnosticEngine d;
@@ -124,8 +124,7 @@ TEST(Verifier, ReportsBadStateUpdates) {
   c.g.addStateUpdate(c.w, c.relu->result()); // f32[4,4] <- f32[2,4]
   DiagnosticEngine d;
   EXPECT_FALSE(verifyGraph(c.g, d));
-  EXPECT_EQ(firstError(d),
-            "m.yaml:3:3: error: update of %w (f32[4,4]) with %r of type f32[2,4]");
+  EXPECT_EQ(firstError(d), "m.yaml:3:3: error: update of %w (f32[4,4]) with %r of type f32[2,4]");
   c.g.setStateUpdates({{c.x, c.x}});
   DiagnosticEngine d2;
   EXPECT_FALSE(verifyGraph(c.g, d2));

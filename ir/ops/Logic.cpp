@@ -32,11 +32,8 @@ template <class E> static bool requireEnum(InferContext &ctx, llvm::StringRef at
   return ctx.error(attr + " must be one of " + allowed + ", got \"" + spelling + "\"");
 }
 
-// compare(a, b) -> bool[broadcast]: a and b of one dtype (the precision pass
-// casts float operands of two precisions to the wider).
-static bool inferCompare(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
-  if (!requireEnum<ComparePredicate>(ctx, "predicate") || !requireSameDType(ctx, 0, 1))
-    return false;
+// A bool of the two operands' broadcast shape.
+static bool broadcastBool(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
   llvm::SmallVector<int64_t, 4> dims;
   if (!broadcastShapes(ctx, ctx.operand(0).dims(), ctx.operand(1).dims(), dims))
     return false;
@@ -44,15 +41,17 @@ static bool inferCompare(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &r
   return true;
 }
 
+// compare(a, b) -> bool[broadcast]: a and b of one dtype (the precision pass
+// casts float operands of two precisions to the wider).
+static bool inferCompare(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  return requireEnum<ComparePredicate>(ctx, "predicate") && requireSameDType(ctx, 0, 1) &&
+         broadcastBool(ctx, results);
+}
+
 // logical(a: bool, b: bool) -> bool[broadcast]
 static bool inferLogical(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
-  if (!requireEnum<LogicalOp>(ctx, "op") || !requireBool(ctx, 0) || !requireBool(ctx, 1))
-    return false;
-  llvm::SmallVector<int64_t, 4> dims;
-  if (!broadcastShapes(ctx, ctx.operand(0).dims(), ctx.operand(1).dims(), dims))
-    return false;
-  results.push_back(TensorType(DType::Bool, dims));
-  return true;
+  return requireEnum<LogicalOp>(ctx, "op") && requireBool(ctx, 0) && requireBool(ctx, 1) &&
+         broadcastBool(ctx, results);
 }
 
 // logical_not(a: bool) -> bool

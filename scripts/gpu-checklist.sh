@@ -7,8 +7,12 @@
 #   scripts/gpu-checklist.sh [--devkit .devkit/ampc-devkit.tar.xz | --build-dir DIR]
 #                            [--quick] [--skip STEP,...]
 # --quick: shorter time limits, and the sanitizers over fewer tests.
-# Steps: facts tests cli dist bench sanitizer profile. Exit status: the number of
-# failed steps.
+# Steps: facts tests cli census dist bench sanitizer profile. Exit status: the
+# number of failed steps. The imported models (census, and the bench's
+# resnet50 and gpt) are made here by `bench/gpu/prepare_imported.py prepare
+# --zoo --bench --out .gpuwork` without their weights; the checklist fills
+# them in first ($IMPORTED, default .gpuwork, or .gpuwork.tar.xz unpacked).
+# BENCH_WORKLOADS (comma-separated) picks the bench's workloads and their order.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -38,7 +42,11 @@ if [ -n "$devkit" ]; then
   src=$(cat "$root/devkit/SOURCE_DIR")
 fi
 bin=${bin:-$root/build-cuda/bin}
-export bin quick root SANITIZE_ALL SANITIZE_ONE SANITIZE_FLAGS DIST_CUDA_ONLY
+IMPORTED=${IMPORTED:-$root/.gpuwork}
+if [ ! -d "$IMPORTED" ] && [ -f "$root/.gpuwork.tar.xz" ]; then
+  tar -xJf "$root/.gpuwork.tar.xz" -C "$root"
+fi
+export bin quick root IMPORTED SANITIZE_ALL SANITIZE_ONE SANITIZE_FLAGS DIST_CUDA_ONLY
 failed=()
 run_step() {  # name limit command...
   local name=$1 limit=$2; shift 2
@@ -72,6 +80,19 @@ cli() {
   "$bin/ampc" --device cuda --opt-level O2 --half-type f16 --steps 20 examples/convnet-cpu.yaml
   "$bin/ampc" --device cuda --opt-level O1 --steps 10 examples/transformer.yaml
   CUDA_LAUNCH_BLOCKING=1 "$bin/ampc" --device cuda --opt-level O2 --steps 5 examples/mlp.yaml
+}
+census() {
+  # Every zoo model and example, three steps at O0 and O2 on the GPU and O0
+  # on the CPU: host-fallback nodes per model and op, and the GPU's losses
+  # against the CPU's.
+  set -e
+  if [ ! -d "$IMPORTED/zoo" ]; then
+    echo "no imported models at $IMPORTED: bench/gpu/prepare_imported.py prepare --zoo --bench"
+    return 1
+  fi
+  python3 bench/gpu/zoo_census.py --ampc "$bin/ampc" --root "$IMPORTED/zoo" --jobs 4 \
+    --json "$LOG_DIR/census.json" examples/mlp.yaml examples/convnet-cpu.yaml \
+    examples/transformer.yaml examples/resnet.yaml examples/mobilenetv2.yaml
 }
 dist() {
   # Two ranks on this machine's GPUs: NCCL with one GPU per rank, the host
@@ -151,12 +172,18 @@ if [ -n "${src:-}" ] && [ ! -e "$src" ]; then
   mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
 fi
 run_step facts 30 facts
+if [ -d "$IMPORTED" ]; then  # the imported models' weights, before census and bench
+  python3 bench/gpu/prepare_imported.py fill "$IMPORTED" || failed+=("fill")
+fi
 q() { [ $quick -eq 1 ] && echo "$1" || echo "$2"; }
 # Parameterised suites are named Instance/Suite: hence the leading '*'.
 run_step tests $(q 150 300) "$bin/ampc-unit-tests" --gtest_filter='*Cuda*:*FakeDevice*' --gtest_brief=1
 run_step cli $(q 90 180) cli
+run_step census $(q 150 300) census
 run_step dist $(q 180 300) dist
-run_step bench $(q 150 400) python3 bench/gpu/compare_pytorch_gpu.py --build-dir "$(dirname "$bin")"
+run_step bench $(q 240 600) python3 bench/gpu/compare_pytorch_gpu.py --build-dir "$(dirname "$bin")" \
+  ${BENCH_WORKLOADS:+--workloads "$BENCH_WORKLOADS"} \
+  --imported "$IMPORTED/bench"
 run_step sanitizer $(q 100 400) sanitizer
 run_step profile $(q 150 300) profile
 echo "== failed steps: ${failed[*]:-none}"

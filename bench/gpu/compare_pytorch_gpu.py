@@ -9,6 +9,23 @@ The seed workloads at their own sizes:
            seed: f32 ~31 s/epoch (988 MB), AMP ~13.8 s/epoch (622 MB)
            (an MNIST epoch is 60000 / 256 = 234 steps)
 
+and the models users bring, whose attention and embeddings the seeds lack:
+
+  transformer  examples/transformer.yaml    2 pre-LN encoder blocks, width 128,
+                                            sequence 64, batch 32, Adam
+  bert-layer   bench/models/bert-layer.yaml one BERT-base layer, sequence 128,
+                                            batch 8, Adam
+  resnet50     torchvision's ResNet-50 exported by PyTorch to ONNX, 224x224,
+               batch 32, SGD (imported)
+  gpt          a GPT written the nanoGPT way (6 layers, width 384, context
+               256, vocabulary 8192, batch 16), exported to ONNX, SGD
+               (imported)
+
+The imported two come from bench/gpu/prepare_imported.py (`prepare --bench`
+here, `fill` there: the weights are regenerated on the GPU machine), under
+--imported (default .gpuwork/bench); PyTorch trains the same architecture
+built from tests/zoo/zoo_models.py, on random data of the same shapes.
+
 For each it runs
 
   ampc     at O0, O1, O2 and O3 (build-cuda/bin/ampc --device cuda
@@ -26,7 +43,8 @@ figure, and the peak memory (ampc: arena bytes allocated; PyTorch:
 torch.cuda.max_memory_allocated and max_memory_reserved).
 
   python3 bench/gpu/compare_pytorch_gpu.py [--build-dir build-cuda]
-      [--workloads mlp,convnet] [--steps N] [--warmup N] [--skip-torch]
+      [--workloads mlp,convnet,...] [--steps N] [--warmup N] [--skip-torch]
+      [--imported DIR]
 
 Needs a CUDA device; PyTorch with CUDA for the PyTorch lines (without it the
 ampc lines are printed and the reason is given). docs/cuda.md explains how to
@@ -58,6 +76,11 @@ WORKLOADS = {
             {"fp32": (9.41, None), "amp": (3.11, None)}),
     "convnet": ("examples/convnet.yaml", 40, 5, 234, "epoch",
                 {"fp32": (31.0, 988), "amp": (13.8, 622)}),
+    "transformer": ("examples/transformer.yaml", 30, 5, 100, "100 steps", {}),
+    "bert-layer": ("bench/models/bert-layer.yaml", 30, 5, 100, "100 steps", {}),
+    # Imported: the model file is prepare_imported.py's, under --imported.
+    "resnet50": ("imported:resnet50", 30, 5, 100, "100 steps", {}),
+    "gpt": ("imported:gpt", 30, 5, 100, "100 steps", {}),
 }
 AMPC_LEVELS = ["O0", "O1", "O2", "O3"]
 TORCH_MODES = ["fp32", "amp"]
@@ -105,6 +128,55 @@ def torch_worker(model_path, mode, steps, warmup):
     }))
 
 
+def torch_worker_imported(name, mode, steps, warmup):
+    """PyTorch's step on the architecture prepare_imported.py exported."""
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, str(HERE))
+    from prepare_imported import bench_entries
+    import check_zoo  # tests/zoo, on the path prepare_imported puts it
+
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    entry = next(e for e in bench_entries() if e.name == name)
+    dev = torch.device("cuda")
+    model = entry.build().to(dev)
+    check_zoo.quiet_randomness(model)
+    model.train()
+    inputs = [t.to(dev) for t in entry.inputs.values()]
+    with torch.no_grad():
+        out = model(*inputs)
+    if entry.loss == "lm":
+        target = torch.randint(0, entry.classes, out.shape[:-1], device=dev)
+    else:
+        target = torch.randint(0, entry.classes, (out.shape[0],), device=dev)
+    opt = torch.optim.SGD(model.parameters(), lr=check_zoo.LR)
+    scaler = torch.amp.GradScaler("cuda", enabled=(mode == "amp"))
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    loss_value = float("nan")
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16, enabled=(mode == "amp")):
+            out = model(*inputs)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        loss_value = loss.item()
+        times.append((time.perf_counter() - start) * 1000)
+    print(json.dumps({
+        "step_ms": times,
+        "peak_allocated": torch.cuda.max_memory_allocated(),
+        "peak_reserved": torch.cuda.max_memory_reserved(),
+        "final_loss": loss_value,
+    }))
+
+
 def torch_available():
     try:
         import torch
@@ -119,8 +191,10 @@ def torch_available():
     return True, ""
 
 
-def run_torch(model_path, mode, steps, warmup):
-    cmd = [sys.executable, __file__, "--torch-worker", str(model_path), mode, str(steps), str(warmup)]
+def run_torch(model_path, mode, steps, warmup, imported=None):
+    worker = "--torch-worker-imported" if imported else "--torch-worker"
+    cmd = [sys.executable, __file__, worker, imported or str(model_path), mode, str(steps),
+           str(warmup)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]}
@@ -176,9 +250,14 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
         torch_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
         return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker-imported":
+        torch_worker_imported(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default="build-cuda")
-    ap.add_argument("--workloads", default="mlp,convnet")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--imported", default=str(REPO / ".gpuwork" / "bench"),
+                    help="prepare_imported.py's bench folder (weights filled)")
     ap.add_argument("--steps", type=int, help="steps per configuration (default: per workload)")
     ap.add_argument("--warmup", type=int, help="steps left out of the median (default: per workload)")
     ap.add_argument("--skip-torch", action="store_true")
@@ -202,7 +281,17 @@ def main():
         path, steps, warmup, unit_steps, unit, seed = WORKLOADS[name]
         steps = args.steps or steps
         warmup = min(args.warmup if args.warmup is not None else warmup, steps - 1)
-        model = REPO / path
+        imported = path.split(":", 1)[1] if path.startswith("imported:") else None
+        if imported:
+            folder = Path(args.imported) / imported
+            model = folder / f"{imported}.yaml"
+            if not (folder / "weights.bin").exists():
+                print(f"\n{name}: skipped: {folder} has no filled model (prepare_imported.py "
+                      f"prepare --bench --out DIR here, fill DIR there)")
+                continue
+            path = str(model)
+        else:
+            model = REPO / path
         print(f"\n{name} ({path}), {steps} steps, median after {warmup}; unit = {unit} ({unit_steps} steps)")
         print(f"  {'config':<14}{'ms/step':>10}{'s/' + unit:>14}{'speedup':>10}{'seed s':>9}"
               f"{'peak memory':>16}{'reserved':>12}")
@@ -211,7 +300,8 @@ def main():
             rows.append((f"ampc {level}", run_ampc(ampc, model, level, steps, warmup), "O0", None))
         if have_torch:
             for mode in TORCH_MODES:
-                rows.append((f"torch {mode}", run_torch(model, mode, steps, warmup), "fp32", seed.get(mode)))
+                rows.append((f"torch {mode}", run_torch(model, mode, steps, warmup, imported),
+                             "fp32", seed.get(mode)))
         base = {}
         for label, r, _, _ in rows:
             if label in ("ampc O0", "torch fp32") and "ms" in r:

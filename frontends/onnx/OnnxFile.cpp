@@ -96,6 +96,15 @@ static void keepPreOpset11ResizeSemantics(onnx::GraphProto &g) {
   }
 }
 
+namespace {
+bool hasExternalData(const onnx::ModelProto &model) {
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL)
+      return true;
+  return false;
+}
+} // namespace
+
 bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model, DiagnosticEngine &diag) {
   Location loc = fileLoc(path);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
@@ -140,7 +149,12 @@ bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model, DiagnosticEngi
   // The checker first: the version converter trusts its input (ONNX 1.12's converter dereferences
   // nulls in malformed graphs).
   try {
-    onnx::checker::check_model(model);
+    // By path, so that the checker looks for external data beside the file
+    // rather than in the working directory (it reads the file again).
+    if (hasExternalData(model))
+      onnx::checker::check_model(path.str());
+    else
+      onnx::checker::check_model(model);
   } catch (const std::exception &e) {
     std::string what = e.what();
     // One line: the checker's messages break lines and may end in a context block.

@@ -89,6 +89,13 @@ for k, v in (("location", "missing-weights.bin"), ("offset", "0"), ("length", st
     e.key, e.value = k, v
 save(model([helper.make_node("Conv", ["x", "conv.weight"], ["y"], name="conv")],
            [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [ext]), "missing-external-data.onnx", check=False)
+# The same convolution with its weights beside it in external-weights.bin.
+ext_values = (np.arange(108, dtype=np.float32) / 108).reshape(4, 3, 3, 3)
+with open(os.path.join(HERE, "external-weights.bin"), "wb") as f:
+    f.write(ext_values.tobytes())
+ext.external_data[0].value = "external-weights.bin"
+save(model([helper.make_node("Conv", ["x", "conv.weight"], ["y"], name="conv")],
+           [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [ext]), "external-data.onnx", check=False)
 
 # What an eval-mode torch export leaves of Conv + BatchNorm: one Conv whose
 # weight and bias the exporter renamed (onnx::Conv_*), no BatchNormalization.

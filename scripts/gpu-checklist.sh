@@ -2,8 +2,10 @@
 # The CUDA backend's first-run checklist (docs/cuda.md), as one script for a
 # borrowed GPU machine: device facts, the CUDA unit tests, the CLI at O0-O3
 # with graphs on and off and f16, two data-parallel ranks (NCCL, or the host
-# route on one GPU), compute-sanitizer, and the PyTorch comparison. Every step has its own time limit and logs to $LOG_DIR; the
-# summary at the end says which steps failed.
+# route on one GPU), compute-sanitizer, the real-models zoo's host-fallback
+# census and the PyTorch comparison (the seeds, the transformer, the BERT
+# layer, and ResNet-50 and a GPT imported from ONNX). Every step has its own
+# time limit and logs to $LOG_DIR; the summary at the end says which failed.
 #   scripts/gpu-checklist.sh [--devkit .devkit/ampc-devkit.tar.xz | --build-dir DIR]
 #                            [--quick] [--skip STEP,...]
 # --quick: shorter time limits, and the sanitizers over fewer tests.

@@ -303,9 +303,13 @@ const ConstTensor *OnnxLowering::constantOf(const onnx::NodeProto &n, int i, llv
     mut.constant = std::move(c);
     return &*mut.constant;
   }
+  bool isGraphInput = t->value && t->value->isInput();
   error(what + " '" + n.input(i) +
         "' must be known when the model is imported; here it is "
-        "computed at run time");
+        "computed at run time" +
+        (isGraphInput ? "; it is an input of the model: --fix-input " + n.input(i) +
+                            "=FILE.npy holds it constant"
+                      : std::string()));
   return nullptr;
 }
 
@@ -431,7 +435,9 @@ bool OnnxLowering::declareInputs(const llvm::StringMap<Value *> &bound) {
     terms_[t.name()] = term;
   }
   int64_t batch = settings_.load.batchOverride.value_or(1);
+  llvm::StringSet<> inputNames;
   for (const onnx::ValueInfoProto &in : graph.input()) {
+    inputNames.insert(in.name());
     if (initializerNames.count(in.name()))
       continue; // IR < 4 lists initializers among the inputs
     nodeLoc_ = Location::inFile(fileLabel_ + ": input '" + in.name() + "'", 0, 0);
@@ -441,6 +447,11 @@ bool OnnxLowering::declareInputs(const llvm::StringMap<Value *> &bound) {
     std::optional<DType> dtype = dtypeOfOnnx(tt.elem_type());
     if (!dtype)
       return error("data type " + onnxTypeName(tt.elem_type()) + " is not supported");
+    if (const std::string *file = fixedInputFile(in.name())) {
+      if (!fixInput(in.name(), *dtype, tt, *file))
+        return false;
+      continue;
+    }
     auto it = bound.find(in.name());
     if (it != bound.end()) {
       Value *v = it->second;
@@ -486,6 +497,52 @@ bool OnnxLowering::declareInputs(const llvm::StringMap<Value *> &bound) {
     Value *v = g_.addInput(valueName(in.name()), type, nodeLoc_);
     terms_[in.name()] = Term{v, std::nullopt, nullptr, false, false, type};
   }
+  for (const auto &[name, file] : settings_.load.fixedInputs)
+    if (!inputNames.count(name) || initializerNames.count(name)) {
+      nodeLoc_ = Location::inFile(fileLabel_, 0, 0);
+      return error("--fix-input " + name + ": the model has no input of that name");
+    }
+  return true;
+}
+
+const std::string *OnnxLowering::fixedInputFile(llvm::StringRef name) const {
+  for (const auto &[input, file] : settings_.load.fixedInputs)
+    if (input == name)
+      return &file;
+  return nullptr;
+}
+
+bool OnnxLowering::fixInput(llvm::StringRef name, DType dtype,
+                            const onnx::TypeProto::Tensor &declared, const std::string &file) {
+  NpyArray a;
+  std::string err;
+  if (!readNpy(file, a, err))
+    return error("--fix-input " + name + ": " + err);
+  if (a.isUint8 || a.dtype != dtype)
+    return error("--fix-input " + name + ": '" + file + "' holds " +
+                 (a.isUint8 ? std::string("u8") : std::string(dtypeName(a.dtype))) +
+                 ", the input is " + dtypeName(dtype));
+  bool fits = !declared.has_shape() || declared.shape().dim_size() == int(a.shape.size());
+  for (int d = 0; fits && declared.has_shape() && d < declared.shape().dim_size(); ++d)
+    if (declared.shape().dim(d).has_dim_value() &&
+        declared.shape().dim(d).dim_value() != a.shape[d])
+      fits = false;
+  TensorType type(dtype, a.shape);
+  if (!fits)
+    return error("--fix-input " + name + ": '" + file + "' holds " + type.str() +
+                 ", which does not fit the input's declared shape");
+  if (a.numElements() > kMaxFoldedElements)
+    return error("--fix-input " + name + ": " + type.str() + " is too large to fold");
+  ConstTensor c;
+  c.dtype = dtype;
+  c.dims.assign(a.shape.begin(), a.shape.end());
+  c.values.resize(a.numElements());
+  for (int64_t k = 0; k < a.numElements(); ++k)
+    c.values[k] = arrayElement(a, k);
+  Term term;
+  term.constant = std::move(c);
+  term.type = type;
+  terms_[name] = std::move(term);
   return true;
 }
 

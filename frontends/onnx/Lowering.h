@@ -197,6 +197,11 @@ private:
   /// Reports every op type of the graph that has no builder, in one error.
   bool checkOpTypes();
   bool declareInputs(const llvm::StringMap<Value *> &bound);
+  /// The .npy file a graph input is fixed to (LoadOptions::fixedInputs).
+  const std::string *fixedInputFile(llvm::StringRef name) const;
+  /// Makes graph input `name` the constant that `file` holds.
+  bool fixInput(llvm::StringRef name, DType dtype, const onnx::TypeProto::Tensor &declared,
+                const std::string &file);
   /// Whether every path from ONNX name `name` ends in a comparison or a
   /// mask (Equal, Where's condition, a Cast to bool...), through data
   /// movement only.

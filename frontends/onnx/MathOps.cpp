@@ -231,9 +231,14 @@ bool lowerPow(OnnxLowering &l, const onnx::NodeProto &n) {
     l.setConstant(n, 0, std::move(out));
     return true;
   }
+  if (!b->constant && !b->initializer) {
+    l.constantOf(n, 1, "exponent"); // says it must be known at import, and how
+    return false;
+  }
   std::optional<double> e = scalarOf(l, n, 1);
   if (!e)
-    return l.error("the exponent must be a scalar constant");
+    return l.error("the exponent must be a scalar constant (a power with a tensor of exponents "
+                   "is not supported)");
   if (*e == 1.0) {
     l.alias(n, 0, 0);
     return true;

@@ -34,6 +34,11 @@ struct LoadOptions {
   int64_t maxNodes = 1'000'000;
   /// Replaces the file's `batch:` (the value of the shape symbol B).
   std::optional<int64_t> batchOverride;
+  /// ONNX graph inputs held constant at import, each with the .npy file of
+  /// its value (`--fix-input NAME=FILE`): for operands ampc needs when it
+  /// imports (a Reshape's shape, a Clip's bounds) that a model takes as
+  /// inputs. They stop being inputs of the graph.
+  std::vector<std::pair<std::string, std::string>> fixedInputs;
 };
 
 /// What a YAML file holds: a model file (docs/model-format.md), imported, or

@@ -38,6 +38,7 @@ inline std::array<ResizeAxis, 2> resizeAxesOf(const Node &n, llvm::ArrayRef<int6
     x.outSize = a.size()[d];
     x.inverseScale =
         a.scales().empty() ? double(x.inSize) / double(x.outSize) : 1.0 / a.scales()[d];
+    x.resizedLength = a.scales().empty() ? double(x.outSize) : double(x.inSize) * a.scales()[d];
     switch (a.coordinate_mode()) {
     case ResizeCoordinates::HalfPixel:
       x.coord = ResizeCoord::HalfPixel;

@@ -55,6 +55,9 @@ struct ResizeAxis {
   int64_t inSize = 1;
   int64_t outSize = 1;
   double inverseScale = 1; ///< 1 / scale, or inSize / outSize without one
+  /// The output length align_corners divides by: inSize * scale, unrounded,
+  /// when a scale is given (ONNX's definition), else outSize.
+  double resizedLength = 1;
   ResizeCoord coord = ResizeCoord::HalfPixel;
   ResizeRound round = ResizeRound::RoundPreferFloor;
 };
@@ -69,8 +72,9 @@ template <class T> AMPC_HD inline T resizeSource(int64_t o, const ResizeAxis &a)
   case ResizeCoord::PytorchHalfPixel:
     return a.outSize > 1 ? (out + T(0.5)) * inverse - T(0.5) : T(0);
   case ResizeCoord::AlignCorners:
-    return a.outSize > 1 ? out * (static_cast<T>(a.inSize - 1) / static_cast<T>(a.outSize - 1))
-                         : T(0);
+    return a.resizedLength != 1
+               ? out * (static_cast<T>(a.inSize - 1) / static_cast<T>(a.resizedLength - 1))
+               : T(0);
   case ResizeCoord::Asymmetric:
     return out * inverse;
   }

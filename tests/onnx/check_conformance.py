@@ -80,6 +80,9 @@ TOLERANCE = {
 }
 
 PASS, REFUSED, DIFFERS, CRASHED, UNSUPPORTED = "pass", "refused", "differs", "crashed", "unsupported"
+# The expected file's category of a test that passes once graph inputs are
+# held constant at import (--fix-input); its reason lists them.
+FIXED = "inputs fixed at import"
 
 
 # --- The tests ------------------------------------------------------------
@@ -164,10 +167,14 @@ def read_value(path, value_info):
 
 
 class Result:
-    def __init__(self, outcome, reason="", category=""):
+    def __init__(self, outcome, reason="", category="", fixed=()):
         self.outcome = outcome
         self.category = category  # refused: the category of ampc's message
         self.reason = reason
+        # The graph inputs held constant at import (--fix-input) for this
+        # outcome: operands ampc needs when it imports, which the node test
+        # feeds as inputs where an exported model holds them as initializers.
+        self.fixed = tuple(fixed)
 
 
 def first_error(stderr, model_path=""):
@@ -267,20 +274,37 @@ def run_test(test, driver, work):
         # while importing, before it reads any input.
         if value is not None and value.dtype != object:
             np.save(os.path.join(in_dir, info.name + ".npy"), value)
-    try:
-        proc = subprocess.run([driver, test.model_path, in_dir, out_dir], capture_output=True,
-                              text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return Result(CRASHED, f"timed out after {TIMEOUT_S} s")
-    if proc.returncode == 2:
+    fixed = []
+    while True:
+        cmd = [driver, test.model_path, in_dir, out_dir]
+        for name in fixed:
+            cmd += ["--fix-input", f"{name}={os.path.join(in_dir, name + '.npy')}"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return Result(CRASHED, f"timed out after {TIMEOUT_S} s", fixed=fixed)
+        if proc.returncode != 2:
+            break
         message = first_error(proc.stderr, test.model_path)
         if in_dir in message and "does not hold" not in message:
             # The harness failed to hand an input over: not ampc's refusal.
-            return Result(CRASHED, "harness: " + message)
+            return Result(CRASHED, "harness: " + message, fixed=fixed)
+        # An operand ampc needs at import that the test feeds as an input:
+        # run again with it held constant, as a user would with --fix-input.
+        wanted = re.search(r"'([^']+)' must be known when the model is imported.*--fix-input",
+                           message)
+        if wanted and wanted.group(1) not in fixed and \
+                os.path.exists(os.path.join(in_dir, wanted.group(1) + ".npy")):
+            fixed.append(wanted.group(1))
+            continue
         message = clean(message.replace(in_dir + os.sep, ""))
-        return Result(REFUSED, message, categorise(message, test.attributes))
+        category = categorise(message, test.attributes)
+        if fixed:
+            message += f" (with {', '.join(fixed)} fixed at import)"
+        return Result(REFUSED, message, category, fixed=fixed)
     if proc.returncode != 0:
-        return Result(CRASHED, f"exit code {proc.returncode}: {first_error(proc.stderr)}")
+        return Result(CRASHED, f"exit code {proc.returncode}: {first_error(proc.stderr)}",
+                      fixed=fixed)
     problems = []
     for i, info in enumerate(test.outputs):
         got_path = os.path.join(out_dir, f"out{i}.npy")
@@ -296,8 +320,9 @@ def run_test(test, driver, work):
     if os.path.exists(os.path.join(out_dir, f"out{len(test.outputs)}.npy")):
         problems.append("more outputs than the model declares")
     if problems:
-        return Result(DIFFERS, "; ".join(problems))
-    return Result(PASS)
+        return Result(DIFFERS, "; ".join(problems)
+                      + (f" (with {', '.join(fixed)} fixed at import)" if fixed else ""), fixed=fixed)
+    return Result(PASS, fixed=fixed)
 
 
 # --- The harness's own check ---------------------------------------------
@@ -373,22 +398,31 @@ def read_expected(path):
             if not line or line.startswith("#"):
                 continue
             parts = [p.strip() for p in line.split("|")]
-            if len(parts) != 4 or parts[1] not in (REFUSED, DIFFERS) or not parts[2]:
+            valid = len(parts) == 4 and parts[2] and (
+                parts[1] in (REFUSED, DIFFERS) or (parts[1] == PASS and parts[2] == FIXED))
+            if not valid:
                 raise SystemExit(f"{path}:{number}: error: expected 'TEST | refused|differs | "
-                                 f"CATEGORY | REASON', got '{line}'")
+                                 f"CATEGORY | REASON' or 'TEST | pass | {FIXED} | INPUTS', "
+                                 f"got '{line}'")
             expected[parts[0]] = Expected(*parts[1:])
     return expected
 
 
 EXPECTED_HEADER = """\
 # ONNX node tests (libonnx-testdata, ONNX 1.12) that ampc runs but does not
-# pass, with why: tests/onnx/check_conformance.py fails on any other test
+# pass as they are, with why: tests/onnx/check_conformance.py fails on any other test
 # that does not pass, and on a test listed here that now passes.
 # Tests whose op types are not all in ampc's ONNX op table are not listed:
 # they are counted as "op type not supported".
 #
 # TEST | refused | CATEGORY | ampc's error message
 # TEST | differs | REASON | (a difference out of ampc's scope, explained by hand)
+# TEST | pass | inputs fixed at import | INPUT, ...
+#
+# The last kind passes once the inputs named are held constant at import
+# (--fix-input): operands ampc needs when it imports (a Reshape's shape, a
+# Clip's bounds, a Pow's exponent) that the test feeds as graph inputs,
+# where an exported model holds them as initializers.
 #
 # Regenerate after adding ops or attributes (keeps the hand-written
 # "differs" entries that still differ):
@@ -401,9 +435,11 @@ def write_expected(path, tests, results, old):
     lines, unexplained = [], []
     for t in tests:
         r = results.get(t.name)
-        if r is None or r.outcome in (PASS, UNSUPPORTED):
+        if r is None or r.outcome == UNSUPPORTED or (r.outcome == PASS and not r.fixed):
             continue
-        if r.outcome == REFUSED:
+        if r.outcome == PASS:
+            lines.append(Expected(PASS, FIXED, ", ".join(r.fixed)).line(t.name))
+        elif r.outcome == REFUSED:
             lines.append(Expected(REFUSED, r.category, r.reason).line(t.name))
         elif r.outcome == DIFFERS and t.name in old and old[t.name].outcome == DIFFERS:
             lines.append(old[t.name].line(t.name))
@@ -434,7 +470,9 @@ def write_table(path, tests, results, missing_types):
         f.write("# ONNX node test coverage\n\n")
         f.write("Generated by `tests/onnx/check_conformance.py --table` from ONNX 1.12's node tests "
                 "(libonnx-testdata).\n\n")
-        f.write(f"{len(tests)} tests: {counts[PASS]} pass, {counts[REFUSED]} refused, "
+        n_fixed = sum(1 for r in results.values() if r.outcome == PASS and r.fixed)
+        f.write(f"{len(tests)} tests: {counts[PASS]} pass ({n_fixed} with inputs fixed at "
+                f"import), {counts[REFUSED]} refused, "
                 f"{counts[DIFFERS]} differ, {counts[CRASHED]} crashed, "
                 f"{counts[UNSUPPORTED]} use an op type ampc does not map.\n\n")
         f.write("## Tests that ampc runs (every op type in its table)\n\n")
@@ -521,7 +559,12 @@ def main():
                                 f"in the table ({r.reason}); drop it from the list")
             continue
         if r.outcome == PASS:
-            if e:
+            fixed = ", ".join(r.fixed)
+            if r.fixed and (e is None or e.outcome != PASS or e.reason != fixed):
+                failures.append(f"{t.name}: passes with {fixed} fixed at import, listed "
+                                + (f"as {e.outcome} ({e.category}: {e.reason})" if e else "nowhere")
+                                + " (--write-expected)")
+            elif e and not r.fixed:
                 failures.append(f"{t.name}: passes now but is listed as {e.outcome} "
                                 f"({e.category}): drop it from the list (--write-expected)")
             continue
@@ -547,7 +590,9 @@ def main():
     table_ops = sorted(l for l in rows if l in supported)
     complete = [l for l in table_ops if rows[l][PASS] == sum(rows[l].values())]
     categories = collections.Counter(r.category for r in results.values() if r.outcome == REFUSED)
-    print(f"ONNX node tests: {len(tests)}: {counts[PASS]} pass, {counts[REFUSED]} refused, "
+    n_fixed = sum(1 for r in results.values() if r.outcome == PASS and r.fixed)
+    print(f"ONNX node tests: {len(tests)}: {counts[PASS]} pass ({n_fixed} with inputs fixed at "
+          f"import), {counts[REFUSED]} refused, "
           f"{counts[DIFFERS]} differ, {counts[CRASHED]} crashed; "
           f"{counts[UNSUPPORTED]} use an op type not supported")
     for category, n in categories.most_common():

@@ -2,7 +2,7 @@
 //
 // ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O0..O3]
 //                          [--device cpu|cpu-ref] [--half-type f16|bf16] [--emit]
-//                          [--batch N]
+//                          [--batch N] [--fix-input NAME=FILE.npy]...
 // ampc-onnx-forward-driver --list-onnx-ops
 //
 // A test-only tool for tests/onnx/check_onnx.py: imports MODEL.onnx with the
@@ -12,7 +12,8 @@
 // i to OUT_DIR/out<i>.npy (as f32). --emit prints the rewritten graph's
 // textual IR to stdout. --batch N binds a symbolic (or any) first input
 // dim to N, as `ampc --batch N model.onnx` does (an exported model run at
-// another batch). Exit codes as ampc's: 2 bad input, 1 failure.
+// another batch). --fix-input NAME=FILE holds graph input NAME constant at
+// import, as `ampc --fix-input` does. Exit codes as ampc's: 2 bad input, 1 failure.
 // --list-onnx-ops prints the ONNX op types the frontend's table maps, one a
 // line (tests/onnx/check_conformance.py picks the node tests to run by it).
 //
@@ -80,7 +81,7 @@ int main(int argc, char **argv) {
   }
   if (argc < 4) {
     llvm::errs() << "usage: ampc-onnx-forward-driver MODEL.onnx IN_DIR OUT_DIR [--opt-level O1] "
-                    "[--device cpu|cpu-ref] [--emit] [--batch N]\n"
+                    "[--device cpu|cpu-ref] [--emit] [--batch N] [--fix-input NAME=FILE]\n"
                     "       ampc-onnx-forward-driver --list-onnx-ops\n";
     return kBadInput;
   }
@@ -99,7 +100,11 @@ int main(int argc, char **argv) {
       device = argv[++i];
     else if (a == "--emit")
       emit = true;
-    else if (a == "--batch" && i + 1 < argc && llvm::to_integer(argv[i + 1], batch) && batch > 0) {
+    else if (a == "--fix-input" && i + 1 < argc && llvm::StringRef(argv[i + 1]).contains('=')) {
+      auto [name, file] = llvm::StringRef(argv[++i]).split('=');
+      load.fixedInputs.emplace_back(name.str(), file.str());
+    } else if (a == "--batch" && i + 1 < argc && llvm::to_integer(argv[i + 1], batch) &&
+               batch > 0) {
       load.batchOverride = batch;
       ++i;
     } else {

@@ -45,6 +45,8 @@ struct Options {
   int64_t maxNodes = api::LoadOptions().maxNodes;
   int64_t maxMemory = 0; ///< bytes; 0 = the machine's memory
   int64_t batch = 0;
+  /// --fix-input NAME=FILE.npy: ONNX graph inputs held constant at import.
+  std::vector<std::string> fixInputs;
   bool verifyEach = false;
   std::string printAfter;
   bool timePasses = false;

@@ -16,6 +16,10 @@ std::optional<api::Model> loadModel(const Options &opts) {
   load.maxNodes = opts.maxNodes;
   if (opts.batch > 0)
     load.batch = opts.batch;
+  for (const std::string &f : opts.fixInputs) {
+    size_t eq = f.find('=');
+    load.fixedInputs.emplace_back(f.substr(0, eq), f.substr(eq + 1));
+  }
   load.optLevel = opts.optLevel;
   load.policyOverrides = opts.ampOverrides;
   api::Result<api::Model> model = api::Model::loadFile(opts.model, load);

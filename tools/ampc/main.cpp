@@ -109,6 +109,15 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
        !isBench && !isCompare);
   app.add_option("--batch", opts.batch, "override the model's batch size")
       ->check(positiveInteger());
+  app.add_option("--fix-input", opts.fixInputs,
+                 "NAME=FILE.npy: hold the ONNX model's input NAME constant at import (an "
+                 "operand ampc needs when it imports, such as a Reshape's shape)")
+      ->check(CLI::Validator(
+          [](std::string &v) {
+            return v.find('=') == std::string::npos ? std::string("expected NAME=FILE.npy")
+                                                    : std::string();
+          },
+          "NAME=FILE"));
   auto *limits = "Limits (what a model file may ask for; docs/cli.md)";
   app.add_option("--max-elements", opts.maxElements, "largest element count allowed for one tensor")
       ->check(positiveInteger())

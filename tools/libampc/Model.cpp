@@ -40,6 +40,7 @@ ampc::LoadOptions toInternal(const LoadOptions &o) {
   l.maxYamlNodes = o.maxYamlNodes;
   l.maxNodes = o.maxNodes;
   l.batchOverride = o.batch;
+  l.fixedInputs = o.fixedInputs;
   return l;
 }
 

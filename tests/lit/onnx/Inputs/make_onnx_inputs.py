@@ -97,6 +97,14 @@ ext.external_data[0].value = "external-weights.bin"
 save(model([helper.make_node("Conv", ["x", "conv.weight"], ["y"], name="conv")],
            [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [ext]), "external-data.onnx", check=False)
 
+# A Reshape whose shape is an input of the model (ampc needs it at import:
+# --fix-input), with the shape's value and a file of the wrong dtype.
+save(model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+           [vi("x", [2, 6]), vi("shape", [2], TensorProto.INT64)], [vi("y", [3, 4])]),
+     "reshape-shape-input.onnx")
+np.save(os.path.join(HERE, "reshape-shape.npy"), np.array([3, 4], np.int64))
+np.save(os.path.join(HERE, "reshape-shape-f32.npy"), np.array([3, 4], np.float32))
+
 # What an eval-mode torch export leaves of Conv + BatchNorm: one Conv whose
 # weight and bias the exporter renamed (onnx::Conv_*), no BatchNormalization.
 folded_w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "onnx::Conv_5")

@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ampc::api {
 
@@ -28,6 +30,11 @@ struct LoadOptions {
   int64_t maxYamlNodes = 4'000'000;
   /// Most graph nodes the layers may lower to after block expansion.
   int64_t maxNodes = 1'000'000;
+  /// ONNX graph inputs held constant at import: (input name, .npy file of
+  /// its value). For operands ampc needs when it imports (a Reshape's
+  /// shape, a Clip's bounds) that a model takes as inputs; they stop being
+  /// inputs of the graph.
+  std::vector<std::pair<std::string, std::string>> fixedInputs;
   /// Replaces the file's `amp.opt_level` ("" keeps it).
   std::string optLevel;
   /// Policy properties set on top of the file's `amp:` section, in order,

@@ -100,7 +100,12 @@ bool lowerReduceSum(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerReduceMax(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerReduceMin(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerReduceL2(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceL1(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceSumSquare(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceLogSum(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceLogSumExp(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerArgMax(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerArgMin(OnnxLowering &l, const onnx::NodeProto &n);
 
 // Einsum.cpp
 bool lowerEinsum(OnnxLowering &l, const onnx::NodeProto &n);

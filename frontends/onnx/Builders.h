@@ -71,6 +71,8 @@ bool lowerTranspose(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerUnsqueeze(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerSqueeze(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerCast(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerCastLike(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerSize(OnnxLowering &l, const onnx::NodeProto &n);
 
 // LogicOps.cpp
 bool lowerEqual(OnnxLowering &l, const onnx::NodeProto &n);

@@ -72,6 +72,8 @@ const OpTableEntry kOnnxOps[] = {
   {"Unsqueeze",          13, lowerUnsqueeze},
   {"Squeeze",            13, lowerSqueeze},
   {"Cast",               13, lowerCast},
+  {"CastLike",           15, lowerCastLike},
+  {"Size",               13, lowerSize},
   // Masks, generators and index arithmetic (fold on constants).
   {"Equal",              13, lowerEqual},
   {"Less",               13, lowerLess},

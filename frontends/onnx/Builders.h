@@ -1,8 +1,8 @@
 //===- Builders.h - The lowering of each ONNX op type -----------*- C++ -*-===//
 //
 // Internal to the ONNX frontend: one function per ONNX op type, grouped by
-// file (NnOps.cpp, ResampleOps.cpp, MathOps.cpp, ShapeOps.cpp), listed in
-// OpTable.cpp.
+// file (NnOps.cpp, ResampleOps.cpp, MathOps.cpp, ShapeOps.cpp, LossOps.cpp,
+// ...), listed in OpTable.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_FRONTENDS_ONNX_BUILDERS_H
@@ -111,6 +111,10 @@ bool lowerArgMin(OnnxLowering &l, const onnx::NodeProto &n);
 
 // Einsum.cpp
 bool lowerEinsum(OnnxLowering &l, const onnx::NodeProto &n);
+
+// LossOps.cpp
+bool lowerNegativeLogLikelihoodLoss(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerSoftmaxCrossEntropyLoss(OnnxLowering &l, const onnx::NodeProto &n);
 
 // LayerOps.cpp
 bool lowerInstanceNormalization(OnnxLowering &l, const onnx::NodeProto &n);

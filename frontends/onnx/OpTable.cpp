@@ -108,6 +108,9 @@ const OpTableEntry kOnnxOps[] = {
   {"Einsum",             13, lowerEinsum},
   {"InstanceNormalization", 13, lowerInstanceNormalization},
   {"ConvTranspose",      13, lowerConvTranspose},
+  // Losses an exported training graph computes itself.
+  {"NegativeLogLikelihoodLoss", 13, lowerNegativeLogLikelihoodLoss},
+  {"SoftmaxCrossEntropyLoss",   13, lowerSoftmaxCrossEntropyLoss},
 };
 // clang-format on
 } // namespace

@@ -1,8 +1,8 @@
 //===- Builders.h - The lowering of each ONNX op type -----------*- C++ -*-===//
 //
 // Internal to the ONNX frontend: one function per ONNX op type, grouped by
-// file (NnOps.cpp, ResampleOps.cpp, MathOps.cpp, ShapeOps.cpp), listed in
-// OpTable.cpp.
+// file (NnOps.cpp, ResampleOps.cpp, MathOps.cpp, ShapeOps.cpp, LossOps.cpp,
+// ...), listed in OpTable.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_FRONTENDS_ONNX_BUILDERS_H
@@ -71,6 +71,8 @@ bool lowerTranspose(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerUnsqueeze(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerSqueeze(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerCast(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerCastLike(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerSize(OnnxLowering &l, const onnx::NodeProto &n);
 
 // LogicOps.cpp
 bool lowerEqual(OnnxLowering &l, const onnx::NodeProto &n);
@@ -100,10 +102,19 @@ bool lowerReduceSum(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerReduceMax(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerReduceMin(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerReduceL2(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceL1(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceSumSquare(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceLogSum(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerReduceLogSumExp(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerArgMax(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerArgMin(OnnxLowering &l, const onnx::NodeProto &n);
 
 // Einsum.cpp
 bool lowerEinsum(OnnxLowering &l, const onnx::NodeProto &n);
+
+// LossOps.cpp
+bool lowerNegativeLogLikelihoodLoss(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerSoftmaxCrossEntropyLoss(OnnxLowering &l, const onnx::NodeProto &n);
 
 // LayerOps.cpp
 bool lowerInstanceNormalization(OnnxLowering &l, const onnx::NodeProto &n);

@@ -72,6 +72,8 @@ const OpTableEntry kOnnxOps[] = {
   {"Unsqueeze",          13, lowerUnsqueeze},
   {"Squeeze",            13, lowerSqueeze},
   {"Cast",               13, lowerCast},
+  {"CastLike",           15, lowerCastLike},
+  {"Size",               13, lowerSize},
   // Masks, generators and index arithmetic (fold on constants).
   {"Equal",              13, lowerEqual},
   {"Less",               13, lowerLess},
@@ -97,10 +99,18 @@ const OpTableEntry kOnnxOps[] = {
   {"ReduceMax",          13, lowerReduceMax},
   {"ReduceMin",          13, lowerReduceMin},
   {"ReduceL2",           13, lowerReduceL2},
+  {"ReduceL1",           13, lowerReduceL1},
+  {"ReduceSumSquare",    13, lowerReduceSumSquare},
+  {"ReduceLogSum",       13, lowerReduceLogSum},
+  {"ReduceLogSumExp",    13, lowerReduceLogSumExp},
   {"ArgMax",             13, lowerArgMax},
+  {"ArgMin",             13, lowerArgMin},
   {"Einsum",             13, lowerEinsum},
   {"InstanceNormalization", 13, lowerInstanceNormalization},
   {"ConvTranspose",      13, lowerConvTranspose},
+  // Losses an exported training graph computes itself.
+  {"NegativeLogLikelihoodLoss", 13, lowerNegativeLogLikelihoodLoss},
+  {"SoftmaxCrossEntropyLoss",   13, lowerSoftmaxCrossEntropyLoss},
 };
 // clang-format on
 } // namespace

@@ -147,6 +147,17 @@ bool lowerShape(OnnxLowering &l, const onnx::NodeProto &n) {
   return true;
 }
 
+bool lowerSize(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {}))
+    return false;
+  // Shapes are static once the inputs are bound, so the count is a constant.
+  ConstTensor c;
+  c.dtype = DType::I64;
+  c.values.push_back(double(l.typeOf(n, 0).numElements()));
+  l.setConstant(n, 0, std::move(c));
+  return true;
+}
+
 namespace {
 
 /// x gathered along `axis` by i64 indices `idx` (any shape): an embedding
@@ -575,6 +586,34 @@ bool lowerSqueeze(OnnxLowering &l, const onnx::NodeProto &n) {
   return reshapeTo(l, n, dims);
 }
 
+namespace {
+
+/// Input 0 of n converted to `dtype`: folded on constants, an alias when
+/// it has that dtype already, else a cast.
+bool castInput(OnnxLowering &l, const onnx::NodeProto &n, DType dtype) {
+  const Term *t = l.input(n, 0);
+  if (isFoldable(t)) {
+    const ConstTensor *c = l.constantOf(n, 0, "input");
+    if (!c)
+      return false;
+    ConstTensor out = *c;
+    convertElements(out, dtype);
+    l.setConstant(n, 0, std::move(out));
+    return true;
+  }
+  Value *x = l.valueOf(n, 0);
+  if (!x)
+    return false;
+  if (x->dtype() == dtype) {
+    l.alias(n, 0, 0);
+    return true;
+  }
+  l.setOutput(n, 0, l.build1(OpKind::Cast, {x}, {{"to", Attribute(dtype)}}, n.output(0)));
+  return true;
+}
+
+} // namespace
+
 bool lowerCast(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"to", "saturate"}))
     return false;
@@ -582,25 +621,17 @@ bool lowerCast(OnnxLowering &l, const onnx::NodeProto &n) {
   std::optional<DType> dtype = dtypeOfOnnx(to);
   if (!dtype)
     return l.error("casting to " + onnxTypeName(to) + " is not supported");
-  const Term *t = l.input(n, 0);
-  if (isFoldable(t)) {
-    const ConstTensor *c = l.constantOf(n, 0, "input");
-    if (!c)
-      return false;
-    ConstTensor out = *c;
-    convertElements(out, *dtype);
-    l.setConstant(n, 0, std::move(out));
-    return true;
-  }
-  Value *x = l.valueOf(n, 0);
-  if (!x)
+  return castInput(l, n, *dtype);
+}
+
+bool lowerCastLike(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {"saturate"}))
     return false;
-  if (x->dtype() == *dtype) {
-    l.alias(n, 0, 0);
-    return true;
-  }
-  l.setOutput(n, 0, l.build1(OpKind::Cast, {x}, {{"to", Attribute(*dtype)}}, n.output(0)));
-  return true;
+  if (!l.hasInput(n, 1))
+    return l.error("the target_type input is missing");
+  // Only the dtype of target_type is read: it may be a constant, a value or
+  // an initializer, and is never materialised.
+  return castInput(l, n, l.typeOf(n, 1).dtype());
 }
 
 } // namespace ampc::onnxfe

@@ -452,6 +452,57 @@ def logic_cases():
         Case("argmax", [node("ArgMax", ["x"], ["i"], axis=1, keepdims=0), node("Cast", ["i"], ["y"],
                                                                              to=TensorProto.FLOAT)],
              {"x": rand(3, 8)}, [("y", (3,))], lambda e: [e["x"].argmax(1).float()]),
+        # ReduceL1, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp compose
+        # reduce_sum/reduce_max; LogSumExp of large values must not overflow.
+        Case("reduce_l1_sumsquare_logsum_logsumexp",
+             [node("ReduceL1", ["x"], ["a"], axes=[1], keepdims=0),
+              node("ReduceSumSquare", ["x"], ["b"], axes=[1], keepdims=0),
+              node("Abs", ["x"], ["ax"]), node("ReduceLogSum", ["ax"], ["c"], axes=[1], keepdims=0),
+              node("ReduceLogSumExp", ["big"], ["d"], axes=[-2], keepdims=0),
+              node("Add", ["a", "b"], ["ab"]), node("Add", ["c", "d"], ["cd"]), node("Mul", ["ab", "cd"], ["y"])],
+             {"x": rand(2, 5, 3), "big": rand(2, 5, 3) * 100}, [("y", (2, 3))],
+             lambda e: [(e["x"].abs().sum(1) + (e["x"] * e["x"]).sum(1)) *
+                        (e["x"].abs().sum(1).log() + torch.logsumexp(e["big"], 1))]),
+        # Ties: the first smallest index, or the last with select_last_index.
+        Case("argmin_ties",
+             [node("ArgMin", ["x"], ["i"], axis=1, keepdims=1), node("ArgMin", ["x"], ["j"], axis=1,
+                                                                     keepdims=1, select_last_index=1),
+              node("Concat", ["i", "j"], ["k"], axis=1), node("Cast", ["k"], ["y"], to=TensorProto.FLOAT)],
+             {"x": RNG.integers(0, 3, (4, 6)).astype(np.float32)}, [("y", (4, 2))],
+             lambda e: [torch.stack([e["x"].argmin(1).float(),
+                                     5 - e["x"].flip(1).argmin(1).float()], 1)]),
+        # Constants fold: ArgMin and ReduceLogSumExp of a Constant.
+        Case("argmin_logsumexp_fold",
+             [const("c", [[1.0, -2.0, -2.0], [3.0, 0.5, 4.0]], np.float32),
+              node("ArgMin", ["c"], ["i"], axis=1, keepdims=0), node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+              node("ReduceLogSumExp", ["c"], ["l"], axes=[1], keepdims=0), node("Add", ["fi", "l"], ["s"]),
+              node("Add", ["x", "s"], ["y"])],
+             {"x": rand(2)}, [("y", (2,))],
+             lambda e: [e["x"] + torch.tensor([1.0, 1.0]) +
+                        torch.logsumexp(torch.tensor([[1.0, -2.0, -2.0], [3.0, 0.5, 4.0]]), 1)]),
+        # Size is a constant; CastLike casts to the second input's dtype.
+        Case("size_castlike",
+             [node("Size", ["x"], ["n"]), node("CastLike", ["n", "x"], ["nf"]), node("Mul", ["x", "nf"], ["y"])],
+             {"x": rand(2, 3)}, [("y", (2, 3))], lambda e: [e["x"] * 6]),
+        # The losses against torch: class weights, an ignore_index inside
+        # [0, C) and one outside, every reduction, spatial dims.
+        Case("nll_loss_weighted_mean_ignore",
+             [node("NegativeLogLikelihoodLoss", ["x", "t", "w"], ["y"], ignore_index=2)],
+             {"x": rand(6, 4, 3), "t": RNG.integers(0, 4, (6, 3)).astype(np.int64), "w": rand(4) ** 2},
+             [("y", ())], lambda e: [F.nll_loss(e["x"], e["t"], e["w"], ignore_index=2)]),
+        Case("nll_loss_sum_none",
+             [node("NegativeLogLikelihoodLoss", ["x", "t"], ["a"], reduction="sum", ignore_index=-1),
+              node("NegativeLogLikelihoodLoss", ["x", "t"], ["b"], reduction="none", ignore_index=-1),
+              node("Mul", ["a", "b"], ["y"])],
+             {"x": rand(5, 3), "t": np.array([0, -1, 2, 1, -1], np.int64)}, [("y", (5,))],
+             lambda e: [F.nll_loss(e["x"], e["t"], reduction="sum", ignore_index=-1) *
+                        F.nll_loss(e["x"], e["t"], reduction="none", ignore_index=-1)]),
+        Case("softmax_cross_entropy_log_prob",
+             [node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["l", "lp"], ignore_index=1),
+              node("Mul", ["lp", "l"], ["y"])],
+             {"x": rand(4, 5, 2, 3), "t": RNG.integers(0, 5, (4, 2, 3)).astype(np.int64), "w": rand(5) ** 2},
+             [("y", (4, 5, 2, 3))],
+             lambda e: [F.log_softmax(e["x"], 1) * F.cross_entropy(e["x"], e["t"], e["w"], ignore_index=1)]),
         Case("einsum_attention", [node("Einsum", ["q", "k"], ["y"], equation="bhid,bhjd->bhij")],
              {"q": rand(2, 3, 4, 5), "k": rand(2, 3, 6, 5)}, [("y", (2, 3, 4, 6))],
              lambda e: [torch.einsum("bhid,bhjd->bhij", e["q"], e["k"])]),

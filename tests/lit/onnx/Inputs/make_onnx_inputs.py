@@ -119,3 +119,15 @@ save(model(relu, [vi("x", [2, 3])], [vi("missing", [2, 3])], opset=11), "unprodu
 # A node of another domain.
 save(model([helper.make_node("MyRelu", ["x"], ["y"], domain="com.example", name="custom")],
            [vi("x", [2, 3])], [vi("y", [2, 3])]), "custom-domain.onnx", check=False)
+
+# A training graph that computes its own loss: a linear layer, then
+# SoftmaxCrossEntropyLoss with class weights and an ignore_index, its
+# log_prob output kept.
+sce_w = numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "fc.weight")
+sce_b = numpy_helper.from_array(np.zeros(4, np.float32), "fc.bias")
+sce_cw = numpy_helper.from_array(np.array([1.0, 0.5, 2.0, 1.0], np.float32), "class_weight")
+save(model([helper.make_node("Gemm", ["x", "fc.weight", "fc.bias"], ["logits"], transB=1, name="fc"),
+            helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "label", "class_weight"],
+                             ["sce", "log_prob"], ignore_index=3, reduction="mean", name="sce")],
+           [vi("x", ["N", 3]), vi("label", ["N"], TensorProto.INT64)],
+           [vi("sce", []), vi("log_prob", ["N", 4])], [sce_w, sce_b, sce_cw], opset=13), "sce-loss.onnx")

@@ -187,6 +187,69 @@ bool lowerTrilu(OnnxLowering &l, const onnx::NodeProto &n) {
   return true;
 }
 
+/// CumSum of a run-time tensor (position ids counted from an attention
+/// mask): with the axis moved last, each output is the sum of the input row
+/// times a 0/1 row saying which positions it adds, [..., 1, L] * [L, L]
+/// summed over the last dim. Registry ops only, so the gradient is theirs,
+/// and no GEMM that a half level would round: the products are exact and
+/// the sum runs in f32, or f64 for f64 (integers are counted in f32, exact
+/// below 2^24).
+/// Costs L times the input's elements.
+static bool lowerRunTimeCumSum(OnnxLowering &l, const onnx::NodeProto &n, unsigned axis,
+                               bool exclusive, bool reverse) {
+  Value *x = l.valueOf(n, 0);
+  if (!x)
+    return false;
+  const TensorType &t = x->type();
+  DType dtype = t.dtype();
+  if (dtype == DType::Bool)
+    return l.error("CumSum of a bool tensor is not supported");
+  // f64 sums in f64; everything else (integers, halves) in f32.
+  DType sumType = dtype == DType::F64 ? DType::F64 : DType::F32;
+  unsigned last = t.rank() - 1;
+  std::vector<int64_t> perm;
+  for (unsigned d = 0; d < t.rank(); ++d)
+    if (d != axis)
+      perm.push_back(d);
+  perm.push_back(axis);
+  bool moved = axis != last;
+  Value *v = dtype == sumType ? x : l.build1(OpKind::Cast, {x}, {{"to", Attribute(sumType)}});
+  if (moved)
+    v = l.build1(OpKind::Permute, {v}, {{"dims", Attribute(perm)}});
+  if (!v)
+    return false;
+  int64_t length = t.dim(axis);
+  llvm::SmallVector<int64_t, 6> rowDims(v->type().dims().begin(), v->type().dims().end());
+  rowDims.insert(rowDims.end() - 1, 1);
+  ConstTensor adds; // adds[i][j]: output i adds input j
+  adds.dtype = sumType;
+  adds.dims = {length, length};
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = 0; j < length; ++j) {
+      bool in = reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
+      adds.values.push_back(in ? 1.0 : 0.0);
+    }
+  Value *mask = l.constantBuffer("cumsum", adds);
+  if (mask && mask->dtype() != sumType) // buffers of f64 constants are kept in f32
+    mask = l.build1(OpKind::Cast, {mask}, {{"to", Attribute(sumType)}});
+  Value *products = l.build1(OpKind::Mul, {l.reshape(v, rowDims), mask});
+  Value *sums = l.build1(OpKind::ReduceSum, {products},
+                         {{"dims", Attribute(std::vector<int64_t>{int64_t(last + 1)})},
+                          {"keepdim", Attribute(false)}});
+  if (moved && sums) {
+    std::vector<int64_t> back(t.rank());
+    for (unsigned d = 0; d < t.rank(); ++d)
+      back[perm[d]] = d;
+    sums = l.build1(OpKind::Permute, {sums}, {{"dims", Attribute(back)}});
+  }
+  if (sums && dtype != sumType)
+    sums = l.build1(OpKind::Cast, {sums}, {{"to", Attribute(dtype)}});
+  if (!sums)
+    return false;
+  l.setOutput(n, 0, sums);
+  return true;
+}
+
 bool lowerCumSum(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"exclusive", "reverse"}))
     return false;
@@ -198,14 +261,13 @@ bool lowerCumSum(OnnxLowering &l, const onnx::NodeProto &n) {
   unsigned a;
   if (!l.normAxis(saturatingInt(axis->values[0]), l.typeOf(n, 0).rank(), a, "axis"))
     return false;
+  bool exclusive = l.intAttr(n, "exclusive", 0) != 0, reverse = l.intAttr(n, "reverse", 0) != 0;
   if (!isFoldable(l.input(n, 0)))
-    return l.error("CumSum is supported on tensors known when the model is imported (position "
-                   "ids from a mask); here its input is computed at run time");
+    return lowerRunTimeCumSum(l, n, a, exclusive, reverse);
   const ConstTensor *c = l.constantOf(n, 0, "input");
   if (!c)
     return false;
-  l.setConstant(
-      n, 0, foldCumSum(*c, a, l.intAttr(n, "exclusive", 0) != 0, l.intAttr(n, "reverse", 0) != 0));
+  l.setConstant(n, 0, foldCumSum(*c, a, exclusive, reverse));
   return true;
 }
 

@@ -395,12 +395,48 @@ bool lowerMatMul(OnnxLowering &l, const onnx::NodeProto &n) {
   return true;
 }
 
+/// LayerNormalization's optional Mean and InvStdDev outputs (the statistics
+/// over the normalized dims, kept as dims of 1), where the graph reads them:
+/// computed beside the fused layernorm from reduce_mean, as ONNX defines
+/// them (the variance is the mean of squared deviations, InvStdDev
+/// 1 / sqrt(variance + epsilon)).
+static bool lowerLayerNormStatistics(OnnxLowering &l, const onnx::NodeProto &n, Value *x,
+                                     unsigned axis) {
+  auto wanted = [&](int i) {
+    return n.output_size() > i && !n.output(i).empty() &&
+           (!l.consumers(n.output(i)).empty() || l.isGraphOutput(n.output(i)));
+  };
+  if (!wanted(1) && !wanted(2))
+    return true;
+  std::vector<int64_t> dims;
+  for (unsigned d = axis; d < x->type().rank(); ++d)
+    dims.push_back(int64_t(d));
+  auto mean = [&](Value *v, llvm::StringRef name) {
+    return l.build1(OpKind::ReduceMean, {v},
+                    {{"dims", Attribute(dims)}, {"keepdim", Attribute(true)}}, name);
+  };
+  Value *mu = mean(x, wanted(1) ? llvm::StringRef(n.output(1)) : llvm::StringRef());
+  if (!mu)
+    return false;
+  l.setOutput(n, 1, mu);
+  if (!wanted(2))
+    return true;
+  Value *deviation = l.build1(OpKind::Sub, {x, mu});
+  Value *variance = mean(l.build1(OpKind::Mul, {deviation, deviation}), "");
+  Value *eps = l.constantState(n.output(2) + ".epsilon", TensorType(x->dtype(), {}),
+                               l.floatAttr(n, "epsilon", 1e-5));
+  Value *invStd =
+      l.build1(OpKind::Reciprocal,
+               {l.build1(OpKind::Sqrt, {l.build1(OpKind::Add, {variance, eps})})}, {}, n.output(2));
+  if (!invStd)
+    return false;
+  l.setOutput(n, 2, invStd);
+  return true;
+}
+
 bool lowerLayerNormalization(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"axis", "epsilon", "stash_type"}))
     return false;
-  for (int i = 1; i < n.output_size(); ++i)
-    if (!n.output(i).empty() && !l.consumers(n.output(i)).empty())
-      return l.error("the Mean and InvStdDev outputs are not supported");
   Value *x = l.valueOf(n, 0), *scale = l.valueOf(n, 1);
   if (!x || !scale)
     return false;
@@ -417,7 +453,7 @@ bool lowerLayerNormalization(OnnxLowering &l, const onnx::NodeProto &n) {
                        {{"normalized_dims", Attribute(int64_t(x->type().rank() - axis))},
                         {"eps", Attribute(l.floatAttr(n, "epsilon", 1e-5))}},
                        n.output(0)));
-  return true;
+  return lowerLayerNormStatistics(l, n, x, axis);
 }
 
 static bool lowerSoftmaxLike(OnnxLowering &l, const onnx::NodeProto &n, OpKind kind) {

@@ -5,6 +5,7 @@
 #include "ir/support/TensorFile.h"
 
 #include "onnx/checker.h"
+#include "onnx/defs/schema.h"
 #include "onnx/version_converter/convert.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -40,6 +41,29 @@ int64_t defaultOpset(const onnx::ModelProto &model) {
       return o.version();
   return 0;
 }
+
+namespace {
+void setDefaultOpset(onnx::ModelProto &model, int64_t opset) {
+  for (onnx::OperatorSetIdProto &o : *model.mutable_opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      o.set_version(opset);
+}
+
+/// "op 'X' changed in opset N" for the first node whose definition at
+/// opset `from` is not the one at `to`; empty when none changed.
+std::string firstOpChangedSince(const onnx::ModelProto &model, int64_t from, int64_t to) {
+  for (const onnx::NodeProto &n : model.graph().node()) {
+    const onnx::OpSchema *then = onnx::OpSchemaRegistry::Schema(n.op_type(), int(from), "");
+    const onnx::OpSchema *now = onnx::OpSchemaRegistry::Schema(n.op_type(), int(to), "");
+    if (!then || !now)
+      return "op '" + n.op_type() + "' has no definition at opset " +
+             std::to_string(then ? to : from);
+    if (then->since_version() != now->since_version())
+      return "op '" + n.op_type() + "' changed in opset " + std::to_string(now->since_version());
+  }
+  return {};
+}
+} // namespace
 
 std::optional<DType> dtypeOfOnnx(int32_t t) {
   switch (t) {
@@ -205,13 +229,20 @@ bool readOnnxModel(llvm::StringRef path, onnx::ModelProto &model, DiagnosticEngi
         return false;
       }
   }
-  if (opset < kMinOpset) {
-    if (opset < kOldestConvertibleOpset) {
+  if (opset < kOldestConvertibleOpset) {
+    // The converter has no adapters below opset 7, but a model whose ops all
+    // kept their definition up to it is a model of opset 7 as it stands.
+    std::string changed = firstOpChangedSince(model, opset, kOldestConvertibleOpset);
+    if (!changed.empty()) {
       diag.error(loc, "opset " + llvm::Twine(opset) + " is too old (ampc supports opsets " +
                           llvm::Twine(kMinOpset) + " to " + llvm::Twine(kMaxOpset) +
-                          ", converting from " + llvm::Twine(kOldestConvertibleOpset) + ")");
+                          ", converting from " + llvm::Twine(kOldestConvertibleOpset) +
+                          "): " + changed);
       return false;
     }
+    setDefaultOpset(model, kOldestConvertibleOpset);
+  }
+  if (opset < kMinOpset) {
     try {
       model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
     } catch (const std::exception &e) {

@@ -463,6 +463,17 @@ def logic_cases():
              {"x": rand(2, 5, 3), "big": rand(2, 5, 3) * 100}, [("y", (2, 3))],
              lambda e: [(e["x"].abs().sum(1) + (e["x"] * e["x"]).sum(1)) *
                         (e["x"].abs().sum(1).log() + torch.logsumexp(e["big"], 1))]),
+        # CumSum of run-time tensors: position ids counted from an int64
+        # attention mask (Hugging Face's `mask.cumsum(-1) - 1`), and a float
+        # cumsum, exclusive and reversed, over a middle axis.
+        Case("cumsum_runtime",
+             [const("last", -1), const("mid", 1),
+              node("CumSum", ["mask", "last"], ["count"]), node("Cast", ["count"], ["pos"], to=TensorProto.FLOAT),
+              node("CumSum", ["x", "mid"], ["cx"], exclusive=1, reverse=1)],
+             {"mask": np.array([[1, 1, 1, 1, 0, 0], [1, 1, 0, 0, 0, 0]], np.int64), "x": rand(2, 4, 3)},
+             [("pos", (2, 6)), ("cx", (2, 4, 3))],
+             lambda e: [e["mask"].cumsum(-1).float(),
+                        e["x"].flip(1).cumsum(1).flip(1) - e["x"]]),
         # Ties: the first smallest index, or the last with select_last_index.
         Case("argmin_ties",
              [node("ArgMin", ["x"], ["i"], axis=1, keepdims=1), node("ArgMin", ["x"], ["j"], axis=1,

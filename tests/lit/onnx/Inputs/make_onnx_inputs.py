@@ -105,6 +105,11 @@ save(model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
 np.save(os.path.join(HERE, "reshape-shape.npy"), np.array([3, 4], np.int64))
 np.save(os.path.join(HERE, "reshape-shape-f32.npy"), np.array([3, 4], np.float32))
 
+# Opset 6, below what the version converter lifts, but Elu is defined the
+# same at opset 7: the model is one of opset 7 as it stands.
+save(model([helper.make_node("Elu", ["x"], ["y"], alpha=0.5, name="elu")],
+           [vi("x", [2, 3])], [vi("y", [2, 3])], opset=6), "opset-6-elu.onnx")
+
 # What an eval-mode torch export leaves of Conv + BatchNorm: one Conv whose
 # weight and bias the exporter renamed (onnx::Conv_*), no BatchNormalization.
 folded_w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "onnx::Conv_5")

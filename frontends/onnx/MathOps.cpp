@@ -123,8 +123,10 @@ double opMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN :
 
 /// ONNX's variadic Max and Min (1 to N inputs, numpy broadcasting) as a
 /// chain of the binary op, left to right; constants fold.
+/// `integersInF64`: integer operands are combined in f64 and the result cast
+/// back (max and min of i32/i64: exact, as every such integer below 2^53).
 bool lowerVariadic(OnnxLowering &l, const onnx::NodeProto &n, OpKind kind,
-                   double (*fold)(double, double)) {
+                   double (*fold)(double, double), bool integersInF64 = false) {
   if (!l.checkAttrs(n, {}))
     return false;
   int count = n.input_size();
@@ -157,13 +159,21 @@ bool lowerVariadic(OnnxLowering &l, const onnx::NodeProto &n, OpKind kind,
     return true;
   }
   Value *acc = l.valueOf(n, 0, StateKind::Parameter);
+  DType type = acc ? acc->dtype() : DType::F32;
+  bool viaF64 = integersInF64 && (type == DType::I32 || type == DType::I64);
+  auto widen = [&](Value *v) {
+    return viaF64 && v ? l.build1(OpKind::Cast, {v}, {{"to", Attribute(DType::F64)}}) : v;
+  };
+  acc = widen(acc);
   for (int i = 1; acc && i < count; ++i) {
-    Value *next = l.valueOf(n, i, StateKind::Parameter);
+    Value *next = widen(l.valueOf(n, i, StateKind::Parameter));
     if (!next)
       return false;
     // Only the last link carries the ONNX output's name.
-    acc = l.build1(kind, {acc, next}, {}, i + 1 == count ? n.output(0) : "");
+    acc = l.build1(kind, {acc, next}, {}, i + 1 == count && !viaF64 ? n.output(0) : "");
   }
+  if (acc && viaF64)
+    acc = l.build1(OpKind::Cast, {acc}, {{"to", Attribute(type)}}, n.output(0));
   if (!acc)
     return false;
   l.setOutput(n, 0, acc);
@@ -231,14 +241,35 @@ bool lowerPow(OnnxLowering &l, const onnx::NodeProto &n) {
     l.setConstant(n, 0, std::move(out));
     return true;
   }
-  if (!b->constant && !b->initializer) {
-    l.constantOf(n, 1, "exponent"); // says it must be known at import, and how
-    return false;
+  std::optional<double> e =
+      (b->constant || b->initializer) ? scalarOf(l, n, 1) : std::optional<double>();
+  if (!e) {
+    // A tensor of exponents, or one computed at run time: power(a, b), the
+    // exponents in the base's dtype (ONNX lets them differ).
+    Value *base = l.valueOf(n, 0), *exponent = l.valueOf(n, 1, StateKind::Buffer);
+    if (!base || !exponent)
+      return false;
+    // An integer base is raised in f64 (exact wherever the integer result
+    // is) and the result truncated back to its dtype, as ONNX casts.
+    DType type = base->dtype(), computeType = isFloating(type) ? type : DType::F64;
+    auto cast = [&](Value *v) {
+      return v && v->dtype() != computeType
+                 ? l.build1(OpKind::Cast, {v}, {{"to", Attribute(computeType)}})
+                 : v;
+    };
+    base = cast(base);
+    exponent = cast(exponent);
+    if (!base || !exponent)
+      return false;
+    Value *y = l.build1(OpKind::Power, {base, exponent}, {},
+                        computeType == type ? llvm::StringRef(n.output(0)) : llvm::StringRef());
+    if (y && computeType != type)
+      y = l.build1(OpKind::Cast, {y}, {{"to", Attribute(type)}}, n.output(0));
+    if (!y)
+      return false;
+    l.setOutput(n, 0, y);
+    return true;
   }
-  std::optional<double> e = scalarOf(l, n, 1);
-  if (!e)
-    return l.error("the exponent must be a scalar constant (a power with a tensor of exponents "
-                   "is not supported)");
   if (*e == 1.0) {
     l.alias(n, 0, 0);
     return true;
@@ -306,10 +337,10 @@ bool lowerPRelu(OnnxLowering &l, const onnx::NodeProto &n) {
 }
 
 bool lowerMax(OnnxLowering &l, const onnx::NodeProto &n) {
-  return lowerVariadic(l, n, OpKind::Max, opMax);
+  return lowerVariadic(l, n, OpKind::Max, opMax, /*integersInF64=*/true);
 }
 bool lowerMin(OnnxLowering &l, const onnx::NodeProto &n) {
-  return lowerVariadic(l, n, OpKind::Min, opMin);
+  return lowerVariadic(l, n, OpKind::Min, opMin, /*integersInF64=*/true);
 }
 
 bool lowerClip(OnnxLowering &l, const onnx::NodeProto &n) {

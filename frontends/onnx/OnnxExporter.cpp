@@ -687,6 +687,7 @@ const ExportRow kExportTable[] = {
   {OpKind::Log,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Log"); }},
   {OpKind::Reciprocal,   [](Exporter &e, const Node &n) { return emitSimple(e, n, "Reciprocal"); }},
   {OpKind::Max,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Max"); }},
+  {OpKind::Power,        [](Exporter &e, const Node &n) { return emitSimple(e, n, "Pow"); }},
   {OpKind::Min,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Min"); }},
 };
 // clang-format on

@@ -1,4 +1,4 @@
-//===- Elementwise.cpp - add, sub, mul, div, scale --------------------------===//
+//===- Elementwise.cpp - add, sub, mul, div, max, min, power, scale -------===//
 #include "ir/GradientBuilder.h"
 #include "ir/OpAttrs.h"
 #include "ir/ops/InferHelpers.h"
@@ -94,6 +94,18 @@ static void gradMin(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *
   gradMaxMin(gb, fwd, dys, dxs, /*isMax=*/false);
 }
 
+// power(a, b) = a^b: da = dy power_grad_base(a, b), db = dy
+// power_grad_exponent(a, b), each summed back to its operand's shape.
+static void gradPower(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                      llvm::MutableArrayRef<Value *> dxs) {
+  Value *a = fwd.operand(0), *b = fwd.operand(1);
+  const OpKind derivative[2] = {OpKind::PowerGradBase, OpKind::PowerGradExponent};
+  for (unsigned i = 0; i < 2; ++i)
+    if (gb.needsGradient(i))
+      dxs[i] = gb.sumToShape(gb.build1(OpKind::Mul, {dys[0], gb.build1(derivative[i], {a, b})}),
+                             dimsOf(fwd, i));
+}
+
 static void gradScale(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                       llvm::MutableArrayRef<Value *> dxs) {
   dxs[0] = gb.scale(dys[0], attrs::Scale(fwd).factor());
@@ -139,6 +151,20 @@ void registerElementwiseOps(OpRegistry &r) {
       .gradient(gradMin)
       .elementwise();
   OpRow(r.define(OpKind::GreaterShare)).operand("a").operand("b").infer(inferBinary).elementwise();
+  // power(a, b) = a^b with numpy broadcasting (ONNX Pow with a tensor of
+  // exponents), and its derivatives (not differentiated again).
+  OpRow(r.define(OpKind::Power))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradPower)
+      .elementwise();
+  OpRow(r.define(OpKind::PowerGradBase)).operand("a").operand("b").infer(inferBinary).elementwise();
+  OpRow(r.define(OpKind::PowerGradExponent))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .elementwise();
   // scale(x) = x * factor, a constant known when the graph is built.
   OpRow(r.define(OpKind::Scale))
       .operand("input")

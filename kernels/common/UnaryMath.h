@@ -141,6 +141,28 @@ struct ErfFn {
   template <class T> AMPC_HD T grad(T dy, T x) const { return erfGradOp(dy, x); }
 };
 
+// power(a, b) = a^b elementwise (ONNX Pow with a tensor of exponents,
+// torch.pow(a, b)), and its derivatives as ATen's derivatives.yaml writes
+// them: by a, b a^(b-1), 0 where b is 0; by b, a^b log(a), 0 where a is 0
+// and b >= 0 (0^b is constant there).
+template <class T> AMPC_HD inline T powerGradBaseOp(T a, T b) {
+  return b == T(0) ? T(0) : b * powOp(a, b - T(1));
+}
+template <class T> AMPC_HD inline T powerGradExponentOp(T a, T b) {
+  using std::log;
+  return a == T(0) && b >= T(0) ? T(0) : powOp(a, b) * log(a);
+}
+
+struct PowerFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return powOp(a, b); }
+};
+struct PowerGradBaseFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return powerGradBaseOp(a, b); }
+};
+struct PowerGradExponentFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return powerGradExponentOp(a, b); }
+};
+
 struct PowFn {
   double exponent = 1;
   template <class T> AMPC_HD T operator()(T x) const { return powOp(x, T(exponent)); }

@@ -463,6 +463,13 @@ def logic_cases():
              {"x": rand(2, 5, 3), "big": rand(2, 5, 3) * 100}, [("y", (2, 3))],
              lambda e: [(e["x"].abs().sum(1) + (e["x"] * e["x"]).sum(1)) *
                         (e["x"].abs().sum(1).log() + torch.logsumexp(e["big"], 1))]),
+        # Pow with a tensor of exponents (torch.pow(a, b)), broadcast, and an
+        # integer exponent cast to the base's dtype.
+        Case("pow_tensor_exponent",
+             [node("Pow", ["a", "b"], ["p"]), node("Pow", ["a", "k"], ["q"]), node("Add", ["p", "q"], ["y"])],
+             {"a": np.abs(rand(2, 3, 4)) + 0.1, "b": rand(4), "k": np.array([2, 0, 3, 1], np.int64)},
+             [("y", (2, 3, 4))],
+             lambda e: [torch.pow(e["a"], e["b"]) + torch.pow(e["a"], e["k"].float())]),
         # CumSum of run-time tensors: position ids counted from an int64
         # attention mask (Hugging Face's `mask.cumsum(-1) - 1`), and a float
         # cumsum, exclusive and reversed, over a middle axis.

@@ -270,6 +270,9 @@ std::vector<OpCase> opCases() {
   c.push_back({"max", {{T, {4, 5, 6}}, {T, {5, 1}}}, {}, 1});
   c.push_back({"min", {{T, {4, 5}}, {T, {4, 5}}}, {}, 1});
   c.push_back({"greater_share", {{T, {4, 5}}, {T, {5}}}, {}, 1});
+  // power with a tensor of exponents and its derivatives, on positive bases.
+  for (const char *op : {"power", "power_grad_base", "power_grad_exponent"})
+    c.push_back({op, {{T, {4, 5}, 0, true}, {T, {5}}}, {}, 1});
   // Padding and resizing (kernels/cuda/Resample.cu), their backward ops on
   // the host.
   c.push_back({"pad",

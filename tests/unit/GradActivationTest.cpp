@@ -146,6 +146,16 @@ TEST(GradActivation, NegAbsLogReciprocal) {
   EXPECT_TRUE(checkGradients("reciprocal", {{f64({5})}}, {}, {.seed = 2, .lo = -4, .hi = -0.25}));
 }
 
+TEST(GradActivation, PowerBaseAndExponent) {
+  // power(a, b) = a^b: both operands' gradients, the exponents broadcast
+  // (per column, a scalar) and summed back, on positive bases.
+  EXPECT_TRUE(checkGradients("power", {{f64({3, 4})}, {f64({3, 4})}}, {}, {.lo = 0.25, .hi = 3}));
+  EXPECT_TRUE(
+      checkGradients("power", {{f64({2, 3, 4})}, {f64({4})}}, {}, {.seed = 2, .lo = 0.5, .hi = 2}));
+  EXPECT_TRUE(
+      checkGradients("power", {{f64({2, 3})}, {f64({})}}, {}, {.seed = 3, .lo = 0.5, .hi = 2}));
+}
+
 TEST(GradActivation, PReluInputAndSlope) {
   // The slope's gradient is summed over the dims it was broadcast along:
   // per channel ([C, 1, 1] against [N, C, H, W]), per feature, a single

@@ -225,6 +225,29 @@ TEST(RefElementwiseTest, PReluHandComputed) {
   EXPECT_EQ(slope.outputs[0], (std::vector<double>{-2, 0, 0, -2.5}));
 }
 
+TEST(RefElementwiseTest, PowerHandComputed) {
+  // a^b elementwise with a broadcast exponent, and the derivatives as ATen
+  // writes them: by a, b a^(b-1) (0 where b is 0); by b, a^b log a (0 where
+  // a is 0 and b >= 0).
+  KernelRun run = runBinary("power", DType::F64, {2, 3}, {2, 3, 4, 0, 9, -2}, {3}, {3, 0.5, -1});
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(allClose(run.outputs[0], {8, std::sqrt(3.0), 0.25, 0, 3, -0.5}, 1e-15));
+  KernelRun base = runBinary("power_grad_base", DType::F64, {4}, {2, 4, 5, 0}, {4}, {3, 0.5, 0, 2});
+  ASSERT_TRUE(base.ok) << base.error;
+  EXPECT_TRUE(allClose(base.outputs[0], {12, 0.25, 0, 0}, 1e-15));
+  KernelRun exponent =
+      runBinary("power_grad_exponent", DType::F64, {4}, {2, 0, 0, 1}, {4}, {3, 2, 0, 5});
+  ASSERT_TRUE(exponent.ok) << exponent.error;
+  EXPECT_TRUE(allClose(exponent.outputs[0], {8 * std::log(2.0), 0, 0, 0}, 1e-15));
+}
+
+TEST(RefElementwiseTest, PowerRandom) {
+  for (const char *op : {"power", "power_grad_base", "power_grad_exponent"}) {
+    checkBinaryRandom(op, {3, 4, 5}, {3, 4, 5}, 0.25, 3);
+    checkBinaryRandom(op, {3, 1, 5}, {4, 1}, 0.25, 3);
+  }
+}
+
 TEST(RefElementwiseTest, MaxMinPReluRandom) {
   for (const char *op : {"max", "min", "greater_share"}) {
     checkBinaryRandom(op, {3, 4, 5}, {3, 4, 5});

@@ -63,6 +63,7 @@ bool lowerConstant(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerIdentity(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerShape(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerGather(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerGatherElements(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerConcat(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerSlice(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerReshape(OnnxLowering &l, const onnx::NodeProto &n);

@@ -60,6 +60,26 @@ bool lowerArith(OnnxLowering &l, const onnx::NodeProto &n, Arith op) {
     l.setConstant(n, 0, std::move(out));
     return true;
   }
+  DType type = l.typeOf(n, 0).dtype();
+  if (type == DType::I64 || type == DType::I32) {
+    // Integer arithmetic at run time (index arithmetic on an input): in f64,
+    // exact below 2^53, cast back (division truncates, as ONNX's).
+    auto widen = [&](int i) {
+      Value *v = l.valueOf(n, i, StateKind::Buffer);
+      return v ? l.build1(OpKind::Cast, {v}, {{"to", Attribute(DType::F64)}}) : nullptr;
+    };
+    Value *x = widen(0), *y = widen(1);
+    OpKind kind = op == Arith::Add   ? OpKind::Add
+                  : op == Arith::Sub ? OpKind::Sub
+                  : op == Arith::Mul ? OpKind::Mul
+                                     : OpKind::Div;
+    Value *r = x && y ? l.build1(kind, {x, y}) : nullptr;
+    Value *out = r ? l.build1(OpKind::Cast, {r}, {{"to", Attribute(type)}}, n.output(0)) : nullptr;
+    if (!out)
+      return false;
+    l.setOutput(n, 0, out);
+    return true;
+  }
   // x * c, c * x, x / c: a scale.
   if (op == Arith::Mul || op == Arith::Div) {
     std::optional<double> cb = scalarOf(l, n, 1);

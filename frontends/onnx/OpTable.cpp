@@ -64,6 +64,7 @@ const OpTableEntry kOnnxOps[] = {
   {"Identity",           13, lowerIdentity},
   {"Shape",              13, lowerShape},
   {"Gather",             13, lowerGather},
+  {"GatherElements",     13, lowerGatherElements},
   {"Concat",             13, lowerConcat},
   {"Slice",              13, lowerSlice},
   {"Reshape",            13, lowerReshape},

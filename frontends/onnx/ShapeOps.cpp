@@ -206,6 +206,101 @@ Value *gatherAlong(OnnxLowering &l, Value *x, Value *idx, unsigned axis, llvm::S
 
 } // namespace
 
+/// GatherElements (torch.gather): out[p] = data[p with p[axis] replaced by
+/// indices[p]], the output shaped as the indices. A run-time lookup is an
+/// embedding of the flattened data (a table of one column) at each output
+/// element's flat offset, index * stride(axis) + the offset of its other
+/// coordinates (a constant), so the gradient is embedding's scatter-add. The
+/// offsets are computed in f64 (exact below 2^53) since the registry's
+/// arithmetic is floating; negative indices count from the end.
+bool lowerGatherElements(OnnxLowering &l, const onnx::NodeProto &n) {
+  if (!l.checkAttrs(n, {"axis"}))
+    return false;
+  const Term *data = l.input(n, 0), *indices = l.input(n, 1);
+  if (!data || !indices)
+    return l.error("needs data and indices");
+  llvm::SmallVector<int64_t, 4> dataDims = dimsOf(l, n, 0), idxDims = dimsOf(l, n, 1);
+  if (dataDims.size() != idxDims.size() || dataDims.empty())
+    return l.error("data and indices must have the same rank (>= 1), got " + l.typeOf(n, 0).str() +
+                   " and " + l.typeOf(n, 1).str());
+  unsigned axis;
+  if (!l.normAxis(l.intAttr(n, "axis", 0), dataDims.size(), axis, "axis"))
+    return false;
+  unsigned rank = dataDims.size();
+  for (unsigned d = 0; d < rank; ++d)
+    if (d != axis && idxDims[d] > dataDims[d])
+      return l.error("indices dim " + llvm::Twine(d) + " (" + llvm::Twine(idxDims[d]) +
+                     ") is larger than the data's (" + llvm::Twine(dataDims[d]) + ")");
+  std::vector<int64_t> strides(rank, 1);
+  for (int d = int(rank) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * dataDims[d + 1];
+  int64_t count = 1;
+  for (int64_t d : idxDims)
+    count *= d;
+  // Each output element's flat offset in the data without its axis term.
+  ConstTensor base;
+  base.dtype = DType::I64;
+  base.dims.assign(idxDims.begin(), idxDims.end());
+  base.values.resize(count);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t rest = k, offset = 0;
+    for (int d = int(rank) - 1; d >= 0; --d) {
+      if (unsigned(d) != axis)
+        offset += (rest % idxDims[d]) * strides[d];
+      rest /= idxDims[d];
+    }
+    base.values[k] = double(offset);
+  }
+  int64_t size = dataDims[axis];
+  if (isFoldable(data) && isFoldable(indices)) {
+    const ConstTensor *d = l.constantOf(n, 0, "data"), *idx = l.constantOf(n, 1, "indices");
+    if (!d || !idx)
+      return false;
+    ConstTensor out = base;
+    out.dtype = d->dtype;
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t i = saturatingInt(idx->values[k]);
+      if (i < -size || i >= size)
+        return l.error("index " + llvm::Twine(i) + " is out of range for dim of size " +
+                       llvm::Twine(size));
+      out.values[k] =
+          d->values[size_t(base.values[k] + double((i < 0 ? i + size : i) * strides[axis]))];
+    }
+    l.setConstant(n, 0, std::move(out));
+    return true;
+  }
+  Value *x = l.valueOf(n, 0), *idx = l.valueOf(n, 1, StateKind::Buffer);
+  if (!x || !idx)
+    return false;
+  if (!isFloating(x->dtype()))
+    return l.error("GatherElements of run-time " + llvm::Twine(dtypeName(x->dtype())) +
+                   " data is not supported (floating data is)");
+  if (idx->dtype() != DType::I64 && idx->dtype() != DType::I32)
+    return l.error("indices must be int32 or int64, got " + idx->type().str());
+  auto toF64 = [&](Value *v) {
+    return v ? l.build1(OpKind::Cast, {v}, {{"to", Attribute(DType::F64)}}) : nullptr;
+  };
+  Value *zero = l.constantState("zero", TensorType(idx->dtype(), {}), 0.0);
+  Value *negative =
+      l.build1(OpKind::Compare, {idx, zero}, {{"predicate", Attribute(std::string("lt"))}});
+  Value *wrapped =
+      l.build1(OpKind::Add, {toF64(idx), l.build1(OpKind::Scale, {toF64(negative)},
+                                                  {{"factor", Attribute(double(size))}})});
+  Value *offset =
+      l.build1(OpKind::Add,
+               {l.build1(OpKind::Scale, {wrapped}, {{"factor", Attribute(double(strides[axis]))}}),
+                toF64(l.constantBuffer("gather_offsets", base))});
+  Value *flat =
+      offset ? l.build1(OpKind::Cast, {offset}, {{"to", Attribute(DType::I64)}}) : nullptr;
+  int64_t total = strides[0] * dataDims[0];
+  Value *rows = flat ? l.build1(OpKind::Embedding, {flat, l.reshape(x, {total, 1})}) : nullptr;
+  Value *y = rows ? l.reshape(rows, idxDims, n.output(0)) : nullptr;
+  if (!y)
+    return false;
+  l.setOutput(n, 0, y);
+  return true;
+}
+
 bool lowerGather(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"axis"}))
     return false;

@@ -470,6 +470,15 @@ def logic_cases():
              {"a": np.abs(rand(2, 3, 4)) + 0.1, "b": rand(4), "k": np.array([2, 0, 3, 1], np.int64)},
              [("y", (2, 3, 4))],
              lambda e: [torch.pow(e["a"], e["b"]) + torch.pow(e["a"], e["k"].float())]),
+        # GatherElements (torch.gather) along a middle axis, indices smaller
+        # than the data in the other dims, and integer index arithmetic at
+        # run time (Sub on int64) before it.
+        Case("gather_elements",
+             [const("one", 1), node("Sub", ["idx1", "one"], ["idx"]),
+              node("GatherElements", ["x", "idx"], ["y"], axis=1)],
+             {"x": rand(2, 5, 3), "idx1": RNG.integers(1, 6, (2, 4, 2)).astype(np.int64)},
+             [("y", (2, 4, 2))],
+             lambda e: [torch.gather(e["x"][:, :, :2], 1, e["idx1"] - 1)]),
         # CumSum of run-time tensors: position ids counted from an int64
         # attention mask (Hugging Face's `mask.cumsum(-1) - 1`), and a float
         # cumsum, exclusive and reversed, over a middle axis.

@@ -163,12 +163,32 @@ bool lowerMod(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"fmod"}))
     return false;
   bool fmod = l.intAttr(n, "fmod", 0) != 0;
-  if (!allFoldable(l, n))
-    return l.error("Mod is supported on values known when the model is imported (shape "
-                   "arithmetic); here an operand is computed at run time");
   // fmod=1 on integers gives the dividend's sign, as C's %; floats need it.
-  if (isFloating(l.typeOf(n, 0).dtype()) && !fmod)
+  DType type = l.typeOf(n, 0).dtype();
+  if (isFloating(type) && !fmod)
     return l.error("Mod of floats needs fmod=1");
+  if (!allFoldable(l, n)) {
+    // At run time: the registry's mod or fmod; integers in f64 (exact below
+    // 2^53) and cast back.
+    DType computeType = isFloating(type) ? type : DType::F64;
+    auto operand = [&](int i) {
+      Value *v = l.valueOf(n, i, StateKind::Buffer);
+      return v && v->dtype() != computeType
+                 ? l.build1(OpKind::Cast, {v}, {{"to", Attribute(computeType)}})
+                 : v;
+    };
+    Value *a = operand(0), *b = operand(1);
+    bool castBack = computeType != type;
+    Value *r = a && b ? l.build1(fmod ? OpKind::Fmod : OpKind::Mod, {a, b}, {},
+                                 castBack ? llvm::StringRef() : llvm::StringRef(n.output(0)))
+                      : nullptr;
+    if (r && castBack)
+      r = l.build1(OpKind::Cast, {r}, {{"to", Attribute(type)}}, n.output(0));
+    if (!r)
+      return false;
+    l.setOutput(n, 0, r);
+    return true;
+  }
   return foldInputs(l, n, std::nullopt, [fmod](llvm::ArrayRef<double> v) {
     if (v[1] == 0)
       return fmod ? std::nan("") : 0.0;

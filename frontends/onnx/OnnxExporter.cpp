@@ -688,6 +688,12 @@ const ExportRow kExportTable[] = {
   {OpKind::Reciprocal,   [](Exporter &e, const Node &n) { return emitSimple(e, n, "Reciprocal"); }},
   {OpKind::Max,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Max"); }},
   {OpKind::Power,        [](Exporter &e, const Node &n) { return emitSimple(e, n, "Pow"); }},
+  {OpKind::Mod,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Mod"); }},
+  {OpKind::Fmod,         [](Exporter &e, const Node &n) {
+     Exporter::attrInt(e.node("Mod", {Exporter::in(n, 0), Exporter::in(n, 1)}, {Exporter::out(n)}),
+                       "fmod", 1);
+     return true;
+   }},
   {OpKind::Min,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Min"); }},
 };
 // clang-format on

@@ -106,6 +106,28 @@ static void gradPower(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value
                              dimsOf(fwd, i));
 }
 
+// mod(a, b) and fmod(a, b): da = dy; db = dy times the derivative by the
+// divisor (-floor(a / b) or -trunc(a / b)); each summed back to its shape.
+static void gradRemainder(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                          llvm::MutableArrayRef<Value *> dxs, OpKind divisorDerivative) {
+  Value *a = fwd.operand(0), *b = fwd.operand(1);
+  if (gb.needsGradient(0))
+    dxs[0] = gb.sumToShape(dys[0], dimsOf(fwd, 0));
+  if (gb.needsGradient(1))
+    dxs[1] = gb.sumToShape(gb.build1(OpKind::Mul, {dys[0], gb.build1(divisorDerivative, {a, b})}),
+                           dimsOf(fwd, 1));
+}
+
+static void gradMod(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                    llvm::MutableArrayRef<Value *> dxs) {
+  gradRemainder(gb, fwd, dys, dxs, OpKind::ModGradDivisor);
+}
+
+static void gradFmod(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
+                     llvm::MutableArrayRef<Value *> dxs) {
+  gradRemainder(gb, fwd, dys, dxs, OpKind::FmodGradDivisor);
+}
+
 static void gradScale(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Value *> dys,
                       llvm::MutableArrayRef<Value *> dxs) {
   dxs[0] = gb.scale(dys[0], attrs::Scale(fwd).factor());
@@ -161,6 +183,29 @@ void registerElementwiseOps(OpRegistry &r) {
       .elementwise();
   OpRow(r.define(OpKind::PowerGradBase)).operand("a").operand("b").infer(inferBinary).elementwise();
   OpRow(r.define(OpKind::PowerGradExponent))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .elementwise();
+  // Remainders (ONNX Mod at run time), and their derivatives by the divisor.
+  OpRow(r.define(OpKind::Mod))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradMod)
+      .elementwise();
+  OpRow(r.define(OpKind::Fmod))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .gradient(gradFmod)
+      .elementwise();
+  OpRow(r.define(OpKind::ModGradDivisor))
+      .operand("a")
+      .operand("b")
+      .infer(inferBinary)
+      .elementwise();
+  OpRow(r.define(OpKind::FmodGradDivisor))
       .operand("a")
       .operand("b")
       .infer(inferBinary)

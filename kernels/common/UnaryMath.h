@@ -153,6 +153,40 @@ template <class T> AMPC_HD inline T powerGradExponentOp(T a, T b) {
   return a == T(0) && b >= T(0) ? T(0) : powOp(a, b) * log(a);
 }
 
+// Remainders (ONNX Mod, torch.remainder and torch.fmod): mod takes the
+// divisor's sign (Python's %, ONNX's fmod=0), fmod the dividend's (C's
+// fmod, ONNX's fmod=1). Both are 1 by the dividend; by the divisor,
+// -floor(a / b) and -trunc(a / b) (ATen's derivatives).
+template <class T> AMPC_HD inline T fmodOp(T a, T b) {
+  using std::fmod;
+  return fmod(a, b);
+}
+template <class T> AMPC_HD inline T modOp(T a, T b) {
+  T r = fmodOp(a, b);
+  return r != T(0) && ((r < T(0)) != (b < T(0))) ? r + b : r;
+}
+template <class T> AMPC_HD inline T modGradDivisorOp(T a, T b) {
+  using std::floor;
+  return -floor(a / b);
+}
+template <class T> AMPC_HD inline T fmodGradDivisorOp(T a, T b) {
+  using std::trunc;
+  return -trunc(a / b);
+}
+
+struct ModFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return modOp(a, b); }
+};
+struct FmodFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return fmodOp(a, b); }
+};
+struct ModGradDivisorFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return modGradDivisorOp(a, b); }
+};
+struct FmodGradDivisorFn {
+  template <class T> AMPC_HD T operator()(T a, T b) const { return fmodGradDivisorOp(a, b); }
+};
+
 struct PowerFn {
   template <class T> AMPC_HD T operator()(T a, T b) const { return powOp(a, b); }
 };

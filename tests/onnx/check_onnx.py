@@ -479,6 +479,16 @@ def logic_cases():
              {"x": rand(2, 5, 3), "idx1": RNG.integers(1, 6, (2, 4, 2)).astype(np.int64)},
              [("y", (2, 4, 2))],
              lambda e: [torch.gather(e["x"][:, :, :2], 1, e["idx1"] - 1)]),
+        # Mod at run time: torch.remainder (the divisor's sign) of int64
+        # values, torch.fmod (the dividend's) of floats, broadcast.
+        Case("mod_runtime",
+             [node("Mod", ["i", "j"], ["r"]), node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+              node("Mod", ["x", "d"], ["f"], fmod=1), node("Add", ["rf", "f"], ["y"])],
+             {"i": RNG.integers(-20, 20, (3, 4)).astype(np.int64),
+              "j": np.array([3, -3, 7, -5], np.int64), "x": rand(3, 4) * 10,
+              "d": np.array([1.5, -2.0, 3.0, 0.7], np.float32)},
+             [("y", (3, 4))],
+             lambda e: [torch.remainder(e["i"], e["j"]).float() + torch.fmod(e["x"], e["d"])]),
         # CumSum of run-time tensors: position ids counted from an int64
         # attention mask (Hugging Face's `mask.cumsum(-1) - 1`), and a float
         # cumsum, exclusive and reversed, over a middle axis.

@@ -291,7 +291,8 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
       // and min.
       "hardsigmoid_grad", "hardswish_grad", "leaky_relu_grad", "elu_grad", "softplus_grad",
       "abs_grad", "log_grad", "reciprocal_grad", "prelu_derivative", "prelu_grad_slope",
-      "greater_share", "power_grad_base", "power_grad_exponent",
+      "greater_share", "power_grad_base", "power_grad_exponent", "mod_grad_divisor",
+      "fmod_grad_divisor",
       // Backward ops of padding and resizing.
       "pad_grad", "resize_grad",
       // Optimizer ops.

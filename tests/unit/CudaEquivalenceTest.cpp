@@ -273,6 +273,9 @@ std::vector<OpCase> opCases() {
   // power with a tensor of exponents and its derivatives, on positive bases.
   for (const char *op : {"power", "power_grad_base", "power_grad_exponent"})
     c.push_back({op, {{T, {4, 5}, 0, true}, {T, {5}}}, {}, 1});
+  // Remainders, by positive divisors.
+  for (const char *op : {"mod", "fmod", "mod_grad_divisor", "fmod_grad_divisor"})
+    c.push_back({op, {{T, {4, 5}}, {T, {5}, 0, true}}, {}, 1});
   // Padding and resizing (kernels/cuda/Resample.cu), their backward ops on
   // the host.
   c.push_back({"pad",

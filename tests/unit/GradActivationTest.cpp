@@ -156,6 +156,15 @@ TEST(GradActivation, PowerBaseAndExponent) {
       checkGradients("power", {{f64({2, 3})}, {f64({})}}, {}, {.seed = 3, .lo = 0.5, .hi = 2}));
 }
 
+TEST(GradActivation, ModAndFmodDividendAndDivisor) {
+  // Away from the jumps (a / b not near an integer) both are smooth: the
+  // operands in [0.3, 0.45] give quotients in (0.66, 1.5), none integer.
+  for (const char *op : {"mod", "fmod"}) {
+    SCOPED_TRACE(op);
+    EXPECT_TRUE(checkGradients(op, {{f64({3, 4})}, {f64({4})}}, {}, {.lo = 0.3, .hi = 0.45}));
+  }
+}
+
 TEST(GradActivation, PReluInputAndSlope) {
   // The slope's gradient is summed over the dims it was broadcast along:
   // per channel ([C, 1, 1] against [N, C, H, W]), per feature, a single

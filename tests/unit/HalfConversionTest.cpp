@@ -29,10 +29,10 @@ TEST(HalfConversion, KnownF16Patterns) {
   EXPECT_EQ(floatToHalfBits(1.0f), 0x3c00);
   EXPECT_EQ(floatToHalfBits(-2.0f), 0xc000);
   EXPECT_EQ(floatToHalfBits(0.5f), 0x3800);
-  EXPECT_EQ(floatToHalfBits(65504.0f), 0x7bff);           // largest finite
-  EXPECT_EQ(floatToHalfBits(65519.0f), 0x7bff);           // below the midpoint
-  EXPECT_EQ(floatToHalfBits(65520.0f), 0x7c00);           // tie with odd 65504 -> inf
-  EXPECT_EQ(floatToHalfBits(1e10f), 0x7c00);              // overflow to inf
+  EXPECT_EQ(floatToHalfBits(65504.0f), 0x7bff); // largest finite
+  EXPECT_EQ(floatToHalfBits(65519.0f), 0x7bff); // below the midpoint
+  EXPECT_EQ(floatToHalfBits(65520.0f), 0x7c00); // tie with odd 65504 -> inf
+  EXPECT_EQ(floatToHalfBits(1e10f), 0x7c00);    // overflow to inf
   EXPECT_EQ(floatToHalfBits(-1e10f), 0xfc00);
   EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -14)), 0x0400); // smallest normal
   EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -24)), 0x0001); // smallest subnormal
@@ -45,7 +45,7 @@ TEST(HalfConversion, KnownF16Patterns) {
   EXPECT_EQ(floatToHalfBits(std::numeric_limits<float>::infinity()), 0x7c00);
   EXPECT_EQ(floatToHalfBits(-std::numeric_limits<float>::infinity()), 0xfc00);
   EXPECT_TRUE(isHalfNaN(floatToHalfBits(std::numeric_limits<float>::quiet_NaN())));
-  EXPECT_TRUE(isHalfNaN(floatToHalfBits(f(0x7f800001u)))); // signalling, tiny payload
+  EXPECT_TRUE(isHalfNaN(floatToHalfBits(f(0x7f800001u))));       // signalling, tiny payload
   EXPECT_EQ(floatToHalfBits(f(0xffc00000u)) & 0x8000u, 0x8000u); // sign kept
 
   EXPECT_EQ(halfBitsToFloat(0x3c00), 1.0f);

@@ -241,6 +241,24 @@ TEST(RefElementwiseTest, PowerHandComputed) {
   EXPECT_TRUE(allClose(exponent.outputs[0], {8 * std::log(2.0), 0, 0, 0}, 1e-15));
 }
 
+TEST(RefElementwiseTest, ModAndFmodHandComputed) {
+  // mod takes the divisor's sign (Python's %), fmod the dividend's (C's).
+  std::vector<double> a = {5, -5, 5, -5, 4.5, 6}, b = {3, 3, -3, -3, 2, 3};
+  KernelRun mod = runBinary("mod", DType::F64, {6}, a, {6}, b);
+  KernelRun fmod = runBinary("fmod", DType::F64, {6}, a, {6}, b);
+  ASSERT_TRUE(mod.ok && fmod.ok) << mod.error << fmod.error;
+  EXPECT_EQ(mod.outputs[0], (std::vector<double>{2, 1, -1, -2, 0.5, 0}));
+  EXPECT_EQ(fmod.outputs[0], (std::vector<double>{2, -2, 2, -2, 0.5, 0}));
+  // By the divisor: -floor(a / b) and -trunc(a / b).
+  KernelRun modGrad =
+      runBinary("mod_grad_divisor", DType::F64, {4}, {5, -5, 7, -7}, {4}, {3, 3, -2, 2});
+  KernelRun fmodGrad =
+      runBinary("fmod_grad_divisor", DType::F64, {4}, {5, -5, 7, -7}, {4}, {3, 3, -2, 2});
+  ASSERT_TRUE(modGrad.ok && fmodGrad.ok) << modGrad.error << fmodGrad.error;
+  EXPECT_EQ(modGrad.outputs[0], (std::vector<double>{-1, 2, 4, 4}));
+  EXPECT_EQ(fmodGrad.outputs[0], (std::vector<double>{-1, 1, 3, 3}));
+}
+
 TEST(RefElementwiseTest, PowerRandom) {
   for (const char *op : {"power", "power_grad_base", "power_grad_exponent"}) {
     checkBinaryRandom(op, {3, 4, 5}, {3, 4, 5}, 0.25, 3);

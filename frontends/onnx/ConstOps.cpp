@@ -271,17 +271,73 @@ bool lowerCumSum(OnnxLowering &l, const onnx::NodeProto &n) {
   return true;
 }
 
+/// ScatterND into run-time data or of run-time updates, at indices known at
+/// import (x[idx] = v): each data element either keeps its value or takes
+/// the one update element written to it (the last, where several are), so
+/// the result is where(written, embedding(source, updates), data) with the
+/// mask and the source positions computed now, by folding the scatter of
+/// the updates' own positions. Registry ops only, so both data and updates
+/// get their gradients. Add and mul reductions need the indices folded
+/// with the values.
+static bool lowerRunTimeScatterND(OnnxLowering &l, const onnx::NodeProto &n,
+                                  const std::string &reduction) {
+  if (reduction != "none")
+    return l.error("ScatterND with reduction '" + reduction +
+                   "' is supported on tensors known when the model is imported; here the data "
+                   "or the updates are computed at run time");
+  const ConstTensor *indices = l.constantOf(n, 1, "indices");
+  if (!indices)
+    return false;
+  const TensorType &dataType = l.typeOf(n, 0), &updatesType = l.typeOf(n, 2);
+  ConstTensor unwritten, positions, source;
+  unwritten.dtype = positions.dtype = DType::F64;
+  unwritten.dims.assign(dataType.dims().begin(), dataType.dims().end());
+  unwritten.values.assign(dataType.numElements(), -1.0);
+  positions.dims.assign(updatesType.dims().begin(), updatesType.dims().end());
+  positions.values.resize(updatesType.numElements());
+  for (size_t k = 0; k < positions.values.size(); ++k)
+    positions.values[k] = double(k);
+  std::string err;
+  if (!foldScatterNd(unwritten, *indices, positions, "none", source, err))
+    return l.error(err);
+  Value *data = l.valueOf(n, 0), *updates = l.valueOf(n, 2);
+  if (!data || !updates)
+    return false;
+  if (!isFloating(data->dtype()) || updates->dtype() != data->dtype())
+    return l.error("ScatterND into run-time data needs floating data and updates of its dtype, "
+                   "got " +
+                   data->type().str() + " and " + updates->type().str());
+  ConstTensor written = source, from = source;
+  written.dtype = DType::Bool;
+  from.dtype = DType::I64;
+  for (size_t k = 0; k < source.values.size(); ++k) {
+    written.values[k] = source.values[k] >= 0 ? 1.0 : 0.0;
+    from.values[k] = std::max(source.values[k], 0.0);
+  }
+  int64_t count = std::max<int64_t>(updatesType.numElements(), 1);
+  Value *table = l.reshape(updates, {count, 1});
+  Value *picked = l.build1(OpKind::Embedding, {l.constantBuffer("scatter_from", from), table});
+  Value *y = picked ? l.build1(OpKind::Where,
+                               {l.constantBuffer("scatter_written", written),
+                                l.reshape(picked, dataType.dims()), data},
+                               {}, n.output(0))
+                    : nullptr;
+  if (!y)
+    return false;
+  l.setOutput(n, 0, y);
+  return true;
+}
+
 bool lowerScatterND(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"reduction"}))
     return false;
   std::string reduction = l.stringAttr(n, "reduction", "none");
   if (reduction != "none" && reduction != "add" && reduction != "mul")
     return l.error("reduction '" + reduction + "' is not supported");
-  for (int i = 0; i < 3; ++i)
-    if (!isFoldable(l.input(n, i)))
-      return l.error("ScatterND is supported on tensors known when the model is imported (a "
-                     "mask written in place); here input " +
-                     llvm::Twine(i) + " is computed at run time");
+  if (!isFoldable(l.input(n, 0)) || !isFoldable(l.input(n, 2)))
+    return lowerRunTimeScatterND(l, n, reduction);
+  if (!isFoldable(l.input(n, 1)))
+    return l.constantOf(n, 1, "indices") != nullptr; // says they must be known, and how
   const ConstTensor *data = l.constantOf(n, 0, "data"), *indices = l.constantOf(n, 1, "indices"),
                     *updates = l.constantOf(n, 2, "updates");
   if (!data || !indices || !updates)

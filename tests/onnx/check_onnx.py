@@ -489,6 +489,13 @@ def logic_cases():
               "d": np.array([1.5, -2.0, 3.0, 0.7], np.float32)},
              [("y", (3, 4))],
              lambda e: [torch.remainder(e["i"], e["j"]).float() + torch.fmod(e["x"], e["d"])]),
+        # ScatterND into run-time data at constant indices (x[idx] = v, as
+        # index_put exports): rows 2 and 0 of each batch replaced.
+        Case("scatternd_runtime",
+             [node("ScatterND", ["x", "idx", "v"], ["y"])],
+             {"x": rand(3, 4, 2), "v": rand(2, 4, 2)}, [("y", (3, 4, 2))],
+             lambda e: [torch.cat([e["v"][1:2], e["x"][1:2], e["v"][0:1]])],
+             initializers={"idx": np.array([[2], [0]], np.int64)}),
         # CumSum of run-time tensors: position ids counted from an int64
         # attention mask (Hugging Face's `mask.cumsum(-1) - 1`), and a float
         # cumsum, exclusive and reversed, over a middle axis.

@@ -51,6 +51,8 @@ bool lowerElu(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerSoftplus(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerPRelu(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerNeg(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerFloor(OnnxLowering &l, const onnx::NodeProto &n);
+bool lowerCeil(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerAbs(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerExp(OnnxLowering &l, const onnx::NodeProto &n);
 bool lowerLog(OnnxLowering &l, const onnx::NodeProto &n);

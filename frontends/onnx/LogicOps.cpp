@@ -172,7 +172,7 @@ bool lowerMod(OnnxLowering &l, const onnx::NodeProto &n) {
     // 2^53) and cast back.
     DType computeType = isFloating(type) ? type : DType::F64;
     auto operand = [&](int i) {
-      Value *v = l.valueOf(n, i, StateKind::Buffer);
+      Value *v = l.valueOf(n, i);
       return v && v->dtype() != computeType
                  ? l.build1(OpKind::Cast, {v}, {{"to", Attribute(computeType)}})
                  : v;

@@ -266,7 +266,7 @@ bool lowerPow(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!e) {
     // A tensor of exponents, or one computed at run time: power(a, b), the
     // exponents in the base's dtype (ONNX lets them differ).
-    Value *base = l.valueOf(n, 0), *exponent = l.valueOf(n, 1, StateKind::Buffer);
+    Value *base = l.valueOf(n, 0), *exponent = l.valueOf(n, 1);
     if (!base || !exponent)
       return false;
     // An integer base is raised in f64 (exact wherever the integer result
@@ -315,6 +315,12 @@ bool lowerLog(OnnxLowering &l, const onnx::NodeProto &n) {
 }
 bool lowerNeg(OnnxLowering &l, const onnx::NodeProto &n) {
   return lowerUnaryMath(l, n, OpKind::Neg, opNeg);
+}
+bool lowerFloor(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::Floor, [](double x) { return std::floor(x); });
+}
+bool lowerCeil(OnnxLowering &l, const onnx::NodeProto &n) {
+  return lowerUnaryMath(l, n, OpKind::Ceil, [](double x) { return std::ceil(x); });
 }
 bool lowerAbs(OnnxLowering &l, const onnx::NodeProto &n) {
   return lowerUnaryMath(l, n, OpKind::Abs, opAbs);

@@ -683,6 +683,8 @@ const ExportRow kExportTable[] = {
   {OpKind::Softplus,     [](Exporter &e, const Node &n) { return emitSimple(e, n, "Softplus"); }},
   {OpKind::PRelu,        [](Exporter &e, const Node &n) { return emitSimple(e, n, "PRelu"); }},
   {OpKind::Neg,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Neg"); }},
+  {OpKind::Floor,        [](Exporter &e, const Node &n) { return emitSimple(e, n, "Floor"); }},
+  {OpKind::Ceil,         [](Exporter &e, const Node &n) { return emitSimple(e, n, "Ceil"); }},
   {OpKind::Abs,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Abs"); }},
   {OpKind::Log,          [](Exporter &e, const Node &n) { return emitSimple(e, n, "Log"); }},
   {OpKind::Reciprocal,   [](Exporter &e, const Node &n) { return emitSimple(e, n, "Reciprocal"); }},

@@ -53,6 +53,8 @@ const OpTableEntry kOnnxOps[] = {
   {"Softplus",           13, lowerSoftplus},
   {"PRelu",              13, lowerPRelu},
   {"Neg",                13, lowerNeg},
+  {"Floor",              13, lowerFloor},
+  {"Ceil",               13, lowerCeil},
   {"Abs",                13, lowerAbs},
   {"Exp",                13, lowerExp},
   {"Log",                13, lowerLog},

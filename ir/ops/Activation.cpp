@@ -165,6 +165,12 @@ static void gradNeg(GradientBuilder &gb, const Node &, llvm::ArrayRef<Value *> d
   dxs[0] = gb.build1(OpKind::Neg, {dys[0]});
 }
 
+// floor and ceil are piecewise constant: a gradient of 0, as PyTorch's.
+static void gradZero(GradientBuilder &gb, const Node &, llvm::ArrayRef<Value *> dys,
+                     llvm::MutableArrayRef<Value *> dxs) {
+  dxs[0] = gb.scale(dys[0], 0.0);
+}
+
 // Dropout is linear with a mask that is a pure function of (seed, step,
 // index): dropout of dy with the same p, seed and training flag applies the
 // same mask and scale (and is the identity when training is false).
@@ -249,6 +255,12 @@ void registerActivationOps(OpRegistry &r) {
       .infer(inferUnaryFloat)
       .gradient(gradNeg)
       .elementwise();
+  for (OpKind rounding : {OpKind::Floor, OpKind::Ceil})
+    OpRow(r.define(rounding))
+        .operand("input")
+        .infer(inferUnaryFloat)
+        .gradient(gradZero)
+        .elementwise();
   OpRow(r.define(OpKind::PRelu))
       .operand("input")
       .operand("slope")

@@ -208,6 +208,24 @@ struct ExpFn {
   template <class T> AMPC_HD T grad(T dy, T y) const { return expGradOp(dy, y); }
 };
 
+// Rounding to an integer (ONNX Floor and Ceil; torch.floor, torch.ceil and
+// the Floor of torch.remainder's and floor_divide's exports). Their
+// gradient is 0 (the rule scales the incoming one by 0).
+template <class T> AMPC_HD inline T floorOp(T x) {
+  using std::floor;
+  return floor(x);
+}
+template <class T> AMPC_HD inline T ceilOp(T x) {
+  using std::ceil;
+  return ceil(x);
+}
+struct FloorFn {
+  template <class T> AMPC_HD T operator()(T x) const { return floorOp(x); }
+};
+struct CeilFn {
+  template <class T> AMPC_HD T operator()(T x) const { return ceilOp(x); }
+};
+
 struct NegFn {
   template <class T> AMPC_HD T operator()(T x) const { return negOp(x); }
 };

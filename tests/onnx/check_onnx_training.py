@@ -2,8 +2,10 @@
 """Trains torch.onnx.export'ed models with ampc and with PyTorch, side by side.
 
 torchvision ResNet-18 and MobileNetV2 (random weights, MobileNet's dropout
-at 0), a BERT-style encoder layer and a small CNN of ONNX's other
-activations (check_onnx.py's ActivationNet) are exported; a model file wraps each (`model: {onnx: ...}`) with a loss, plain
+at 0), a BERT-style encoder layer, a small CNN of ONNX's other
+activations (check_onnx.py's ActivationNet) and a net of index and rounding
+ops (IndexNet: gather, cumsum, pow with trained exponents, remainder, an
+indexed assignment) are exported; a model file wraps each (`model: {onnx: ...}`) with a loss, plain
 SGD and an .npy dataset of exactly one batch, so every step sees the same
 samples. `ampc --opt-level O0` trains 5 steps and writes its losses
 (--metrics-out); PyTorch trains the same module from the same weights on the
@@ -96,6 +98,22 @@ train:
     return model_file
 
 
+class IndexNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(3)
+        self.lin = torch.nn.Linear(6, 8)
+        self.exponent = torch.nn.Parameter(torch.tensor([1.5, 0.5, 2.0, 1.0]))
+        self.register_buffer("pick", torch.tensor([[7, 0, 3, 3]] * 8))
+
+    def forward(self, x):
+        g = torch.gather(self.lin(x), 1, self.pick)
+        p = torch.pow(torch.cumsum(g, 1).abs() + 1, self.exponent)
+        out = p.clone()
+        out[:, 1] = torch.remainder(p, 2.5)[:, 2]
+        return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ampc", required=True)
@@ -149,6 +167,19 @@ def main():
                             {"x": "{shape: [B, 6, 32]}", "target": "{shape: [B, 6, 32]}"})
     cases.append(("bert_layer", model_file, layer, torch.from_numpy(seq), torch.from_numpy(target),
                   torch.nn.MSELoss(), LR))
+
+    # (After the BERT layer, whose data comes first from rng.) Index and rounding ops as PyTorch exports them, trained through:
+    # torch.gather (GatherElements), cumsum (CumSum of an activation), pow
+    # with a trained tensor of exponents (Pow), torch.remainder (Div, Floor,
+    # Mul, Sub) and an indexed assignment (ScatterND).
+    net = IndexNet()
+    xi = rng.standard_normal((8, 6)).astype(np.float32)
+    ti = rng.standard_normal((8, 4)).astype(np.float32)
+    model_file = write_case(work, "index_ops", net, torch.from_numpy(xi), {"x": xi, "target": ti},
+                            "{mse_loss: {input: out, target: target}}",
+                            {"x": "{shape: [B, 6]}", "target": "{shape: [B, 4]}"}, lr=0.01)
+    cases.append(("index_ops", model_file, net, torch.from_numpy(xi), torch.from_numpy(ti),
+                  torch.nn.MSELoss(), 0.01))
 
     failures = 0
     for name, model_file, module, inputs, target, loss_fn, lr in cases:

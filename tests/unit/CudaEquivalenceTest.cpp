@@ -260,6 +260,8 @@ std::vector<OpCase> opCases() {
     c.push_back({op + "_grad", {{T, {7, 9}}, {T, {7, 9}}}, attrs, 1});
   }
   c.push_back({"neg", {{T, {7, 9}}}, {}, 1});
+  c.push_back({"floor", {{T, {7, 9}}}, {}, 1});
+  c.push_back({"ceil", {{T, {7, 9}}}, {}, 1});
   c.push_back({"log", {{T, {7, 9}, 0, true}}, {}, 1});
   c.push_back({"log_grad", {{T, {7, 9}}, {T, {7, 9}, 0, true}}, {}, 1});
   c.push_back({"reciprocal", {{T, {7, 9}, 0, true}}, {}, 1});

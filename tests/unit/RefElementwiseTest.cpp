@@ -241,6 +241,15 @@ TEST(RefElementwiseTest, PowerHandComputed) {
   EXPECT_TRUE(allClose(exponent.outputs[0], {8 * std::log(2.0), 0, 0, 0}, 1e-15));
 }
 
+TEST(RefElementwiseTest, FloorAndCeilHandComputed) {
+  std::vector<double> x = {-1.5, -0.5, 0, 0.5, 2, 2.7};
+  KernelRun floor = runKernel("floor", {TensorType(DType::F64, {6})}, {x});
+  KernelRun ceil = runKernel("ceil", {TensorType(DType::F64, {6})}, {x});
+  ASSERT_TRUE(floor.ok && ceil.ok) << floor.error << ceil.error;
+  EXPECT_EQ(floor.outputs[0], (std::vector<double>{-2, -1, 0, 0, 2, 2}));
+  EXPECT_EQ(ceil.outputs[0], (std::vector<double>{-1, -0.0, 0, 1, 2, 3}));
+}
+
 TEST(RefElementwiseTest, ModAndFmodHandComputed) {
   // mod takes the divisor's sign (Python's %), fmod the dividend's (C's).
   std::vector<double> a = {5, -5, 5, -5, 4.5, 6}, b = {3, 3, -3, -3, 2, 3};

@@ -479,13 +479,25 @@ bool lowerLogSoftmax(OnnxLowering &l, const onnx::NodeProto &n) {
 bool lowerDropout(OnnxLowering &l, const onnx::NodeProto &n) {
   if (!l.checkAttrs(n, {"seed"}))
     return false;
-  if (n.output_size() > 1 && !n.output(1).empty() && !l.consumers(n.output(1)).empty())
-    return l.error("the mask output is not supported");
-  // Inference: the identity, whatever training_mode the export recorded.
+  bool maskWanted = n.output_size() > 1 && !n.output(1).empty() &&
+                    (!l.consumers(n.output(1)).empty() || l.isGraphOutput(n.output(1)));
+  // Inference: the identity, whatever training_mode the export recorded,
+  // and a mask that keeps every element.
   if (!l.training()) {
     l.alias(n, 0, 0);
+    if (maskWanted) {
+      ConstTensor keep;
+      keep.dtype = DType::Bool;
+      const TensorType &t = l.typeOf(n, 0);
+      keep.dims.assign(t.dims().begin(), t.dims().end());
+      keep.values.assign(t.numElements(), 1.0);
+      l.setConstant(n, 1, std::move(keep));
+    }
     return true;
   }
+  if (maskWanted)
+    return l.error("the mask output is not supported when training (ampc draws and keeps the "
+                   "mask itself)");
   double p = 0.5;
   if (l.hasInput(n, 1)) {
     const ConstTensor *ratio = l.constantOf(n, 1, "ratio");

@@ -419,6 +419,12 @@ bool emitResize(Exporter &e, const Node &n) {
   Exporter::attrString(r, "mode", a.modeAttr().getString());
   Exporter::attrString(r, "coordinate_transformation_mode", a.coordinate_modeAttr().getString());
   Exporter::attrString(r, "nearest_mode", a.nearest_modeAttr().getString());
+  // ONNX's defaults (-0.75, 0) are ampc's, but a cubic node writes both so
+  // that the file says which kernel it was computed with.
+  if (a.mode() == ResizeMode::Cubic) {
+    Exporter::attrFloat(r, "cubic_coeff_a", a.cubic_coeff_a());
+    Exporter::attrInt(r, "exclude_outside", a.exclude_outside() ? 1 : 0);
+  }
   return true;
 }
 

@@ -75,12 +75,17 @@ bool lowerResize(OnnxLowering &l, const onnx::NodeProto &n) {
   std::string mode = l.stringAttr(n, "mode", "nearest");
   std::string coords = l.stringAttr(n, "coordinate_transformation_mode", "half_pixel");
   std::string nearest = l.stringAttr(n, "nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear")
-    return l.error("mode '" + mode + "' is not supported (nearest or linear)");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return l.error("mode '" + mode + "' is not supported (nearest, linear or cubic)");
   if (coords == "tf_crop_and_resize" || coords == "tf_half_pixel_for_nn")
     return l.error("coordinate_transformation_mode '" + coords + "' is not supported");
-  if (l.intAttr(n, "exclude_outside", 0) != 0)
-    return l.error("exclude_outside=1 is not supported");
+  // Both only change cubic's weights (ONNX: exclude_outside is 0 or 1).
+  double cubicA = l.floatAttr(n, "cubic_coeff_a", -0.75);
+  int64_t excludeOutside = l.intAttr(n, "exclude_outside", 0);
+  if (excludeOutside != 0 && excludeOutside != 1)
+    return l.error("exclude_outside must be 0 or 1, got " + llvm::Twine(excludeOutside));
+  if (!std::isfinite(cubicA))
+    return l.error("cubic_coeff_a must be finite");
   Value *x = l.valueOf(n, 0);
   if (!x)
     return false;
@@ -134,13 +139,17 @@ bool lowerResize(OnnxLowering &l, const onnx::NodeProto &n) {
       factors.push_back(1.0);
   }
   Value *x4 = t.rank() == 3 ? l.reshape(x, {t.dim(0), t.dim(1), t.dim(2), 1}) : x;
-  Value *y = l.build1(OpKind::Resize, {x4},
-                      {{"size", Attribute(size)},
-                       {"scales", Attribute(factors)},
-                       {"mode", Attribute(mode)},
-                       {"coordinate_mode", Attribute(coords)},
-                       {"nearest_mode", Attribute(nearest)}},
-                      t.rank() == 4 ? n.output(0) : "");
+  AttrMap attrs{{"size", Attribute(size)},
+                {"scales", Attribute(factors)},
+                {"mode", Attribute(mode)},
+                {"coordinate_mode", Attribute(coords)},
+                {"nearest_mode", Attribute(nearest)}};
+  // Only cubic reads them; nearest and linear nodes print as before.
+  if (mode == "cubic") {
+    attrs["cubic_coeff_a"] = Attribute(cubicA);
+    attrs["exclude_outside"] = Attribute(excludeOutside == 1);
+  }
+  Value *y = l.build1(OpKind::Resize, {x4}, std::move(attrs), t.rank() == 4 ? n.output(0) : "");
   if (y && t.rank() == 3)
     y = l.reshape(y, {t.dim(0), t.dim(1), size[0]}, n.output(0));
   l.setOutput(n, 0, y);

@@ -1,9 +1,9 @@
 //===- Spatial.cpp - pad, resize and their backward ops --------------------===//
 //
 // pad (ONNX Pad): constant, reflect or edge padding of every dim, a negative
-// pad cropping (constant mode only). resize (ONNX Resize): nearest or
-// (bi)linear resizing of the H and W dims of [N, C, H, W], with ONNX's
-// coordinate mappings. Index maps: kernels/common/ResampleMath.h.
+// pad cropping (constant mode only). resize (ONNX Resize): nearest,
+// (bi)linear or (bi)cubic resizing of the H and W dims of [N, C, H, W], with
+// ONNX's coordinate mappings. Index maps: kernels/common/ResampleMath.h.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/GradientBuilder.h"
@@ -117,7 +117,7 @@ static bool checkResizeAttrs(InferContext &ctx) {
   const std::string &mode = a.modeAttr().getString(), &coords = a.coordinate_modeAttr().getString(),
                     &nearest = a.nearest_modeAttr().getString();
   if (!attrs::parseEnum<ResizeMode>(mode))
-    return ctx.error("mode must be \"nearest\" or \"linear\", got \"" + mode + "\"");
+    return ctx.error("mode must be \"nearest\", \"linear\" or \"cubic\", got \"" + mode + "\"");
   if (!attrs::parseEnum<ResizeCoordinates>(coords))
     return ctx.error("coordinate_mode must be \"half_pixel\", \"pytorch_half_pixel\", "
                      "\"align_corners\" or \"asymmetric\", got \"" +
@@ -136,6 +136,8 @@ static bool checkResizeAttrs(InferContext &ctx) {
                             return std::isfinite(s) && s > 0;
                           })))
     return ctx.error("scales must be empty or 2 finite factors > 0");
+  if (!std::isfinite(a.cubic_coeff_a()))
+    return ctx.error("cubic_coeff_a must be finite");
   return true;
 }
 
@@ -171,13 +173,18 @@ static void gradResize(GradientBuilder &gb, const Node &fwd, llvm::ArrayRef<Valu
                        llvm::MutableArrayRef<Value *> dxs) {
   attrs::Resize a(fwd);
   llvm::ArrayRef<int64_t> in = fwd.operand(0)->type().dims();
-  dxs[0] = gb.build1(OpKind::ResizeGrad, {dys[0]},
-                     {{"size", a.sizeAttr()},
-                      {"scales", a.scalesAttr()},
-                      {"mode", a.modeAttr()},
-                      {"coordinate_mode", a.coordinate_modeAttr()},
-                      {"nearest_mode", a.nearest_modeAttr()},
-                      {"input_shape", Attribute(std::vector<int64_t>(in.begin(), in.end()))}});
+  AttrMap attrs{{"size", a.sizeAttr()},
+                {"scales", a.scalesAttr()},
+                {"mode", a.modeAttr()},
+                {"coordinate_mode", a.coordinate_modeAttr()},
+                {"nearest_mode", a.nearest_modeAttr()},
+                {"input_shape", Attribute(std::vector<int64_t>(in.begin(), in.end()))}};
+  // Only cubic reads them: nearest and linear backward nodes print as before.
+  if (a.mode() == ResizeMode::Cubic) {
+    attrs["cubic_coeff_a"] = a.cubic_coeff_aAttr();
+    attrs["exclude_outside"] = a.exclude_outsideAttr();
+  }
+  dxs[0] = gb.build1(OpKind::ResizeGrad, {dys[0]}, std::move(attrs));
 }
 
 void registerSpatialOps(OpRegistry &r) {

@@ -39,6 +39,8 @@ inline std::array<ResizeAxis, 2> resizeAxesOf(const Node &n, llvm::ArrayRef<int6
     x.inverseScale =
         a.scales().empty() ? double(x.inSize) / double(x.outSize) : 1.0 / a.scales()[d];
     x.resizedLength = a.scales().empty() ? double(x.outSize) : double(x.inSize) * a.scales()[d];
+    x.cubicA = a.cubic_coeff_a();
+    x.excludeOutside = a.exclude_outside();
     switch (a.coordinate_mode()) {
     case ResizeCoordinates::HalfPixel:
       x.coord = ResizeCoord::HalfPixel;

@@ -14,7 +14,12 @@
 // to the compute type T (float for f32/f16/bf16, double for f64) and
 // multiplied, so that nearest picks PyTorch's element even where a floor
 // lands on an integer. Nearest rounds the coordinate by nearest_mode;
-// linear clamps it to [0, in - 1] and weighs the two neighbours.
+// linear clamps it to [0, in - 1] and weighs the two neighbours; cubic
+// weighs the four neighbours floor(x) - 1 .. floor(x) + 2 by Keys' cubic
+// convolution kernel with ONNX's cubic_coeff_a (PyTorch's bicubic: A =
+// -0.75), reading the edge element for a tap outside the input, or, with
+// exclude_outside, giving such taps no weight and renormalising the rest
+// (ONNX Resize-13).
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_KERNELS_COMMON_RESAMPLEMATH_H
@@ -60,6 +65,8 @@ struct ResizeAxis {
   double resizedLength = 1;
   ResizeCoord coord = ResizeCoord::HalfPixel;
   ResizeRound round = ResizeRound::RoundPreferFloor;
+  double cubicA = -0.75;       ///< cubic mode's kernel coefficient A
+  bool excludeOutside = false; ///< cubic mode: taps outside the input weigh 0
 };
 
 /// The input coordinate of output position o (ONNX's transformations).
@@ -123,6 +130,60 @@ template <class T> AMPC_HD inline LinearTaps<T> resizeLinear(int64_t o, const Re
   int64_t i1 = i0 < a.inSize - 1 ? i0 + 1 : i0;
   T w1 = x - static_cast<T>(i0);
   return {i0, i1, T(1) - w1, w1};
+}
+
+/// Keys' cubic convolution kernel W(d) for a tap at distance d from the
+/// coordinate: cubicNear for d <= 1, cubicFar for 1 < d < 2. Written in
+/// PyTorch's (and ONNX's reference's) Horner form, so that f32 results
+/// round as PyTorch's bicubic does.
+template <class T> AMPC_HD inline T cubicNear(T d, T A) {
+  return ((A + T(2)) * d - (A + T(3))) * d * d + T(1);
+}
+template <class T> AMPC_HD inline T cubicFar(T d, T A) {
+  return ((A * d - T(5) * A) * d + T(8) * A) * d - T(4) * A;
+}
+
+/// The four input elements cubic mode reads for output position o (clamped
+/// into the input) and their weights, in tap order floor(x) - 1 ..
+/// floor(x) + 2.
+template <class T> struct CubicTaps {
+  int64_t i[4];
+  T w[4];
+};
+
+template <class T> AMPC_HD inline CubicTaps<T> resizeCubic(int64_t o, const ResizeAxis &a) {
+  using std::floor;
+  T x = resizeSource<T>(o, a);
+  T below = floor(x);
+  // The coordinate is not clamped (unlike linear's): near an edge the outer
+  // taps fall outside and read the edge element, as PyTorch and ONNX do.
+  int64_t first = static_cast<int64_t>(below) - 1;
+  T t = x - below, A = static_cast<T>(a.cubicA);
+  CubicTaps<T> r;
+  r.w[0] = cubicFar(t + T(1), A);
+  r.w[1] = cubicNear(t, A);
+  r.w[2] = cubicNear(T(1) - t, A);
+  r.w[3] = cubicFar(T(2) - t, A);
+  if (a.excludeOutside) {
+    T sum = T(0);
+    for (int k = 0; k < 4; ++k) {
+      int64_t i = first + k;
+      if (i < 0 || i >= a.inSize)
+        r.w[k] = T(0);
+      sum += r.w[k];
+    }
+    // Every coordinate mapping keeps x in [-0.5, in), so tap floor(x) or
+    // floor(x) + 1 is inside with a weight near 1; a sum of 0 (only for an
+    // absurd A) leaves the weights 0 rather than making them NaN.
+    if (sum != T(0))
+      for (int k = 0; k < 4; ++k)
+        r.w[k] = r.w[k] / sum;
+  }
+  for (int k = 0; k < 4; ++k) {
+    int64_t i = first + k;
+    r.i[k] = i < 0 ? 0 : i >= a.inSize ? a.inSize - 1 : i;
+  }
+  return r;
 }
 
 } // namespace ampc::kernels

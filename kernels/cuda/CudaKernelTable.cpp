@@ -481,7 +481,17 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     std::array<kernels::ResizeAxis, 2> axes = kernels::resizeAxesOf(n, in);
     s.axis[0] = axes[0];
     s.axis[1] = axes[1];
-    s.linear = attrs::Resize(n).mode() == ResizeMode::Linear;
+    switch (attrs::Resize(n).mode()) {
+    case ResizeMode::Nearest:
+      s.interp = kc::ResizeInterp::Nearest;
+      break;
+    case ResizeMode::Linear:
+      s.interp = kc::ResizeInterp::Linear;
+      break;
+    case ResizeMode::Cubic:
+      s.interp = kc::ResizeInterp::Cubic;
+      break;
+    }
     return make(ctx, n, [t, s](const KernelArgs &a, const kc::Launch &l) {
       return kc::resize(l, t, a.in(0).data, a.out().data, s);
     });

@@ -168,11 +168,13 @@ struct PadShape {
 cudaError_t pad(const Launch &l, unsigned elementSize, const void *x, void *y, int64_t n,
                 const PadShape &s);
 
-/// resize of [N, C, H, W]: planes = N * C, the H and W axes.
+/// resize of [N, C, H, W]: planes = N * C, the H and W axes, the
+/// interpolation (ir's ResizeMode, which device code cannot include).
+enum class ResizeInterp : uint8_t { Nearest, Linear, Cubic };
 struct ResizeShape {
   int64_t planes = 0;
   ResizeAxis axis[2] = {};
-  bool linear = false;
+  ResizeInterp interp = ResizeInterp::Nearest;
 };
 cudaError_t resize(const Launch &l, DType t, const void *x, void *y, const ResizeShape &s);
 

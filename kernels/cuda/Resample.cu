@@ -39,9 +39,22 @@ template <DType D> __global__ void resizeKernel(const void *x, void *y, ResizeSh
   AMPC_GRID_STRIDE(i, s.planes * outH * outW) {
     int64_t ow = i % outW, oh = i / outW % outH, p = i / (outW * outH);
     int64_t plane = p * inH * inW;
-    if (!s.linear) {
+    if (s.interp == ResizeInterp::Nearest) {
       int64_t h = resizeNearest<T>(oh, s.axis[0]), w = resizeNearest<T>(ow, s.axis[1]);
       store<D>(y, i, load<D>(x, plane + h * inW + w));
+      continue;
+    }
+    if (s.interp == ResizeInterp::Cubic) {
+      // The reference's order: each row along W, then the rows along H.
+      CubicTaps<T> r = resizeCubic<T>(oh, s.axis[0]), c = resizeCubic<T>(ow, s.axis[1]);
+      T across[4];
+      for (int k = 0; k < 4; ++k) {
+        int64_t row = plane + r.i[k] * inW;
+        across[k] = c.w[0] * T(load<D>(x, row + c.i[0])) + c.w[1] * T(load<D>(x, row + c.i[1])) +
+                    c.w[2] * T(load<D>(x, row + c.i[2])) + c.w[3] * T(load<D>(x, row + c.i[3]));
+      }
+      store<D>(y, i,
+               r.w[0] * across[0] + r.w[1] * across[1] + r.w[2] * across[2] + r.w[3] * across[3]);
       continue;
     }
     LinearTaps<T> r = resizeLinear<T>(oh, s.axis[0]), c = resizeLinear<T>(ow, s.axis[1]);

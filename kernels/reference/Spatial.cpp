@@ -72,16 +72,32 @@ template <class F> void forEachResized(llvm::ArrayRef<int64_t> out, F &&visit) {
 }
 
 // Linear: PyTorch's order, h0 (w0 x00 + w1 x01) + h1 (w0 x10 + w1 x11).
+// Cubic: PyTorch's too, each of the four rows interpolated along W, then
+// those four along H.
 template <DType D> void resizeImpl(const KernelArgs &a) {
   using T = ComputeT<D>;
   const TensorArg &x = a.in(0), &y = a.out();
   llvm::ArrayRef<int64_t> in = x.dims();
   std::array<ResizeAxis, 2> axes = resizeAxesOf(*a.node, in);
   int64_t inPlane = in[2] * in[3], inW = in[3];
-  if (attrs::Resize(*a.node).mode() == ResizeMode::Nearest) {
+  ResizeMode mode = attrs::Resize(*a.node).mode();
+  if (mode == ResizeMode::Nearest) {
     forEachResized(y.dims(), [&](int64_t p, int64_t oh, int64_t ow, int64_t o) {
       int64_t h = resizeNearest<T>(oh, axes[0]), w = resizeNearest<T>(ow, axes[1]);
       store<D>(y.data, o, load<D>(x.data, p * inPlane + h * inW + w));
+    });
+    return;
+  }
+  if (mode == ResizeMode::Cubic) {
+    forEachResized(y.dims(), [&](int64_t p, int64_t oh, int64_t ow, int64_t o) {
+      CubicTaps<T> r = resizeCubic<T>(oh, axes[0]), c = resizeCubic<T>(ow, axes[1]);
+      T across[4];
+      for (int i = 0; i < 4; ++i) {
+        auto at = [&](int j) -> T { return load<D>(x.data, p * inPlane + r.i[i] * inW + c.i[j]); };
+        across[i] = c.w[0] * at(0) + c.w[1] * at(1) + c.w[2] * at(2) + c.w[3] * at(3);
+      }
+      store<D>(y.data, o,
+               r.w[0] * across[0] + r.w[1] * across[1] + r.w[2] * across[2] + r.w[3] * across[3]);
     });
     return;
   }
@@ -101,10 +117,22 @@ template <DType D> void resizeGradImpl(const KernelArgs &a) {
   std::array<ResizeAxis, 2> axes = resizeAxesOf(*a.node, in);
   int64_t inPlane = in[2] * in[3], inW = in[3];
   std::vector<T> acc(dx.numElements(), T(0));
-  if (attrs::Resize(*a.node).mode() == ResizeMode::Nearest) {
+  ResizeMode mode = attrs::Resize(*a.node).mode();
+  if (mode == ResizeMode::Nearest) {
     forEachResized(dy.dims(), [&](int64_t p, int64_t oh, int64_t ow, int64_t o) {
       int64_t h = resizeNearest<T>(oh, axes[0]), w = resizeNearest<T>(ow, axes[1]);
       acc[p * inPlane + h * inW + w] += load<D>(dy.data, o);
+    });
+  } else if (mode == ResizeMode::Cubic) {
+    // Clamped taps repeat an edge index, so one input element can take
+    // several of the 16 products: each is added on its own.
+    forEachResized(dy.dims(), [&](int64_t p, int64_t oh, int64_t ow, int64_t o) {
+      CubicTaps<T> r = resizeCubic<T>(oh, axes[0]), c = resizeCubic<T>(ow, axes[1]);
+      T g = load<D>(dy.data, o);
+      T *plane = acc.data() + p * inPlane;
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+          plane[r.i[i] * inW + c.i[j]] += r.w[i] * c.w[j] * g;
     });
   } else {
     forEachResized(dy.dims(), [&](int64_t p, int64_t oh, int64_t ow, int64_t o) {

@@ -8,6 +8,7 @@ same inputs. fp32 results must agree within 1e-5 (relative to the
 reference's magnitude, at least 1). Then torchvision ResNet-18, MobileNetV2,
 SqueezeNet 1.1 and GoogLeNet (random weights, weights=None), a small
 segmentation net (padding, pooling and resizing of every kind torch exports),
+two bicubic F.interpolate calls (Resize cubic, align_corners and not),
 a small CNN of the activations torch exports as HardSwish, HardSigmoid,
 PRelu, LeakyRelu, Elu, Softplus, Abs, Neg, Max and Min, and a BERT-style
 encoder layer are exported by torch.onnx.export and their forward outputs
@@ -287,6 +288,32 @@ def op_cases():
               node("Resize", ["x", "", "s"], ["y"], mode="linear", coordinate_transformation_mode="align_corners")],
              {"x": x4}, [("y", (2, 3, 12, 12))],
              lambda e: [F.interpolate(e["x"], scale_factor=1.5, mode="bilinear", align_corners=True)]),
+        # Cubic as torch exports bicubic (cubic_coeff_a -0.75, no
+        # exclude_outside: PyTorch reads the edge element for taps outside).
+        Case("resize_bicubic",
+             [const("sz", [2, 3, 11, 13]),
+              node("Resize", ["x", "", "", "sz"], ["y"], mode="cubic", cubic_coeff_a=-0.75,
+                   coordinate_transformation_mode="pytorch_half_pixel")],
+             {"x": x4}, [("y", (2, 3, 11, 13))],
+             lambda e: [F.interpolate(e["x"], size=(11, 13), mode="bicubic", align_corners=False)]),
+        Case("resize_bicubic_down",
+             [const("sz", [2, 3, 5, 6]),
+              node("Resize", ["x", "", "", "sz"], ["y"], mode="cubic", cubic_coeff_a=-0.75,
+                   coordinate_transformation_mode="pytorch_half_pixel")],
+             {"x": x4}, [("y", (2, 3, 5, 6))],
+             lambda e: [F.interpolate(e["x"], size=(5, 6), mode="bicubic", align_corners=False)]),
+        Case("resize_bicubic_scales",
+             [const("s", [1, 1, 1.5, 2.5], np.float32),
+              node("Resize", ["x", "", "s"], ["y"], mode="cubic", cubic_coeff_a=-0.75,
+                   coordinate_transformation_mode="pytorch_half_pixel")],
+             {"x": x4}, [("y", (2, 3, 12, 20))],
+             lambda e: [F.interpolate(e["x"], scale_factor=(1.5, 2.5), mode="bicubic", align_corners=False)]),
+        Case("resize_bicubic_align_corners",
+             [const("s", [1, 1, 1.5, 1.5], np.float32),
+              node("Resize", ["x", "", "s"], ["y"], mode="cubic", cubic_coeff_a=-0.75,
+                   coordinate_transformation_mode="align_corners")],
+             {"x": x4}, [("y", (2, 3, 12, 12))],
+             lambda e: [F.interpolate(e["x"], scale_factor=1.5, mode="bicubic", align_corners=True)]),
         # Upsample (opset 9), converted to Resize by ONNX's version
         # converter; its asymmetric coordinates and floor must survive.
         Case("upsample_nearest_opset9",
@@ -664,6 +691,15 @@ class ActivationNet(torch.nn.Module):
         return self.p2(self.fc(x.flatten(1)))
 
 
+class BicubicNet(torch.nn.Module):
+    """F.interpolate(mode="bicubic") as torch exports it: Resize cubic with
+    cubic_coeff_a -0.75, up with align_corners and down without."""
+
+    def forward(self, x):
+        up = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=True)
+        return F.interpolate(up, size=(11, 7), mode="bicubic", align_corners=False)
+
+
 class SegmentationNet(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -723,6 +759,12 @@ def export_models(work):
     torch.onnx.export(seg, seg_x, path, opset_version=17, input_names=["input"], output_names=["mask", "rows"])
     with torch.no_grad():
         models.append(("segmentation", path, {"input": seg_x.numpy()}, [t.numpy() for t in seg(seg_x)]))
+    bicubic = BicubicNet().eval()
+    bicubic_x = torch.randn(2, 3, 9, 8)
+    path = os.path.join(work, "bicubic.onnx")
+    torch.onnx.export(bicubic, bicubic_x, path, opset_version=17, input_names=["input"], output_names=["y"])
+    with torch.no_grad():
+        models.append(("bicubic", path, {"input": bicubic_x.numpy()}, [bicubic(bicubic_x).numpy()]))
     layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True, activation="gelu")
     layer.eval()
     seq = torch.randn(2, 8, 64)

@@ -134,7 +134,8 @@ train: {steps: 3, data: {synthetic: {seed: 0, size: 4}}}
 class TinyUNet(torch.nn.Module):
     """Padding, pooling and resizing of the kinds torch exports: a
     reflect-padded convolution, ceil-mode max pooling, nearest upsampling,
-    nn.AvgPool2d(3, 1, 1) (Pad + AveragePool) and bilinear resizing."""
+    nn.AvgPool2d(3, 1, 1) (Pad + AveragePool), bilinear resizing and bicubic
+    resizing (Resize cubic: its cubic_coeff_a must survive the export)."""
 
     def __init__(self):
         super().__init__()
@@ -149,8 +150,9 @@ class TinyUNet(torch.nn.Module):
         m = torch.relu(self.mid(self.pool(e)))
         d = self.dec(torch.cat([torch.nn.functional.interpolate(m, scale_factor=2, mode="nearest"), e], 1))
         coarse = torch.nn.functional.avg_pool2d(d, 2)
-        return self.smooth(d) + torch.nn.functional.interpolate(coarse, size=(16, 16), mode="bilinear",
-                                                                align_corners=False)
+        return (self.smooth(d)
+                + torch.nn.functional.interpolate(coarse, size=(16, 16), mode="bilinear", align_corners=False)
+                + torch.nn.functional.interpolate(coarse, size=(16, 16), mode="bicubic", align_corners=True))
 
 
 def main():

@@ -301,6 +301,16 @@ std::vector<OpCase> opCases() {
                   {"coordinate_mode", Attribute("asymmetric")},
                   {"nearest_mode", Attribute("floor")}};
   c.push_back({"resize", {{T, {2, 3, 5, 6}}}, nearest, 1});
+  AttrMap bicubic{{"size", Attribute(Ints{9, 4})},
+                  {"mode", Attribute("cubic")},
+                  {"coordinate_mode", Attribute("pytorch_half_pixel")}};
+  c.push_back({"resize", {{T, {2, 3, 5, 6}}}, bicubic, 1});
+  AttrMap cubicExcluded{{"size", Attribute(Ints{3, 13})},
+                        {"mode", Attribute("cubic")},
+                        {"cubic_coeff_a", Attribute(-0.5)},
+                        {"exclude_outside", Attribute(true)},
+                        {"coordinate_mode", Attribute("align_corners")}};
+  c.push_back({"resize", {{T, {2, 3, 5, 6}}}, cubicExcluded, 1});
   c.push_back({"pad_grad",
                {{T, {2, 3, 8, 9}}},
                {{"pads", Attribute(Ints{0, 0, 2, 0, 0, 0, 1, 3})}, {"mode", Attribute("reflect")}},
@@ -308,6 +318,8 @@ std::vector<OpCase> opCases() {
                true});
   bilinear["input_shape"] = Attribute(Ints{2, 3, 5, 6});
   c.push_back({"resize_grad", {{T, {2, 3, 9, 13}}}, bilinear, 1, true});
+  bicubic["input_shape"] = Attribute(Ints{2, 3, 5, 6});
+  c.push_back({"resize_grad", {{T, {2, 3, 9, 4}}}, bicubic, 1, true});
   // Ops the CUDA backend runs on the host fallback: the same answers.
   c.push_back({"embedding", {{L, {4, 3}, 9}, {T, {9, 5}}}, {}, 1, true});
   c.push_back({"concat", {{T, {2, 3}}, {T, {2, 4}}}, {{"axis", Attribute(int64_t(1))}}, 1, true});

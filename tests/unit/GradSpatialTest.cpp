@@ -1,7 +1,8 @@
 //===- GradSpatialTest.cpp - Gradients of pad and resize -------------------===//
 //
 // Finite-difference checks (f64) of pad (constant, cropping, reflect, edge)
-// and resize (nearest, linear in every coordinate mode, up and down), then
+// and resize (nearest, linear and cubic in every coordinate mode, up and
+// down, cubic with and without exclude_outside), then
 // hand-computed and f32/f16/bf16 vs f64 checks of pad_grad and
 // resize_grad.
 //
@@ -103,6 +104,31 @@ TEST(GradSpatial, ResizeLinearEveryCoordinateMode) {
                               {"coordinate_mode", "pytorch_half_pixel"}}));
 }
 
+TEST(GradSpatial, ResizeCubicEveryCoordinateMode) {
+  for (const char *coords : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"})
+    for (bool exclude : {false, true}) {
+      SCOPED_TRACE(std::string(coords) + (exclude ? " exclude_outside" : ""));
+      // Up (the edge taps clamp or drop out) and down (taps skip inputs).
+      EXPECT_TRUE(checkGradients("resize", {{f64({1, 2, 3, 4})}},
+                                 {{"size", Ints{7, 9}},
+                                  {"mode", "cubic"},
+                                  {"coordinate_mode", coords},
+                                  {"exclude_outside", exclude}}));
+      EXPECT_TRUE(checkGradients("resize", {{f64({2, 1, 7, 6})}},
+                                 {{"size", Ints{4, 3}},
+                                  {"mode", "cubic"},
+                                  {"cubic_coeff_a", -0.5},
+                                  {"coordinate_mode", coords},
+                                  {"exclude_outside", exclude}}));
+    }
+  // A 1-wide input: every tap of that dim reads the one element.
+  EXPECT_TRUE(checkGradients("resize", {{f64({1, 1, 3, 1})}},
+                             {{"size", Ints{5, 2}},
+                              {"scales", Floats{1.5, 2}},
+                              {"mode", "cubic"},
+                              {"coordinate_mode", "pytorch_half_pixel"}}));
+}
+
 TEST(GradSpatial, ResizeGradHandComputed) {
   for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtypeName(t).str());
@@ -126,6 +152,31 @@ TEST(GradSpatial, ResizeGradHandComputed) {
     ASSERT_TRUE(nearest.ok) << nearest.error;
     EXPECT_TRUE(allClose(nearest.outputs[0], {14, 22}, 0));
   }
+  for (DType t : {DType::F64, DType::F32}) {
+    SCOPED_TRACE(dtypeName(t).str());
+    // Bicubic 4 -> 8, align_corners=False, of dy = 1..8 (PyTorch's
+    // backward; the edge taps' weights go to the edge elements).
+    KernelRun cubic =
+        runKernel("resize_grad", {TensorType(t, {1, 1, 1, 8})}, {{1, 2, 3, 4, 5, 6, 7, 8}},
+                  {{"size", Ints{1, 8}},
+                   {"mode", "cubic"},
+                   {"coordinate_mode", "pytorch_half_pixel"},
+                   {"input_shape", Ints{1, 1, 1, 4}}});
+    ASSERT_TRUE(cubic.ok) << cubic.error;
+    EXPECT_TRUE(allClose(cubic.outputs[0], {2.734375, 7.0, 11.31640625, 14.94921875}, 0));
+    // ONNX's A = -0.5 with exclude_outside (numpy: the transposed weights).
+    KernelRun excluded =
+        runKernel("resize_grad", {TensorType(t, {1, 1, 1, 8})}, {{1, 2, 3, 4, 5, 6, 7, 8}},
+                  {{"size", Ints{1, 8}},
+                   {"mode", "cubic"},
+                   {"cubic_coeff_a", -0.5},
+                   {"exclude_outside", true},
+                   {"input_shape", Ints{1, 1, 1, 4}}});
+    ASSERT_TRUE(excluded.ok) << excluded.error;
+    EXPECT_TRUE(allClose(
+        excluded.outputs[0],
+        {2.974357887726607, 6.913171190949495, 10.852123946858232, 15.260346974465664}, 1e-6));
+  }
 }
 
 TEST(GradSpatial, ResizeGradMatchesF64) {
@@ -140,6 +191,16 @@ TEST(GradSpatial, ResizeGradMatchesF64) {
                               {"input_shape", Ints{2, 3, 4, 5}}},
                              t, defaultTolerance(t)))
           << coords;
+  for (const char *coords : {"half_pixel", "align_corners"})
+    for (DType t : kLowDTypes)
+      EXPECT_TRUE(matchesF64("resize_grad", {dy}, {values},
+                             {{"size", Ints{7, 9}},
+                              {"mode", "cubic"},
+                              {"coordinate_mode", coords},
+                              {"exclude_outside", std::string(coords) == "half_pixel"},
+                              {"input_shape", Ints{2, 3, 4, 5}}},
+                             t, defaultTolerance(t)))
+          << coords << " cubic";
   // Nearest halving (exact coordinates).
   TensorType half = f64({2, 3, 2, 3});
   for (DType t : kLowDTypes)

@@ -801,8 +801,19 @@ TEST(OpInference, Resize) {
             "error: input must be a floating type, got i64[1,3,4,5]");
   EXPECT_EQ(infer("resize", {"f32[3,4,5]"}, bilinear),
             "error: input must have 4 dims, got f32[3,4,5]");
-  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"}, {{"size", Ints{7, 9}}, {"mode", "cubic"}}),
-            "error: mode must be \"nearest\" or \"linear\", got \"cubic\"");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"},
+                  {{"size", Ints{7, 9}},
+                   {"mode", "cubic"},
+                   {"cubic_coeff_a", -0.5},
+                   {"exclude_outside", true}}),
+            "f32[1,3,7,9]");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"}, {{"size", Ints{7, 9}}, {"mode", "bicubic"}}),
+            "error: mode must be \"nearest\", \"linear\" or \"cubic\", got \"bicubic\"");
+  EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"},
+                  {{"size", Ints{7, 9}},
+                   {"mode", "cubic"},
+                   {"cubic_coeff_a", std::numeric_limits<double>::infinity()}}),
+            "error: cubic_coeff_a must be finite");
   EXPECT_EQ(infer("resize", {"f32[1,3,4,5]"},
                   {{"size", Ints{7, 9}}, {"coordinate_mode", "tf_crop_and_resize"}}),
             "error: coordinate_mode must be \"half_pixel\", \"pytorch_half_pixel\", "

@@ -70,10 +70,14 @@ save(model([helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")], [vi("
 save(model(relu, [vi("x", ["N", "seq"])], [vi("y", ["N", "seq"])]), "symbolic-dim.onnx")
 save(model([helper.make_node("Conv", ["x", "conv.weight"], ["y"], pads=[0, 0, 1, 1], name="conv")],
            [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 7, 7])], [w]), "asymmetric-pads.onnx")
-# Resize modes ampc does not run.
+# Resize's cubic mode (imports), and a coordinate mode ampc does not run.
 cubic_scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
 save(model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="cubic", name="up")],
            [vi("x", [1, 3, 4, 4])], [vi("y", [1, 3, 8, 8])], [cubic_scales]), "resize-cubic.onnx")
+crop_roi = numpy_helper.from_array(np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32), "roi")
+save(model([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="cubic",
+                             coordinate_transformation_mode="tf_crop_and_resize", name="up")],
+           [vi("x", [1, 3, 4, 4])], [vi("y", [1, 3, 8, 8])], [crop_roi, cubic_scales]), "resize-crop.onnx")
 # nn.AvgPool2d(3, 1, 1) as torch 1.13 exports it: Pad, then AveragePool.
 pad_pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
 save(model([helper.make_node("Pad", ["x", "pads"], ["padded"], name="pad"),

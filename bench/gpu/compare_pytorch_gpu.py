@@ -89,6 +89,35 @@ TORCH_MODES = ["fp32", "amp"]
 # --- PyTorch side (one process per configuration) -------------------------------------------
 
 
+def timed_steps(loss_fn, opt, mode, steps):
+    """Trains `steps` steps of loss_fn() (fp32, or AMP: autocast f16 and a
+    GradScaler), each CUDA-synchronised and timed, and prints the worker's
+    JSON line: step times, peak memory, the final loss."""
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda", enabled=(mode == "amp"))
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    loss_value = float("nan")
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16, enabled=(mode == "amp")):
+            loss = loss_fn()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        loss_value = loss.item()  # synchronises
+        times.append((time.perf_counter() - start) * 1000)
+    print(json.dumps({
+        "step_ms": times,
+        "peak_allocated": torch.cuda.max_memory_allocated(),
+        "peak_reserved": torch.cuda.max_memory_reserved(),
+        "final_loss": loss_value,
+    }))
+
+
 def torch_worker(model_path, mode, steps, warmup):
     import torch
 
@@ -105,27 +134,7 @@ def torch_worker(model_path, mode, steps, warmup):
     y = y.to(dev)
     model.train()
     opt = graph.torch_optimizer(model.parameters())
-    scaler = torch.amp.GradScaler("cuda", enabled=(mode == "amp"))
-    torch.cuda.reset_peak_memory_stats()
-    times = []
-    loss_value = float("nan")
-    for _ in range(steps):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.float16, enabled=(mode == "amp")):
-            loss = loss_fn(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        loss_value = loss.item()  # synchronises
-        times.append((time.perf_counter() - start) * 1000)
-    print(json.dumps({
-        "step_ms": times,
-        "peak_allocated": torch.cuda.max_memory_allocated(),
-        "peak_reserved": torch.cuda.max_memory_reserved(),
-        "final_loss": loss_value,
-    }))
+    timed_steps(lambda: loss_fn(model(x), y), opt, mode, steps)
 
 
 def torch_worker_imported(name, mode, steps, warmup):
@@ -153,28 +162,12 @@ def torch_worker_imported(name, mode, steps, warmup):
     else:
         target = torch.randint(0, entry.classes, (out.shape[0],), device=dev)
     opt = torch.optim.SGD(model.parameters(), lr=check_zoo.LR)
-    scaler = torch.amp.GradScaler("cuda", enabled=(mode == "amp"))
-    torch.cuda.reset_peak_memory_stats()
-    times = []
-    loss_value = float("nan")
-    for _ in range(steps):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.float16, enabled=(mode == "amp")):
-            out = model(*inputs)
-            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        loss_value = loss.item()
-        times.append((time.perf_counter() - start) * 1000)
-    print(json.dumps({
-        "step_ms": times,
-        "peak_allocated": torch.cuda.max_memory_allocated(),
-        "peak_reserved": torch.cuda.max_memory_reserved(),
-        "final_loss": loss_value,
-    }))
+
+    def loss():
+        out = model(*inputs)
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
+
+    timed_steps(loss, opt, mode, steps)
 
 
 def torch_available():

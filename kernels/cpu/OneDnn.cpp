@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <omp.h>
 
 namespace ampc::kernels::cpu {
 
@@ -207,9 +208,77 @@ void OneDnnPrimitiveKernel::run(const KernelArgs &args) {
   }
 }
 
-bool isOneDnnKernel(const NodeKernel &k) {
-  return dynamic_cast<const OneDnnPrimitiveKernel *>(&k) != nullptr;
+namespace {
+
+/// A node's oneDNN primitive for each team size it ran at. A primitive
+/// fixes its thread count when it is created (it opens its parallel
+/// regions with that many threads whatever the team size is later), so the
+/// kernels follow a team the ThreadGovernor shrinks only through a
+/// primitive made for the new size. Each is made on the first run at its
+/// size; the Graph, and so the node, outlives the Program.
+class OneDnnTeamKernel final : public NodeKernel {
+public:
+  using Preparer = std::unique_ptr<NodeKernel> (*)(const Node &);
+  OneDnnTeamKernel(const Node &n, Preparer prepare, std::unique_ptr<NodeKernel> first)
+      : node_(n), prepare_(prepare) {
+    variants_.push_back({omp_get_max_threads(), std::move(first)});
+  }
+
+  void run(const KernelArgs &args) override { current().run(args); }
+
+  uint64_t heldBytes() const override {
+    uint64_t bytes = 0;
+    for (const Variant &v : variants_)
+      bytes += v.kernel->heldBytes();
+    return bytes;
+  }
+
+  const OneDnnPrimitiveKernel &last() const {
+    return static_cast<const OneDnnPrimitiveKernel &>(*variants_[lastUsed_].kernel);
+  }
+
+private:
+  struct Variant {
+    int threads;
+    std::unique_ptr<NodeKernel> kernel;
+  };
+
+  NodeKernel &current() {
+    int threads = omp_get_max_threads();
+    for (size_t i = 0; i < variants_.size(); ++i)
+      if (variants_[i].threads == threads) {
+        lastUsed_ = i;
+        return *variants_[i].kernel;
+      }
+    // The node was prepared once already, so only a broken install makes
+    // this fail: the first primitive then runs, on its own thread count.
+    std::unique_ptr<NodeKernel> k;
+    try {
+      k = prepare_(node_);
+    } catch (const dnnl::error &) {
+    }
+    if (!k)
+      return *variants_[lastUsed_ = 0].kernel;
+    variants_.push_back({threads, std::move(k)});
+    lastUsed_ = variants_.size() - 1;
+    return *variants_.back().kernel;
+  }
+
+  const Node &node_;
+  Preparer prepare_;
+  llvm::SmallVector<Variant, 2> variants_;
+  size_t lastUsed_ = 0;
+};
+
+const OneDnnPrimitiveKernel *asPrimitive(const NodeKernel &k) {
+  if (const auto *team = dynamic_cast<const OneDnnTeamKernel *>(&k))
+    return &team->last();
+  return dynamic_cast<const OneDnnPrimitiveKernel *>(&k);
 }
+
+} // namespace
+
+bool isOneDnnKernel(const NodeKernel &k) { return asPrimitive(k) != nullptr; }
 
 OneDnnReorderCounts OneDnnPrimitiveKernel::reorderCounts() const {
   OneDnnReorderCounts counts;
@@ -220,13 +289,13 @@ OneDnnReorderCounts OneDnnPrimitiveKernel::reorderCounts() const {
 }
 
 OneDnnReorderCounts oneDnnReorderCounts(const NodeKernel &k) {
-  if (const auto *p = dynamic_cast<const OneDnnPrimitiveKernel *>(&k))
+  if (const OneDnnPrimitiveKernel *p = asPrimitive(k))
     return p->reorderCounts();
   return {};
 }
 
 std::string oneDnnImplementation(const NodeKernel &k) {
-  if (const auto *p = dynamic_cast<const OneDnnPrimitiveKernel *>(&k))
+  if (const OneDnnPrimitiveKernel *p = asPrimitive(k))
     return p->implementation();
   return "";
 }
@@ -269,7 +338,10 @@ std::unique_ptr<NodeKernel> prepareOneDnnKernel(const Node &n) {
   // without AVX-512) by throwing when the primitive is created; that node
   // then runs its reference kernel.
   try {
-    return prepare(n);
+    std::unique_ptr<NodeKernel> first = prepare(n);
+    if (!first)
+      return nullptr;
+    return std::make_unique<OneDnnTeamKernel>(n, prepare, std::move(first));
   } catch (const dnnl::error &) {
     return nullptr;
   }

@@ -47,50 +47,70 @@ void Batcher::ensureOrder(int64_t epoch) {
   if (orderEpoch_ == epoch)
     return;
   int64_t n = source_.numSamples();
-  order_.resize(n);
-  std::iota(order_.begin(), order_.end(), int64_t(0));
+  // A fresh vector: tickets of the previous epoch may still be loading.
+  auto order = std::make_shared<std::vector<int64_t>>(n);
+  std::iota(order->begin(), order->end(), int64_t(0));
   if (options_.shuffle) {
     uint64_t stream = kShuffleStreamBase + static_cast<uint64_t>(epoch);
     for (int64_t i = n - 1; i > 0; --i) {
       uint64_t bits = kernels::randomBits(options_.seed, stream, static_cast<uint64_t>(i));
       auto j = static_cast<int64_t>((static_cast<unsigned __int128>(bits) * uint64_t(i + 1)) >> 64);
-      std::swap(order_[i], order_[j]);
+      std::swap((*order)[i], (*order)[j]);
     }
   }
+  order_ = std::move(order);
   orderEpoch_ = epoch;
 }
 
 int64_t Batcher::sampleAt(int64_t epoch, int64_t position) {
   ensureOrder(epoch);
-  return order_[position];
+  return (*order_)[position];
 }
 
-bool Batcher::loadRows(llvm::MutableArrayRef<HostTensor> batch, int64_t begin, int64_t count,
-                       std::string &err) {
-  if (!parallelLoads_ || !source_.concurrentLoads() || count < 2) {
-    for (int64_t r = 0; r < count; ++r)
-      if (!source_.loadSample(order_[begin + r], batch, r, err))
+bool Batcher::loadRow(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch,
+                      int64_t row, std::string &err) const {
+  return source_.loadSample((*ticket.order)[ticket.begin + row], batch, row, err);
+}
+
+bool Batcher::loadRows(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch,
+                       int64_t from, bool parallel, std::string &err) const {
+  int64_t count = ticket.count;
+  if (!parallel || !source_.concurrentLoads() || count - from < 2) {
+    for (int64_t r = from; r < count; ++r)
+      if (!loadRow(ticket, batch, r, err))
         return false;
-    return true;
-  }
-  // Rows are disjoint, so threads fill them independently. Of several
-  // failures the lowest row's is reported, as a sequential fill would.
-  std::vector<std::string> errors(static_cast<size_t>(count));
-  std::vector<char> failed(static_cast<size_t>(count), 0);
+  } else {
+    // Rows are disjoint, so threads fill them independently. Of several
+    // failures the lowest row's is reported, as a sequential fill would.
+    std::vector<std::string> errors(static_cast<size_t>(count));
+    std::vector<char> failed(static_cast<size_t>(count), 0);
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < count; ++r)
-    failed[r] = !source_.loadSample(order_[begin + r], batch, r, errors[r]);
-  for (int64_t r = 0; r < count; ++r)
-    if (failed[r]) {
-      err = std::move(errors[r]);
+    for (int64_t r = from; r < count; ++r)
+      failed[r] = !loadRow(ticket, batch, r, errors[r]);
+    for (int64_t r = from; r < count; ++r)
+      if (failed[r]) {
+        err = std::move(errors[r]);
+        return false;
+      }
+  }
+  if (count < options_.batchSize)
+    for (HostTensor &t : batch)
+      t.zeroFrom(count * t.rowElements());
+  return true;
+}
+
+bool Batcher::checkBatchTensors(llvm::ArrayRef<HostTensor> batch, std::string &err) const {
+  for (const HostTensor &t : batch)
+    if (t.type().rank() == 0 || t.dims()[0] != options_.batchSize) {
+      err = "batch tensor " + t.type().str() + " does not have the batch size " +
+            std::to_string(options_.batchSize) + " as its first dimension";
       return false;
     }
   return true;
 }
 
-bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::string &err) {
+bool Batcher::take(BatchTicket &ticket, std::string &err) {
   int64_t n = source_.numSamples(), b = options_.batchSize;
-  rows = 0;
   if (batchesPerEpoch() == 0) {
     err = "the data has " + std::to_string(n) + " samples, fewer than one batch of " +
           std::to_string(b * options_.ranks) +
@@ -100,25 +120,28 @@ bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::
           "; use a smaller batch or drop_last: false";
     return false;
   }
-  for (const HostTensor &t : batch)
-    if (t.type().rank() == 0 || t.dims()[0] != b) {
-      err = "batch tensor " + t.type().str() + " does not have the batch size " +
-            std::to_string(b) + " as its first dimension";
-      return false;
-    }
   int64_t perEpoch = batchesPerEpoch();
   int64_t epochIndex = step_ / perEpoch;
   int64_t begin = (step_ % perEpoch) * b * options_.ranks + options_.rank * b;
   ensureOrder(epochIndex);
+  ticket.order = order_;
+  ticket.begin = begin;
   // A kept partial last global batch may leave a rank fewer rows, or none.
-  int64_t count = std::clamp<int64_t>(n - begin, 0, b);
-  if (!loadRows(batch, begin, count, err))
-    return false;
-  if (count < b)
-    for (HostTensor &t : batch)
-      t.zeroFrom(count * t.rowElements());
-  rows = count;
+  ticket.count = std::clamp<int64_t>(n - begin, 0, b);
   ++step_;
+  return true;
+}
+
+bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::string &err) {
+  rows = 0;
+  BatchTicket ticket;
+  if (!checkBatchTensors(batch, err) || !take(ticket, err))
+    return false;
+  if (!loadRows(ticket, batch, 0, /*parallel=*/true, err)) {
+    --step_; // the step is not advanced by a failed batch
+    return false;
+  }
+  rows = ticket.count;
   return true;
 }
 

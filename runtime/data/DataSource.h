@@ -93,6 +93,15 @@ struct BatchOptions {
 /// train.seed and train.drop_last, with the model format's defaults.
 BatchOptions batchOptionsFromMeta(const Graph &g);
 
+/// Which samples fill one batch, fixed when the batch is taken: positions
+/// [begin, begin + count) of its epoch's order fill rows [0, count). A
+/// ticket owns its share of the order, so its rows can be loaded on any
+/// thread while the batcher moves on.
+struct BatchTicket {
+  std::shared_ptr<const std::vector<int64_t>> order;
+  int64_t begin = 0, count = 0;
+};
+
 /// Hands out batches forever, epoch after epoch; the caller decides when to
 /// stop (steps or epochs).
 class Batcher {
@@ -104,6 +113,23 @@ public:
   /// remaining rows are zero. Returns false with `err` when the source fails
   /// or the data cannot make a batch (the step is then not advanced).
   bool next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::string &err);
+
+  /// next() in two halves, for loading a batch on another thread: take()
+  /// advances to the next batch and says which samples fill it (false with
+  /// `err` when the data cannot make a batch); loadRows() then fills rows
+  /// [from, count) of `batch` and zeroes the rows past `count`. loadRows and
+  /// loadRow only read the source, so several threads may call them at once
+  /// (DataSource::concurrentLoads).
+  bool take(BatchTicket &ticket, std::string &err);
+  bool loadRows(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch, int64_t from,
+                bool parallel, std::string &err) const;
+  bool loadRow(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
+               std::string &err) const;
+  /// Whether `batch` has one tensor per graph input with the batch size as
+  /// dim 0; else false with `err`.
+  bool checkBatchTensors(llvm::ArrayRef<HostTensor> batch, std::string &err) const;
+  /// Whether the source's rows may load on several threads at once.
+  bool concurrentLoads() const { return source_.concurrentLoads(); }
 
   /// Batches per epoch: floor(N / G) with drop_last, else ceil(N / G), G
   /// the global batch (ranks x batch size).
@@ -122,22 +148,16 @@ public:
   /// Sample index at `position` of epoch `epoch`'s order.
   int64_t sampleAt(int64_t epoch, int64_t position);
   const BatchOptions &options() const { return options_; }
-  /// Whether a batch's rows load on OpenMP's threads (sources that allow
-  /// it); off while a prefetch thread runs beside the kernels' team.
-  void setParallelLoads(bool parallel) { parallelLoads_ = parallel; }
 
 private:
   void ensureOrder(int64_t epoch);
-  /// Loads samples order_[begin, begin + count) into rows 0..count-1.
-  bool loadRows(llvm::MutableArrayRef<HostTensor> batch, int64_t begin, int64_t count,
-                std::string &err);
 
   DataSource &source_;
   BatchOptions options_;
   int64_t step_ = 0;
   int64_t orderEpoch_ = -1;
-  std::vector<int64_t> order_;
-  bool parallelLoads_ = true;
+  /// Shared with the tickets taken in its epoch.
+  std::shared_ptr<std::vector<int64_t>> order_;
 };
 
 } // namespace ampc

@@ -1,13 +1,14 @@
 //===- Prefetch.cpp ---------------------------------------------------------===//
 #include "runtime/data/Prefetch.h"
 
+#include <cstring>
 #include <pthread.h>
 #include <sched.h>
 
 namespace ampc {
 
 BatchPrefetcher::BatchPrefetcher(Batcher &batcher, const Graph &g, bool background)
-    : batcher_(batcher), background_(background) {
+    : batcher_(batcher), background_(background && batcher.concurrentLoads()) {
   for (Slot &slot : slots_)
     slot.tensors = makeBatchTensors(g);
   if (!background_)
@@ -23,9 +24,11 @@ BatchPrefetcher::BatchPrefetcher(Batcher &batcher, const Graph &g, bool backgrou
     work();
   });
   // The first batch starts at once, while the caller sets up the rest.
-  std::lock_guard<std::mutex> lock(mutex_);
-  requested_ = outstanding_ = true;
-  wake_.notify_one();
+  // (A batcher that cannot make one says so when the caller asks.)
+  BatchTicket ticket;
+  std::string ignored;
+  if (batcher_.checkBatchTensors(slots_[0].tensors, ignored) && batcher_.take(ticket, ignored))
+    post(ticket);
 }
 
 BatchPrefetcher::~BatchPrefetcher() {
@@ -34,83 +37,136 @@ BatchPrefetcher::~BatchPrefetcher() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
+    abandoned_.store(started_, std::memory_order_relaxed);
   }
   wake_.notify_one();
   worker_.join();
-  batcher_.setParallelLoads(true);
 }
 
-bool BatchPrefetcher::fill(Slot &slot, bool parallel) {
-  batcher_.setParallelLoads(parallel);
-  slot.err.clear();
-  slot.ok = batcher_.next(slot.tensors, slot.rows, slot.err);
-  return slot.ok;
+void BatchPrefetcher::post(const BatchTicket &ticket) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_ = Job{ticket, nextId_++};
+  posted_ = pending_->id;
+  wake_.notify_one();
 }
 
 void BatchPrefetcher::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    wake_.wait(lock, [this] { return requested_ || stop_; });
+    wake_.wait(lock, [this] { return pending_ || stop_; });
     if (stop_)
       return;
-    requested_ = false;
+    Job job = std::move(*pending_);
+    pending_.reset();
+    started_ = job.id;
+    startedTicket_ = job.ticket;
+    rowsDone_.store(0, std::memory_order_relaxed);
+    // The caller's slot is current_; it changes only when a finished job
+    // is handed over, never while one is started.
     Slot &slot = slots_[1 - current_];
     lock.unlock();
-    // The batcher and this slot are the worker's alone until ready_ is set.
-    fill(slot, /*parallel=*/false);
+    std::string err;
+    bool ok = true, dropped = false;
+    for (int64_t r = 0; r < job.ticket.count && ok; ++r) {
+      if (abandoned_.load(std::memory_order_relaxed) == job.id) {
+        dropped = true;
+        break;
+      }
+      ok = batcher_.loadRow(job.ticket, slot.tensors, r, err);
+      if (ok)
+        rowsDone_.store(r + 1, std::memory_order_release);
+    }
+    if (ok && !dropped && job.ticket.count < batcher_.options().batchSize)
+      for (HostTensor &t : slot.tensors)
+        t.zeroFrom(job.ticket.count * t.rowElements());
     lock.lock();
-    ready_ = true;
-    done_.notify_one();
+    started_ = 0;
+    if (abandoned_.load(std::memory_order_relaxed) != job.id) {
+      slot.ok = ok;
+      slot.err = std::move(err);
+      slot.rows = job.ticket.count;
+      finished_ = job.id;
+    }
   }
 }
 
-void BatchPrefetcher::waitIdle() {
-  if (!background_)
-    return;
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return !outstanding_ || ready_; });
+bool BatchPrefetcher::fillCallerSlot(const BatchTicket &ticket, int64_t from, std::string &err) {
+  Slot &mine = slots_[current_];
+  const Slot &theirs = slots_[1 - current_];
+  // Rows below `from` are final in the worker's slot (rowsDone_ was read
+  // with acquire), and the worker writes only rows at or past it.
+  for (size_t i = 0; i < mine.tensors.size() && from > 0; ++i) {
+    const HostTensor &src = theirs.tensors[i];
+    std::memcpy(mine.tensors[i].data(), src.data(),
+                static_cast<size_t>(from * src.rowElements() * dtypeSize(src.dtype())));
+  }
+  mine.rows = 0;
+  if (!batcher_.loadRows(ticket, mine.tensors, from, /*parallel=*/true, err))
+    return false;
+  mine.rows = ticket.count;
+  return true;
 }
 
 bool BatchPrefetcher::next(llvm::MutableArrayRef<HostTensor> &batch, int64_t &rows, bool another,
                            std::string &err) {
   if (!background_) {
     Slot &slot = slots_[0];
-    if (!fill(slot, /*parallel=*/true)) {
-      err = slot.err;
+    if (!batcher_.next(slot.tensors, slot.rows, err))
       return false;
-    }
     batch = slot.tensors;
     rows = slot.rows;
     return true;
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!outstanding_) { // the last call said no batch would follow; one does
-    requested_ = outstanding_ = true;
-    wake_.notify_one();
-  }
-  if (requested_) {
-    // Not started (the worker had no idle core yet): the caller makes the
-    // batch itself, on every core, as without prefetching.
-    requested_ = outstanding_ = false;
+  if (posted_ && finished_ == posted_) {
+    // The worker's batch is complete: its slot becomes the caller's.
+    posted_ = 0;
+    current_ = 1 - current_;
+    ++counts_.fromWorker;
     lock.unlock();
-    fill(slots_[1 - current_], /*parallel=*/true);
-    lock.lock();
+    const Slot &slot = slots_[current_];
+    if (!slot.ok) {
+      err = slot.err;
+      return false;
+    }
   } else {
-    done_.wait(lock, [this] { return ready_; });
-    ready_ = outstanding_ = false;
+    BatchTicket ticket;
+    int64_t from = 0;
+    if (pending_ && pending_->id == posted_) {
+      // Not started (no core was idle): the caller makes it, on every core.
+      ticket = std::move(pending_->ticket);
+      pending_.reset();
+      ++counts_.byCaller;
+    } else if (posted_ && started_ == posted_) {
+      // Started and not finished: taken over, never waited for (a worker at
+      // idle priority may not run again while another process is busy).
+      abandoned_.store(posted_, std::memory_order_relaxed);
+      from = rowsDone_.load(std::memory_order_acquire);
+      ticket = startedTicket_;
+      ++counts_.takenOver;
+      counts_.rowsCopied += from;
+    } else {
+      // Nothing posted (the last call said no batch would follow).
+      lock.unlock();
+      if (!batcher_.checkBatchTensors(slots_[current_].tensors, err) || !batcher_.take(ticket, err))
+        return false;
+      ++counts_.byCaller;
+      lock.lock();
+    }
+    posted_ = 0;
+    lock.unlock();
+    if (!fillCallerSlot(ticket, from, err))
+      return false;
   }
-  current_ = 1 - current_;
-  Slot &slot = slots_[current_];
-  if (!slot.ok) {
-    err = slot.err;
-    return false;
-  }
-  // The slot the caller held until now is free: fill it with the batch
-  // after this one.
+  // The slot the caller held until now is free (or still the worker's):
+  // the worker goes on with the batch after this one.
   if (another) {
-    requested_ = outstanding_ = true;
-    wake_.notify_one();
+    BatchTicket ticket;
+    std::string ignored; // a failure shows when that batch is asked for
+    if (batcher_.take(ticket, ignored))
+      post(ticket);
   }
+  Slot &slot = slots_[current_];
   batch = slot.tensors;
   rows = slot.rows;
   return true;

@@ -2,6 +2,8 @@
 #include "runtime/train/Trainer.h"
 
 #include "kernels/common/Storage.h"
+#include "runtime/ThreadGovernor.h"
+#include "runtime/Threads.h"
 #include "runtime/data/Prefetch.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/TrainLog.h"
@@ -306,6 +308,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   Batcher batcher(data_, batching_);
   batcher.skipTo(result.firstStep * k);
   BatchPrefetcher prefetcher(batcher, g, options_.prefetch);
+  ThreadGovernor governor(options_.adaptThreads ? kernelThreads() : 1);
   llvm::MutableArrayRef<HostTensor> batch;
   // A step's epoch is that of its last micro-batch.
   const int64_t batchesPerEpoch = batcher.batchesPerEpoch();
@@ -375,6 +378,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     }
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    governor.afterStep();
     StepRecord rec;
     rec.step = step;
     rec.epoch = epochOf(step);
@@ -409,7 +413,6 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     if (eval_.program && options_.evalEvery > 0 &&
         (step % options_.evalEvery == 0 || step == options_.steps)) {
       EvalResult ev;
-      prefetcher.waitIdle();
       if (!evaluate(ev, err))
         return false;
       rec.eval = ev;
@@ -454,6 +457,9 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     return false;
   if (!options_.checkpointPath.empty() && !writeCheckpoint(result.steps))
     return false;
+  result.stepsAtThreads = governor.stepsAtThreads();
+  result.threadChanges = governor.changes();
+  result.prefetch = prefetcher.counts();
   result.meanStepMs = timedSteps ? timedMs / timedSteps : 0;
   result.meanDataMs = timedSteps ? timedDataMs / timedSteps : 0;
   MeasuredMemory measured = train_.measure();
@@ -491,6 +497,19 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
   out << "mean step time " << llvm::format("%.2f", result.meanStepMs)
       << " ms (first step excluded), of which waiting for data "
       << llvm::format("%.2f", result.meanDataMs) << " ms\n";
+  if (result.threadChanges > 0) {
+    // The team shrank while other work held cores (ThreadGovernor).
+    int most = result.stepsAtThreads.rbegin()->first;
+    out << "threads: " << most << ", fewer while other work shared the cores (";
+    bool first = true;
+    for (auto [threads, steps] : result.stepsAtThreads) {
+      out << (first ? "" : ", ") << steps << " step" << (steps == 1 ? "" : "s") << " at "
+          << threads;
+      first = false;
+    }
+    out << "; " << result.threadChanges << " change" << (result.threadChanges == 1 ? "" : "s")
+        << "; --threads N keeps N)\n";
+  }
   out << "peak memory: planned " << result.plannedBytes << " B, allocated " << result.allocatedBytes
       << " B";
   if (result.kernelHeldBytes)

@@ -19,9 +19,11 @@
 #include "ir/support/AtomicFile.h"
 #include "runtime/Program.h"
 #include "runtime/data/DataSource.h"
+#include "runtime/data/Prefetch.h"
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +61,9 @@ struct TrainOptions {
   std::string dataDescription, scheduleDescription;
   /// Make the next batch on a background thread while a step runs.
   bool prefetch = true;
+  /// Size the kernels' thread team to the cores the process gets, between
+  /// steps (ThreadGovernor), starting from kernelThreads().
+  bool adaptThreads = false;
   /// Time the program's kernels from the second step on (the first, when
   /// it is the only one): Program::setProfiling with traceSteps.
   bool profile = false;
@@ -95,6 +100,12 @@ struct TrainResult {
   /// only what loading took beyond the step before).
   double meanDataMs = 0;
   std::vector<double> stepMs; ///< each step's time in this run, in order
+  /// With adaptThreads: the steps run at each team size, and how often it
+  /// changed (no changes: one entry).
+  std::map<int, int64_t> stepsAtThreads;
+  int threadChanges = 0;
+  /// How the batches were made (with prefetch).
+  PrefetchCounts prefetch;
   uint64_t plannedBytes = 0, allocatedBytes = 0;
   /// Held by kernels outside the arenas (frozen weights kept in oneDNN's
   /// layout; MeasuredMemory::kernelHeldBytes), the evaluation program's

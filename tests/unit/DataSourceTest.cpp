@@ -17,11 +17,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sched.h>
 #include <set>
+#include <thread>
 
 using namespace ampc;
 
@@ -671,6 +674,92 @@ TEST(Batcher, PrefetcherKeepsTheOrderAndPassesFailuresOn) {
   int64_t rows = 0;
   EXPECT_FALSE(prefetcher.next(out, rows, true, err));
   EXPECT_NE(err.find("fewer than one batch"), std::string::npos) << err;
+}
+
+/// Loads through `base`; a load on the prefetch worker (the thread at idle
+/// priority) stops before row `stallAt` of its batches until released: a
+/// worker that lost its core mid-batch.
+class StallingSource final : public DataSource {
+public:
+  StallingSource(DataSource &base, int64_t stallAt) : base_(base), stallAt_(stallAt) {}
+  llvm::StringRef kind() const override { return base_.kind(); }
+  int64_t numSamples() const override { return base_.numSamples(); }
+  bool concurrentLoads() const override { return true; }
+  bool loadSample(int64_t index, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
+                  std::string &err) override {
+    if (sched_getscheduler(0) == SCHED_IDLE) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (row == stallAt_ && !released_) {
+        stalled_ = true;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return released_; });
+      }
+    }
+    return base_.loadSample(index, batch, row, err);
+  }
+  void waitUntilStalled() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return stalled_; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+private:
+  DataSource &base_;
+  int64_t stallAt_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stalled_ = false, released_ = false;
+};
+
+// A worker stuck mid-batch never holds the step up: the caller copies the
+// rows it finished, loads the rest, and the batches are the batcher's.
+TEST(Batcher, PrefetcherTakesOverABatchItsWorkerStalledOn) {
+  TempDir dir;
+  auto g = classifier(4, 2, 2, 4);
+  writeIndexedNpy(dir, *g, 40, 4);
+  DiagnosticEngine diag;
+  auto base = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(base) << firstError(diag);
+  Batcher plain(*base, {4, true, 5, true});
+  auto expected = makeBatchTensors(*g);
+  auto expectNext = [&](llvm::ArrayRef<HostTensor> got, int64_t rows) {
+    int64_t want = 0;
+    std::string err;
+    ASSERT_TRUE(plain.next(expected, want, err)) << err;
+    EXPECT_EQ(rows, want);
+    EXPECT_EQ(rowsOf(got[0], rows), rowsOf(expected[0], want));
+    EXPECT_EQ(std::memcmp(got[1].data(), expected[1].data(), got[1].sizeInBytes()), 0);
+  };
+
+  StallingSource stalling(*base, /*stallAt=*/2);
+  Batcher b(stalling, {4, true, 5, true});
+  {
+    BatchPrefetcher prefetcher(b, *g, /*background=*/true);
+    ASSERT_TRUE(prefetcher.background());
+    stalling.waitUntilStalled(); // rows 0 and 1 of batch 0 are made
+    llvm::MutableArrayRef<HostTensor> batch;
+    int64_t rows = 0;
+    std::string err;
+    ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/true, err)) << err;
+    expectNext(batch, rows);
+    EXPECT_EQ(prefetcher.counts().takenOver, 1);
+    EXPECT_EQ(prefetcher.counts().rowsCopied, 2);
+    // Still stuck: the batch posted after it has not started either.
+    ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/true, err)) << err;
+    expectNext(batch, rows);
+    EXPECT_EQ(prefetcher.counts().byCaller, 1);
+    stalling.release();
+    for (int i = 0; i < 6; ++i) {
+      ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/i < 5, err)) << err;
+      expectNext(batch, rows);
+    }
+    PrefetchCounts c = prefetcher.counts();
+    EXPECT_EQ(c.fromWorker + c.takenOver + c.byCaller, 8);
+  }
 }
 
 TEST(Batcher, TooFewSamplesForOneBatch) {

@@ -19,6 +19,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 using namespace ampc;
 using ampc::testing::readFile;
 using ampc::testing::TempDir;
@@ -194,6 +197,48 @@ TEST(Trainer, PrefetchedBatchesTrainBitForBitAsInlineOnes) {
   EXPECT_EQ(a.finalLoss, b.finalLoss);
   ASSERT_TRUE(a.eval && b.eval);
   EXPECT_EQ(a.eval->loss, b.eval->loss);
+}
+
+/// A source whose every sample takes 1 ms to load (a slow disk, a decoder).
+class SlowSource final : public DataSource {
+public:
+  explicit SlowSource(DataSource &base) : base_(base) {}
+  llvm::StringRef kind() const override { return base_.kind(); }
+  int64_t numSamples() const override { return base_.numSamples(); }
+  bool concurrentLoads() const override { return true; }
+  bool loadSample(int64_t index, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
+                  std::string &err) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return base_.loadSample(index, batch, row, err);
+  }
+
+private:
+  DataSource &base_;
+};
+
+// When batches take longer to make than the step, the step's reported data
+// time is where its time went, prefetching or not.
+TEST(Trainer, DataWaitCoversTheTimeSpentOnBatches) {
+  for (bool prefetch : {true, false}) {
+    TrainingRun run;
+    ASSERT_TRUE(run.build(kMlp)) << run.firstError();
+    SlowSource slow(*run.data);
+    TrainOptions t = run.options(8);
+    t.prefetch = prefetch;
+    Trainer trainer(*run.program, slow, batchOptionsFromMeta(*run.graph), t);
+    TrainResult result;
+    std::string err, log;
+    llvm::raw_string_ostream os(log);
+    ASSERT_TRUE(trainer.run(os, result, err)) << err;
+    // 16 samples of 1 ms each, on at most two threads.
+    EXPECT_GE(result.meanDataMs, 4.0) << "prefetch " << prefetch;
+    EXPECT_GE(result.meanDataMs, 0.6 * result.meanStepMs)
+        << "prefetch " << prefetch << ": step " << result.meanStepMs << " ms, data "
+        << result.meanDataMs << " ms";
+    if (prefetch)
+      EXPECT_EQ(result.prefetch.fromWorker + result.prefetch.takenOver + result.prefetch.byCaller,
+                8);
+  }
 }
 
 TEST(Trainer, ResumeContinuesBitForBit) {

@@ -56,6 +56,9 @@ api::TrainOptions trainOptions(const api::Model &m, const Options &opts) {
   t.writeThrough = opts.writeThrough;
   t.progress = progressOf(opts.progress);
   t.prefetch = opts.prefetch;
+  // --threads N is a fixed team; without it the team follows the cores
+  // this process gets (smaller while another process shares them).
+  t.adaptThreads = !opts.threads;
   t.profile = opts.profile || !opts.trace.empty();
   // A few steps make a readable timeline and a small file.
   t.traceSteps = opts.trace.empty() ? 0 : 5;

@@ -567,6 +567,7 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   t.specialOutputs = opts.writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;
   t.resumePath = p.resumePath;
   t.prefetch = opts.prefetch;
+  t.adaptThreads = opts.adaptThreads && p.backend->name() == "cpu";
   t.profile = opts.profile || opts.traceSteps > 0;
   t.traceSteps = opts.traceSteps;
   t.optLevel = optLevelOf(g);

@@ -214,6 +214,12 @@ struct TrainOptions {
   /// Make each next batch on a background thread while the current step
   /// runs (off: in the step, on every core, as a measurement baseline).
   bool prefetch = true;
+  /// On the cpu device, size the kernels' thread team to the cores this
+  /// process gets between steps (ThreadGovernor: smaller while another
+  /// process shares the cores, back to api::threads() when they are free
+  /// again). Off: the team stays at api::threads(). It sets OpenMP's thread
+  /// count for the process while training runs.
+  bool adaptThreads = false;
   /// Time every kernel of the step from the second step on (TrainReport::
   /// profile); with traceSteps > 0, also keep a timeline of that many steps
   /// for Program::writeTrace.

@@ -9,6 +9,8 @@
 #include "kernels/cpu/Families.h"
 #include "kernels/cpu/OneDnnContext.h"
 
+#include "ir/HalfConversion.h"
+
 #include <array>
 #include <cassert>
 #include <cstddef>
@@ -56,6 +58,11 @@ dnnl::memory::dims denseStrides(llvm::ArrayRef<int64_t> dims) {
 
 dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims, dnnl::memory::data_type type) {
   return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), type, denseStrides(dims));
+}
+
+dnnl::memory::desc retypedDesc(const dnnl::memory::desc &d, dnnl::memory::data_type type) {
+  const dnnl_dims_t &strides = d.data.format_desc.blocking.strides;
+  return dnnl::memory::desc(d.dims(), type, dnnl::memory::dims(strides, strides + d.data.ndims));
 }
 
 dnnl::primitive_attr userScratchpadAttr() {
@@ -109,6 +116,23 @@ Workspace &workspace() {
   return w;
 }
 
+/// Elements per thread below which a conversion stays on one thread.
+constexpr int64_t kConvertGrain = 1 << 16;
+
+/// bf16 -> f32, exact.
+void widenBf16(const uint16_t *from, float *to, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 2 * kConvertGrain)
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = bf16BitsToFloat(from[i]);
+}
+
+/// f32 -> bf16, rounded to nearest even as every bf16 store is.
+void narrowToBf16(const float *from, uint16_t *to, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 2 * kConvertGrain)
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = floatToBf16Bits(from[i]);
+}
+
 } // namespace
 
 void OneDnnPrimitiveKernel::FreeBytes::operator()(std::byte *p) const { std::free(p); }
@@ -134,7 +158,10 @@ OneDnnPrimitiveKernel::OneDnnPrimitiveKernel(const dnnl::primitive_desc &pd,
     r.staged = staged;
     r.slot = nextSlot++;
     r.bytes = b.primitiveDesc.get_size();
-    if (b.isOutput) {
+    if (b.widenBf16) {
+      r.widenBf16 = true;
+      r.elements = static_cast<int64_t>(b.desc.get_size() / sizeof(uint16_t));
+    } else if (b.isOutput) {
       r.primitive = dnnl::reorder(staged, user);
       r.arguments = {{DNNL_ARG_FROM, staged}, {DNNL_ARG_TO, user}};
     } else {
@@ -176,9 +203,16 @@ void OneDnnPrimitiveKernel::run(const KernelArgs &args) {
       if (r.afterPrimitive)
         continue;
       const TensorArg &operand = args.in(r.index);
+      auto convert = [&] {
+        if (r.widenBf16)
+          widenBf16(static_cast<const uint16_t *>(operand.data),
+                    static_cast<float *>(r.staged.get_data_handle()), r.elements);
+        else
+          r.primitive.execute(stream, r.arguments);
+      };
       if (!operand.stableVersion) {
         r.staged.set_data_handle(w.slot(r.slot, r.bytes));
-        r.primitive.execute(stream, r.arguments);
+        convert();
         continue;
       }
       if (!r.kept)
@@ -189,7 +223,7 @@ void OneDnnPrimitiveKernel::run(const KernelArgs &args) {
         ++reordersSkipped_;
         continue;
       }
-      r.primitive.execute(stream, r.arguments);
+      convert();
       r.keptFrom = operand.data;
       r.keptVersion = *operand.stableVersion;
     }
@@ -197,9 +231,16 @@ void OneDnnPrimitiveKernel::run(const KernelArgs &args) {
       if (r.afterPrimitive)
         r.staged.set_data_handle(w.slot(r.slot, r.bytes));
     primitive_.execute(stream, arguments_);
-    for (Reorder &r : reorders_)
-      if (r.afterPrimitive)
+    stream.wait();
+    for (Reorder &r : reorders_) {
+      if (!r.afterPrimitive)
+        continue;
+      if (r.widenBf16)
+        narrowToBf16(static_cast<const float *>(r.staged.get_data_handle()),
+                     static_cast<uint16_t *>(args.out(r.index).data), r.elements);
+      else
         r.primitive.execute(stream, r.arguments);
+    }
     stream.wait();
   } catch (const dnnl::error &e) {
     std::fprintf(stderr, "ampc: oneDNN failed running %s: %s\n", args.node->opName().str().c_str(),
@@ -218,9 +259,9 @@ namespace {
 /// size; the Graph, and so the node, outlives the Program.
 class OneDnnTeamKernel final : public NodeKernel {
 public:
-  using Preparer = std::unique_ptr<NodeKernel> (*)(const Node &);
-  OneDnnTeamKernel(const Node &n, Preparer prepare, std::unique_ptr<NodeKernel> first)
-      : node_(n), prepare_(prepare) {
+  using Preparer = std::unique_ptr<NodeKernel> (*)(const Node &, bool);
+  OneDnnTeamKernel(const Node &n, Preparer prepare, bool widen, std::unique_ptr<NodeKernel> first)
+      : node_(n), prepare_(prepare), widen_(widen) {
     variants_.push_back({omp_get_max_threads(), std::move(first)});
   }
 
@@ -254,7 +295,7 @@ private:
     // this fail: the first primitive then runs, on its own thread count.
     std::unique_ptr<NodeKernel> k;
     try {
-      k = prepare_(node_);
+      k = prepare_(node_, widen_);
     } catch (const dnnl::error &) {
     }
     if (!k)
@@ -266,6 +307,7 @@ private:
 
   const Node &node_;
   Preparer prepare_;
+  bool widen_;
   llvm::SmallVector<Variant, 2> variants_;
   size_t lastUsed_ = 0;
 };
@@ -312,9 +354,19 @@ static bool oneDnnCanTake(const Node &n) {
   return true;
 }
 
+static bool hasBf16Tensor(const Node &n) {
+  for (const Value *v : n.operands())
+    if (v->dtype() == DType::BF16)
+      return true;
+  for (unsigned r = 0; r < n.numResults(); ++r)
+    if (n.result(r)->dtype() == DType::BF16)
+      return true;
+  return false;
+}
+
 /// The family preparer for `n`'s op, or null when oneDNN has no primitive
 /// for it. An if-chain rather than a switch: almost every op has none.
-static std::unique_ptr<NodeKernel> (*preparerFor(OpKind kind))(const Node &) {
+static std::unique_ptr<NodeKernel> (*preparerFor(OpKind kind))(const Node &, bool) {
   if (kind == OpKind::Linear)
     return prepareOneDnnLinear;
   if (kind == OpKind::MatMul)
@@ -334,17 +386,23 @@ std::unique_ptr<NodeKernel> prepareOneDnnKernel(const Node &n) {
   auto prepare = preparerFor(n.kind());
   if (!prepare || !oneDnnCanTake(n))
     return nullptr;
-  // oneDNN reports an unsupported shape, layout or dtype (say, bf16 on a CPU
-  // without AVX-512) by throwing when the primitive is created; that node
-  // then runs its reference kernel.
-  try {
-    std::unique_ptr<NodeKernel> first = prepare(n);
-    if (!first)
-      return nullptr;
-    return std::make_unique<OneDnnTeamKernel>(n, prepare, std::move(first));
-  } catch (const dnnl::error &) {
-    return nullptr;
+  // oneDNN reports an unsupported shape, layout or dtype by throwing when
+  // the primitive is created. bf16 on a CPU without AVX-512 is one: such a
+  // node computes in f32 on widened operands (the same products, summed in
+  // f32, rounded once) rather than on the reference kernel, 15-20x slower.
+  // Any other refusal runs the reference kernel.
+  for (bool widen : {false, true}) {
+    if (widen && !hasBf16Tensor(n))
+      break;
+    try {
+      std::unique_ptr<NodeKernel> first = prepare(n, widen);
+      if (!first)
+        return nullptr;
+      return std::make_unique<OneDnnTeamKernel>(n, prepare, widen, std::move(first));
+    } catch (const dnnl::error &) {
+    }
   }
+  return nullptr;
 }
 
 } // namespace ampc::kernels::cpu

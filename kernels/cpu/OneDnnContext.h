@@ -47,6 +47,10 @@ dnnl::memory::dims denseStrides(llvm::ArrayRef<int64_t> dims);
 /// A plain C-order memory descriptor of `dims`.
 dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims, dnnl::memory::data_type type);
 
+/// `d` (dims and strides of a plain, possibly strided, layout) holding
+/// elements of `type`.
+dnnl::memory::desc retypedDesc(const dnnl::memory::desc &d, dnnl::memory::data_type type);
+
 /// Which of a node's tensors a oneDNN argument is.
 struct OneDnnBinding {
   int argument;  ///< DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, ...
@@ -56,6 +60,10 @@ struct OneDnnBinding {
   /// The layout the primitive wants when it is not `desc` (a blocked one it
   /// picked): the kernel then reorders through a staging buffer.
   dnnl::memory::desc primitiveDesc = {};
+  /// primitiveDesc is `desc` (a dense bf16 layout) holding f32: the staging
+  /// buffer is the same elements widened, by our own loop (oneDNN 2.6's
+  /// reorder between them is scalar, slower than the GEMM it feeds).
+  bool widenBf16 = false;
 };
 
 /// A node's kernel as one oneDNN primitive over the node's own buffers.
@@ -96,6 +104,10 @@ private:
   /// it (results).
   struct Reorder {
     bool afterPrimitive = false;
+    /// bf16 <-> f32 element by element (OneDnnBinding::widenBf16), no
+    /// primitive: `elements` values.
+    bool widenBf16 = false;
+    int64_t elements = 0;
     unsigned index = 0; ///< of the operand or result
     dnnl::primitive primitive;
     std::unordered_map<int, dnnl::memory> arguments;
@@ -126,13 +138,16 @@ private:
 /// primitive.
 dnnl::primitive_attr userScratchpadAttr();
 
-// The primitives by family (null when oneDNN cannot take the node).
-std::unique_ptr<NodeKernel> prepareOneDnnLinear(const Node &n);
-std::unique_ptr<NodeKernel> prepareOneDnnMatMul(const Node &n);
-std::unique_ptr<NodeKernel> prepareOneDnnBatchMatMul(const Node &n);
-std::unique_ptr<NodeKernel> prepareOneDnnConv2d(const Node &n);
-std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradInput(const Node &n);
-std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradWeight(const Node &n);
+// The primitives by family (null when oneDNN cannot take the node). With
+// `widen`, a bf16 node's primitive computes in f32 on its operands widened
+// (exactly) and rounds its results once: for CPUs whose oneDNN has no bf16
+// kernels (AVX2), where the alternative is the reference kernel.
+std::unique_ptr<NodeKernel> prepareOneDnnLinear(const Node &n, bool widen);
+std::unique_ptr<NodeKernel> prepareOneDnnMatMul(const Node &n, bool widen);
+std::unique_ptr<NodeKernel> prepareOneDnnBatchMatMul(const Node &n, bool widen);
+std::unique_ptr<NodeKernel> prepareOneDnnConv2d(const Node &n, bool widen);
+std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradInput(const Node &n, bool widen);
+std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradWeight(const Node &n, bool widen);
 
 } // namespace ampc::kernels::cpu
 

@@ -103,15 +103,19 @@ struct ConvShape {
 } // namespace
 
 // conv2d(x, w, bias?) -> y
-std::unique_ptr<NodeKernel> prepareOneDnnConv2d(const Node &n) {
+std::unique_ptr<NodeKernel> prepareOneDnnConv2d(const Node &n, bool widen) {
   memory::data_type type = *oneDnnType(n.result()->dtype());
+  std::optional<memory::data_type> compute;
+  if (widen)
+    compute = memory::data_type::f32;
   ConvShape s(n, n.operand(0)->type().dims(), n.operand(1)->type().dims(),
-              n.result()->type().dims(), type);
+              n.result()->type().dims(), type, compute);
   if (!s.safe)
     return nullptr;
   bool hasBias = n.numOperands() > 2;
   memory::desc bias = hasBias ? plainDesc(n.operand(2)->type().dims(), type) : memory::desc();
-  auto pd = s.forward(hasBias ? &bias : nullptr, userScratchpadAttr());
+  memory::desc insideBias = hasBias ? retypedDesc(bias, compute.value_or(type)) : memory::desc();
+  auto pd = s.forward(hasBias ? &insideBias : nullptr, userScratchpadAttr());
   llvm::SmallVector<OneDnnBinding, 4> bindings{{DNNL_ARG_SRC, false, 0, s.x, pd.src_desc()},
                                                {DNNL_ARG_WEIGHTS, false, 1, s.w, pd.weights_desc()},
                                                {DNNL_ARG_DST, true, 0, s.y, pd.dst_desc()}};
@@ -121,10 +125,13 @@ std::unique_ptr<NodeKernel> prepareOneDnnConv2d(const Node &n) {
 }
 
 // conv2d_grad_input(dy, w) -> dx
-std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradInput(const Node &n) {
+std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradInput(const Node &n, bool widen) {
   memory::data_type type = *oneDnnType(n.result()->dtype());
+  std::optional<memory::data_type> compute;
+  if (widen)
+    compute = memory::data_type::f32;
   ConvShape s(n, n.result()->type().dims(), n.operand(1)->type().dims(),
-              n.operand(0)->type().dims(), type);
+              n.operand(0)->type().dims(), type, compute);
   if (!s.safe)
     return nullptr;
   dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, s.anyX, s.anyW,
@@ -145,11 +152,11 @@ std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradInput(const Node &n) {
 // 3x3) did not finish in 600 s on a Xeon with AMX (640x640: 0.35 s; f32:
 // instant). The bindings' reorders widen dy and x (exactly) and round dw
 // once, as the bf16 primitive does after accumulating in f32.
-std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradWeight(const Node &n) {
+std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradWeight(const Node &n, bool widen) {
   memory::data_type type = *oneDnnType(n.result()->dtype());
   llvm::ArrayRef<int64_t> dyDims = n.operand(0)->type().dims();
   std::optional<memory::data_type> compute;
-  if (type == memory::data_type::bf16 && dyDims[2] * dyDims[3] > kMaxBf16GradWeightArea)
+  if (widen || (type == memory::data_type::bf16 && dyDims[2] * dyDims[3] > kMaxBf16GradWeightArea))
     compute = memory::data_type::f32;
   ConvShape s(n, n.operand(1)->type().dims(), n.result()->type().dims(), dyDims, type, compute);
   if (!s.safe)

@@ -4,7 +4,9 @@
 // operand is the same buffer described with swapped strides, so no copy is
 // made, and linear's weight [out, in] is read as the [in, out] matrix W^T.
 // bf16 operands accumulate in f32 and the result is rounded once, with the
-// bias added before that rounding (as the reference kernel does).
+// bias added before that rounding (as the reference kernel does). On a CPU
+// whose oneDNN has no bf16 matmul (before AVX-512) the primitive runs in
+// f32 on the operands widened exactly: the same products and f32 sums.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
@@ -34,21 +36,32 @@ memory::desc matrixDesc(llvm::ArrayRef<int64_t> storedDims, bool transposed, uns
   return memory::desc(dims, type, strides);
 }
 
+/// The matmul over our buffers a, b (, bias) -> y, computed in f32 on
+/// widened copies when `widen` (the bindings' reorders convert).
 std::unique_ptr<NodeKernel> matMulKernel(const memory::desc &a, const memory::desc &b,
-                                         const memory::desc *bias, const memory::desc &y) {
-  dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(a, b, *bias, y) : dnnl::matmul::desc(a, b, y);
+                                         const memory::desc *bias, const memory::desc &y,
+                                         bool widen) {
+  auto inside = [&](const memory::desc &d) {
+    return widen ? retypedDesc(d, memory::data_type::f32) : d;
+  };
+  memory::desc ia = inside(a), ib = inside(b), iy = inside(y);
+  memory::desc ibias = bias ? inside(*bias) : memory::desc();
+  dnnl::matmul::desc desc =
+      bias ? dnnl::matmul::desc(ia, ib, ibias, iy) : dnnl::matmul::desc(ia, ib, iy);
   dnnl::matmul::primitive_desc pd(desc, userScratchpadAttr(), oneDnnEngine());
-  llvm::SmallVector<OneDnnBinding, 4> bindings{
-      {DNNL_ARG_SRC, false, 0, a}, {DNNL_ARG_WEIGHTS, false, 1, b}, {DNNL_ARG_DST, true, 0, y}};
+  auto staged = [&](const memory::desc &d) { return widen ? d : memory::desc(); };
+  llvm::SmallVector<OneDnnBinding, 4> bindings{{DNNL_ARG_SRC, false, 0, a, staged(ia), widen},
+                                               {DNNL_ARG_WEIGHTS, false, 1, b, staged(ib), widen},
+                                               {DNNL_ARG_DST, true, 0, y, staged(iy), widen}};
   if (bias)
-    bindings.push_back({DNNL_ARG_BIAS, false, 2, *bias});
+    bindings.push_back({DNNL_ARG_BIAS, false, 2, *bias, staged(ibias), widen});
   return std::make_unique<OneDnnPrimitiveKernel>(pd, dnnl::matmul(pd), bindings);
 }
 
 } // namespace
 
 // y[rows, out] = x[rows, in] W^T (+ b), x's leading dims flattened to rows.
-std::unique_ptr<NodeKernel> prepareOneDnnLinear(const Node &n) {
+std::unique_ptr<NodeKernel> prepareOneDnnLinear(const Node &n, bool widen) {
   const TensorType &x = n.operand(0)->type(), &w = n.operand(1)->type();
   memory::data_type type = *oneDnnType(x.dtype());
   int64_t outFeatures = w.dim(0), inFeatures = w.dim(1);
@@ -57,23 +70,23 @@ std::unique_ptr<NodeKernel> prepareOneDnnLinear(const Node &n) {
   memory::desc weights = matrixDesc(w.dims(), /*transposed=*/true, 2, type);
   memory::desc dst = plainDesc({rows, outFeatures}, type);
   if (n.numOperands() < 3)
-    return matMulKernel(src, weights, nullptr, dst);
+    return matMulKernel(src, weights, nullptr, dst, widen);
   // oneDNN's matmul bias has the rank of dst and broadcasts over its rows.
   memory::desc bias = plainDesc({1, outFeatures}, type);
-  return matMulKernel(src, weights, &bias, dst);
+  return matMulKernel(src, weights, &bias, dst, widen);
 }
 
-std::unique_ptr<NodeKernel> prepareOneDnnMatMul(const Node &n) {
+std::unique_ptr<NodeKernel> prepareOneDnnMatMul(const Node &n, bool widen) {
   const TensorType &a = n.operand(0)->type(), &b = n.operand(1)->type(), &y = n.result()->type();
   memory::data_type type = *oneDnnType(a.dtype());
   return matMulKernel(matrixDesc(a.dims(), attrs::MatMul(n).transpose_a(), 2, type),
                       matrixDesc(b.dims(), attrs::MatMul(n).transpose_b(), 2, type), nullptr,
-                      plainDesc(y.dims(), type));
+                      plainDesc(y.dims(), type), widen);
 }
 
 // Batch dims of size 1 broadcast (oneDNN matmul's own semantics, the same
 // as numpy's once both operands have the result's rank).
-std::unique_ptr<NodeKernel> prepareOneDnnBatchMatMul(const Node &n) {
+std::unique_ptr<NodeKernel> prepareOneDnnBatchMatMul(const Node &n, bool widen) {
   const TensorType &a = n.operand(0)->type(), &b = n.operand(1)->type(), &y = n.result()->type();
   memory::data_type type = *oneDnnType(a.dtype());
   unsigned rank = y.rank();
@@ -81,7 +94,7 @@ std::unique_ptr<NodeKernel> prepareOneDnnBatchMatMul(const Node &n) {
     return nullptr;
   return matMulKernel(matrixDesc(a.dims(), attrs::MatMul(n).transpose_a(), rank, type),
                       matrixDesc(b.dims(), attrs::MatMul(n).transpose_b(), rank, type), nullptr,
-                      plainDesc(y.dims(), type));
+                      plainDesc(y.dims(), type), widen);
 }
 
 } // namespace ampc::kernels::cpu

@@ -106,12 +106,17 @@ unsigned expectSameBits(const Graph &g, const std::vector<Bytes> &inputs) {
   std::vector<Bytes> reference = runGraph(g, false, true, inputs);
   EXPECT_EQ(unfusedChains, 0u);
   EXPECT_EQ(fused.size(), g.outputs().size());
-  EXPECT_TRUE(fused == unfused) << "fused and unfused cpu results differ";
+  // Equal bits, except that a NaN may come out with another sign: without
+  // AVX-512 the fused chains' baseline copy and the unfused loop pass on a
+  // different operand's NaN in places (x86's own NaN is negative), as the
+  // reference may below. Every other value keeps its bits.
   for (size_t o = 0; o < std::min(fused.size(), unfused.size()); ++o) {
     const Value *v = g.outputs()[o];
     size_t size = dtypeSize(v->dtype());
     for (int64_t i = 0; i < v->type().numElements(); ++i)
-      if (std::memcmp(fused[o].data() + i * size, unfused[o].data() + i * size, size) != 0) {
+      if (std::memcmp(fused[o].data() + i * size, unfused[o].data() + i * size, size) != 0 &&
+          !(std::isnan(kernels::loadAsDouble(v->dtype(), fused[o].data(), i)) &&
+            std::isnan(kernels::loadAsDouble(v->dtype(), unfused[o].data(), i)))) {
         ADD_FAILURE() << "output " << o << " element " << i << ": fused "
                       << kernels::loadAsDouble(v->dtype(), fused[o].data(), i) << ", unfused "
                       << kernels::loadAsDouble(v->dtype(), unfused[o].data(), i);

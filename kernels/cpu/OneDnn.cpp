@@ -322,6 +322,19 @@ const OneDnnPrimitiveKernel *asPrimitive(const NodeKernel &k) {
 
 bool isOneDnnKernel(const NodeKernel &k) { return asPrimitive(k) != nullptr; }
 
+bool oneDnnHasBf16() {
+  static const bool has = [] {
+    try {
+      dnnl::memory::desc d({8, 8}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(d, d, d), oneDnnEngine());
+      return true;
+    } catch (const dnnl::error &) {
+      return false;
+    }
+  }();
+  return has;
+}
+
 OneDnnReorderCounts OneDnnPrimitiveKernel::reorderCounts() const {
   OneDnnReorderCounts counts;
   for (const Reorder &r : reorders_)

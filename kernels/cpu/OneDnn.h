@@ -18,6 +18,12 @@ namespace ampc::kernels::cpu {
 /// test can tell a fast kernel from a reference fallback.
 bool isOneDnnKernel(const NodeKernel &k);
 
+/// Whether this CPU's oneDNN has bf16 primitives (AVX-512 and later). Where
+/// it has none, bf16 linear, batch_matmul and convolutions run its f32
+/// primitives on widened operands, and a bf16 2-D matmul runs the
+/// reference kernel (see prepareOneDnnMatMul).
+bool oneDnnHasBf16();
+
 /// oneDNN's name for the implementation behind `k` (e.g. "brg:avx512_core_bf16"),
 /// or "" when `k` is not a oneDNN kernel. For diagnostics, not for dispatch.
 std::string oneDnnImplementation(const NodeKernel &k);

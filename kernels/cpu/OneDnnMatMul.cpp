@@ -5,8 +5,9 @@
 // made, and linear's weight [out, in] is read as the [in, out] matrix W^T.
 // bf16 operands accumulate in f32 and the result is rounded once, with the
 // bias added before that rounding (as the reference kernel does). On a CPU
-// whose oneDNN has no bf16 matmul (before AVX-512) the primitive runs in
-// f32 on the operands widened exactly: the same products and f32 sums.
+// whose oneDNN has no bf16 matmul (before AVX-512) linear and batch_matmul
+// run the f32 primitive on the operands widened exactly: the same products
+// and f32 sums (2-D matmul does not yet: see prepareOneDnnMatMul).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
@@ -41,20 +42,28 @@ memory::desc matrixDesc(llvm::ArrayRef<int64_t> storedDims, bool transposed, uns
 std::unique_ptr<NodeKernel> matMulKernel(const memory::desc &a, const memory::desc &b,
                                          const memory::desc *bias, const memory::desc &y,
                                          bool widen) {
+  // Only the bf16 tensors widen (a node may read bf16 and write f32).
+  auto widens = [&](const memory::desc &d) {
+    return widen && d.data_type() == memory::data_type::bf16;
+  };
   auto inside = [&](const memory::desc &d) {
-    return widen ? retypedDesc(d, memory::data_type::f32) : d;
+    return widens(d) ? retypedDesc(d, memory::data_type::f32) : d;
   };
   memory::desc ia = inside(a), ib = inside(b), iy = inside(y);
   memory::desc ibias = bias ? inside(*bias) : memory::desc();
   dnnl::matmul::desc desc =
       bias ? dnnl::matmul::desc(ia, ib, ibias, iy) : dnnl::matmul::desc(ia, ib, iy);
   dnnl::matmul::primitive_desc pd(desc, userScratchpadAttr(), oneDnnEngine());
-  auto staged = [&](const memory::desc &d) { return widen ? d : memory::desc(); };
-  llvm::SmallVector<OneDnnBinding, 4> bindings{{DNNL_ARG_SRC, false, 0, a, staged(ia), widen},
-                                               {DNNL_ARG_WEIGHTS, false, 1, b, staged(ib), widen},
-                                               {DNNL_ARG_DST, true, 0, y, staged(iy), widen}};
+  auto bind = [&](int argument, bool isOutput, unsigned index, const memory::desc &user,
+                  const memory::desc &primitive) {
+    return widens(user) ? OneDnnBinding{argument, isOutput, index, user, primitive, true}
+                        : OneDnnBinding{argument, isOutput, index, user};
+  };
+  llvm::SmallVector<OneDnnBinding, 4> bindings{bind(DNNL_ARG_SRC, false, 0, a, ia),
+                                               bind(DNNL_ARG_WEIGHTS, false, 1, b, ib),
+                                               bind(DNNL_ARG_DST, true, 0, y, iy)};
   if (bias)
-    bindings.push_back({DNNL_ARG_BIAS, false, 2, *bias, staged(ibias), widen});
+    bindings.push_back(bind(DNNL_ARG_BIAS, false, 2, *bias, ibias));
   return std::make_unique<OneDnnPrimitiveKernel>(pd, dnnl::matmul(pd), bindings);
 }
 
@@ -77,6 +86,13 @@ std::unique_ptr<NodeKernel> prepareOneDnnLinear(const Node &n, bool widen) {
 }
 
 std::unique_ptr<NodeKernel> prepareOneDnnMatMul(const Node &n, bool widen) {
+  // Widened, the 2-D matmuls of torchvision's Swin-T (O2, bf16, AVX2) took
+  // its forward error from 1.8e-2 (the reference kernel, and oneDNN's bf16
+  // kernels on Zen 4) to 3.1e-2 (tests/zoo), with every unit case within 2
+  // ulp of the reference; until that is understood they keep the reference
+  // kernel on CPUs without bf16 primitives.
+  if (widen)
+    return nullptr;
   const TensorType &a = n.operand(0)->type(), &b = n.operand(1)->type(), &y = n.result()->type();
   memory::data_type type = *oneDnnType(a.dtype());
   return matMulKernel(matrixDesc(a.dims(), attrs::MatMul(n).transpose_a(), 2, type),

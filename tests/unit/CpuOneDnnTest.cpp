@@ -137,8 +137,13 @@ void expectMatchesReference(const std::string &opName, const std::vector<Shape> 
   OneNode one(opName, types, attrs);
   ASSERT_TRUE(one.node) << one.error;
   std::unique_ptr<kernels::NodeKernel> fast = kernels::cpu::prepareCpuKernel(*one.node);
-  ASSERT_TRUE(fast);
-  ASSERT_TRUE(kernels::cpu::isOneDnnKernel(*fast)) << "the cpu backend fell back to another kernel";
+  if (!fast || !kernels::cpu::isOneDnnKernel(*fast)) {
+    // Without bf16 primitives a bf16 2-D matmul keeps the reference kernel
+    // (kernels/cpu/OneDnnMatMul.cpp says why).
+    ASSERT_TRUE(opName == "matmul" && dtype == DType::BF16 && !kernels::cpu::oneDnnHasBf16())
+        << "the cpu backend fell back to another kernel";
+    return;
+  }
   kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
 
   std::vector<double> actual = runOn(*fast, *one.node, values);
@@ -395,8 +400,9 @@ TEST(CpuOneDnn, EveryDenseNodeOfTheTrainingGraphs) {
         if (n->kind() == OpKind::Conv2dGradInput || n->kind() == OpKind::Conv2dGradWeight)
           ++convGrads;
         std::unique_ptr<kernels::NodeKernel> k = kernels::cpu::prepareCpuKernel(*n);
-        ASSERT_TRUE(k);
-        EXPECT_TRUE(kernels::cpu::isOneDnnKernel(*k))
+        bool referenceMatMul = n->kind() == OpKind::MatMul && n->result()->dtype() == DType::BF16 &&
+                               !kernels::cpu::oneDnnHasBf16();
+        EXPECT_TRUE((k && kernels::cpu::isOneDnnKernel(*k)) || referenceMatMul)
             << n->opName().str() << " " << n->result()->type().str();
       }
       // The backward is there: linear's weight gradients are transposed

@@ -40,7 +40,6 @@ os.environ["GOMP_SPINCOUNT"] = "0"
 import argparse
 import json
 import math
-import platform
 import re
 import statistics
 import subprocess
@@ -52,6 +51,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 MODELS = Path(__file__).resolve().parent / "models"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_info import cpu_flags, cpu_name  # noqa: E402  (bench/host_info.py)
 from torch_models import ModelGraph  # noqa: E402  (bench/torch_models.py)
 
 # Workload name -> (model file, steps, warm-up steps). The steps keep the
@@ -296,39 +296,9 @@ def fmt_bytes(n):
     return f"{n / 2**20:.1f} MiB"
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 def cpu_features():
     """The instruction sets that decide bf16 speed: AVX-512 (F), AVX512-BF16, AMX-BF16."""
-    flags = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
+    flags = cpu_flags()
     yes = lambda f: "yes" if f in flags else "no"  # noqa: E731
     return f"AVX-512 {yes('avx512f')}, AVX512-BF16 {yes('avx512_bf16')}, AMX-BF16 {yes('amx_bf16')}"
 

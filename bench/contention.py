@@ -52,7 +52,6 @@ import ctypes
 import json
 import math
 import os
-import platform
 import shutil
 import signal
 import statistics
@@ -61,6 +60,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_info import cpu_name  # noqa: E402  (bench/host_info.py)
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -406,17 +408,6 @@ def combine(runs):
 
 
 # --- Output -------------------------------------------------------------------------------
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def ratio(a, b):

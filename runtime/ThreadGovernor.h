@@ -27,8 +27,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <optional>
-#include <string>
 #include <vector>
 
 namespace ampc {

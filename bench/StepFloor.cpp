@@ -20,7 +20,7 @@
 // from a step made of its dense kernels and one pass over the optimizer
 // state. Prints:
 //
-//   dense kernels=N distinct=D ms=X
+//   dense kernels=N distinct=D flops=F ms=X   (F: the registry's count)
 //   optimizer bytes=B bandwidth_gbs=G ms=Y
 //   floor ms=X+Y
 //
@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
 
   std::map<std::string, double> alone;
   size_t dense = 0;
-  double denseMs = 0;
+  double denseMs = 0, denseFlops = 0;
   uint64_t optimizerBytes = 0;
   for (const Node &n : g->nodes()) {
     if (n.role() == NodeRole::Optimizer) {
@@ -162,11 +162,12 @@ int main(int argc, char **argv) {
     }
     ++dense;
     denseMs += it->second;
+    denseFlops += n.op().flops(n);
   }
   double bandwidth = copyBandwidthGBs();
   double optimizerMs = double(optimizerBytes) / (bandwidth * 1e6);
   llvm::outs() << "dense kernels=" << dense << " distinct=" << alone.size()
-               << llvm::format(" ms=%.3f", denseMs) << "\n";
+               << llvm::format(" flops=%.6g ms=%.3f", denseFlops, denseMs) << "\n";
   llvm::outs() << "optimizer bytes=" << optimizerBytes
                << llvm::format(" bandwidth_gbs=%.1f ms=%.3f", bandwidth, optimizerMs) << "\n";
   llvm::outs() << llvm::format("floor ms=%.3f", denseMs + optimizerMs) << "\n";

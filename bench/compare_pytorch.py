@@ -10,7 +10,12 @@ For each workload (a model file under bench/models/) it runs
           pure bf16 (model.to(torch.bfloat16)), each in a process of its own,
           the network built from the same model file,
 
-and prints one line per configuration: the median step time after warm-up,
+and the same for the real models of bench/real_models.py (ResNet-50,
+EfficientNet-B0, ViT-B/32, Swin-T, a 10 M-parameter nanoGPT, a BERT-base
+layer): built in PyTorch and exported to ONNX, which ampc trains; PyTorch
+trains the module itself, in fp32 and under autocast (O1, O2 and O3 are
+compared with autocast, the mode a PyTorch user of such a model has). It
+prints one line per configuration: the median step time after warm-up,
 the speedup over its own fp32 (ampc O0 / PyTorch fp32), the ratio to
 PyTorch's matching mode, the achieved GFLOP/s and its share of the GEMM
 ceiling measured in the same run, and the peak memory.
@@ -22,7 +27,10 @@ other's cores between steps) and torch.set_num_threads(2).
 Run with Debian's /usr/bin/python3 (it sees python3-torch):
 
   /usr/bin/python3 bench/compare_pytorch.py [--build-dir build] [--quick]
-      [--workloads mlp-1024,mlp-2048,convnet] [--skip-torch] [--steps N]
+      [--workloads seeds|real|all|mlp-1024,resnet50,...] [--skip-torch] [--steps N]
+
+(default: the seed workloads; `real` the real models, about 40 minutes on
+2 cores without AVX-512, where PyTorch's autocast steps take 10-20 s).
 
 Without PyTorch (or PyYAML, which builds the PyTorch models from the model
 files) it prints the ampc lines only and says why. docs/benchmarks.md
@@ -53,6 +61,7 @@ MODELS = Path(__file__).resolve().parent / "models"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from host_info import cpu_flags, cpu_name  # noqa: E402  (bench/host_info.py)
 from torch_models import ModelGraph  # noqa: E402  (bench/torch_models.py)
+import real_models  # noqa: E402  (bench/real_models.py; imports torch only when used)
 
 # Workload name -> (model file, steps, warm-up steps). The steps keep the
 # whole run near 10 minutes on 2 cores while leaving enough timed steps for
@@ -64,6 +73,10 @@ WORKLOADS = {
     "transformer": (REPO / "examples" / "transformer.yaml", 20, 3),
     "bert-layer": (MODELS / "bert-layer.yaml", 10, 2),
 }
+# The real models (bench/real_models.py): their model files are written
+# into the run's work folder from PyTorch's export.
+REAL = real_models.REAL_MODELS
+GROUPS = {"seeds": list(WORKLOADS), "real": list(REAL), "all": list(WORKLOADS) + list(REAL)}
 QUICK_STEPS, QUICK_WARMUP = 3, 1
 DEFAULT_REPEATS = 3
 
@@ -74,6 +87,13 @@ TORCH_MODES = ["fp32", "autocast-bf16", "bf16"]
 # weights, fp32 batchnorm) and O3 (all bf16) are nearest to a model cast to
 # bf16, the only other whole-model mode PyTorch has.
 PAIRING = {"O0": "fp32", "O1": "autocast-bf16", "O2": "bf16", "O3": "bf16"}
+# A real model is compared with what its PyTorch user runs: fp32, or
+# autocast (a model cast to bf16 by hand is not how they are trained).
+REAL_TORCH_MODES = ["fp32", "autocast-bf16"]
+REAL_PAIRING = {"O0": "fp32", "O1": "autocast-bf16", "O2": "autocast-bf16", "O3": "autocast-bf16"}
+# Issue 40's targets for the real models: O2 at least 1.3x autocast's
+# speed, O0 1.2x PyTorch fp32's, O1 faster than O0, O3 not slower than O2.
+REAL_TARGETS = {"O2 vs autocast": 1.3, "O0 vs fp32": 1.2}
 # Which ceiling a mode's GEMMs run against.
 HALF_MODES = {"O1", "O2", "O3", "autocast-bf16", "bf16"}
 
@@ -138,6 +158,29 @@ def torch_worker(model_path, mode, steps, warmup):
         out = model(x)
         return loss_fn(out.float() if float_loss else out, y)
 
+    timed_training(model, opt, step_loss, mode, steps, warmup, base_kib, note)
+
+
+def torch_real_worker(name, mode, steps, warmup):
+    """torch_worker for a real model (bench/real_models.py)."""
+    import torch
+
+    torch.set_num_threads(THREADS)
+    base_kib = proc_status_kib("VmRSS")
+    model, inputs, target, loss_fn = real_models.torch_setup(name)
+    opt = torch.optim.SGD(model.parameters(), lr=real_models.LR)
+
+    def step_loss():
+        return loss_fn(model(*inputs).float(), target)
+
+    timed_training(model, opt, step_loss, mode, steps, warmup, base_kib, "")
+
+
+def timed_training(model, opt, step_loss, mode, steps, warmup, base_kib, note):
+    """`steps` training steps of step_loss() (under autocast in that mode);
+    prints the JSON line run_torch reads."""
+    import torch
+
     times = []
     loss_value = float("nan")
     for _ in range(steps):
@@ -178,8 +221,10 @@ def torch_available():
     return True, ""
 
 
-def run_torch(model_path, mode, steps, warmup):
-    cmd = [sys.executable, __file__, "--torch-worker", str(model_path), mode, str(steps), str(warmup)]
+def run_torch(model, mode, steps, warmup):
+    """`model`: a model file's path, or a real model's name."""
+    worker = "--torch-real-worker" if model in REAL else "--torch-worker"
+    cmd = [sys.executable, __file__, worker, str(model), mode, str(steps), str(warmup)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]}
@@ -229,9 +274,11 @@ def floor_from_ampc(tool, model_path, level):
     m = re.search(r"^floor ms=([0-9.]+)", proc.stdout, re.M)
     if proc.returncode != 0 or not m:
         return None
-    dense = re.search(r"^dense kernels=(\d+) distinct=\d+ ms=([0-9.]+)", proc.stdout, re.M)
+    dense = re.search(r"^dense kernels=(\d+) distinct=\d+ flops=([0-9.e+]+) ms=([0-9.]+)",
+                      proc.stdout, re.M)
     opt = re.search(r"^optimizer bytes=(\d+) bandwidth_gbs=([0-9.]+) ms=([0-9.]+)", proc.stdout, re.M)
-    return {"ms": float(m.group(1)), "dense_ms": float(dense.group(2)) if dense else None,
+    return {"ms": float(m.group(1)), "dense_ms": float(dense.group(3)) if dense else None,
+            "flops": float(dense.group(2)) if dense else None,
             "optimizer_ms": float(opt.group(3)) if opt else None}
 
 
@@ -332,17 +379,18 @@ def torch_blas():
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
-        _, _, model_path, mode, steps, warmup = sys.argv
-        torch_worker(model_path, mode, int(steps), int(warmup))
+    if len(sys.argv) > 1 and sys.argv[1] in ("--torch-worker", "--torch-real-worker"):
+        _, worker, model, mode, steps, warmup = sys.argv
+        (torch_worker if worker == "--torch-worker" else torch_real_worker)(
+            model, mode, int(steps), int(warmup))
         return 0
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build-dir", default=str(REPO / "build"), help="the ampc build (default: build)")
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_STEPS} steps per configuration, {QUICK_WARMUP} of warm-up: a smoke test")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS),
-                    help="comma-separated, of: " + ", ".join(WORKLOADS))
+    ap.add_argument("--workloads", default="seeds",
+                    help="comma-separated, of: seeds, real, all, " + ", ".join(GROUPS["all"]))
     ap.add_argument("--skip-torch", action="store_true", help="ampc lines only")
     ap.add_argument("--steps", type=int, help="steps per configuration (overrides the defaults)")
     ap.add_argument("--repeats", type=int,
@@ -353,10 +401,13 @@ def main():
     repeats = args.repeats or (1 if args.quick else DEFAULT_REPEATS)
     if repeats < 1:
         ap.error("--repeats must be at least 1")
-    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-    for w in workloads:
-        if w not in WORKLOADS:
-            ap.error(f"unknown workload '{w}' (known: {', '.join(WORKLOADS)})")
+    workloads = []
+    for w in (w.strip() for w in args.workloads.split(",")):
+        if not w:
+            continue
+        if w not in GROUPS and w not in WORKLOADS and w not in REAL:
+            ap.error(f"unknown workload '{w}' (known: {', '.join(list(GROUPS) + GROUPS['all'])})")
+        workloads += [x for x in GROUPS.get(w, [w]) if x not in workloads]
     bin_dir = Path(args.build_dir) / "bin"
     ampc = bin_dir / "ampc"
     if not ampc.exists():
@@ -412,15 +463,25 @@ def main():
         torch_modes = ["fp32"]
         print("# --quick on a CPU without AVX-512: PyTorch's bf16 modes left out "
               "(minutes a step there); run without --quick to measure them")
+    work = tempfile.TemporaryDirectory(prefix="ampc-compare-")
     for w in workloads:
-        file, steps, warmup = WORKLOADS[w]
+        real = w in REAL
+        if real and not use_torch:
+            notes.append(f"{w} left out: its model is exported from PyTorch ({why})")
+            continue
+        if real:
+            print(f"[{time.time() - started:5.0f} s] {w}: exporting from PyTorch", file=sys.stderr,
+                  flush=True)
+            model_path = Path(real_models.write_model_file(w, work.name))
+            steps, warmup = REAL[w].steps, REAL[w].warmup
+        else:
+            model_path, steps, warmup = WORKLOADS[w]
         if args.quick:
             steps, warmup = QUICK_STEPS, QUICK_WARMUP
         if args.steps:
             steps = args.steps
             warmup = min(warmup, steps - 1)
-        model_path = file
-        flops = ModelGraph(load_yaml(model_path)).train_flops if have_yaml else None
+        flops = ModelGraph(load_yaml(model_path)).train_flops if have_yaml and not real else None
         c = measure_ceiling()
         if c:
             ceilings.append(c)
@@ -429,11 +490,12 @@ def main():
         # configuration `repeats` times in rounds: a burst of load from
         # elsewhere then spoils one round of a few configurations, and the
         # median over the rounds leaves it out.
+        modes = [m for m in (REAL_TORCH_MODES if real else TORCH_MODES) if m in torch_modes]
         configs = []
         for i, level in enumerate(AMPC_LEVELS):
             configs.append(("ampc", level))
-            if use_torch and i < len(torch_modes):
-                configs.append(("torch", torch_modes[i]))
+            if use_torch and i < len(modes):
+                configs.append(("torch", modes[i]))
         runs = {c: [] for c in configs}
         for round_ in range(repeats):
             for impl, mode in configs:
@@ -442,15 +504,18 @@ def main():
                 if impl == "ampc":
                     runs[(impl, mode)].append(run_ampc(ampc, model_path, mode, steps, warmup))
                 else:
-                    runs[(impl, mode)].append(run_torch(model_path, mode, steps, warmup))
+                    runs[(impl, mode)].append(run_torch(w if real else model_path, mode, steps,
+                                                        warmup))
         ampc_results = {level: combine_runs(runs[("ampc", level)]) for level in AMPC_LEVELS}
-        torch_results = {m: combine_runs(runs[("torch", m)]) for m in torch_modes if use_torch}
+        torch_results = {m: combine_runs(runs[("torch", m)]) for m in modes if use_torch}
         floors = {}
         if floor_tool.exists():
             for level in AMPC_LEVELS:
                 print(f"[{time.time() - started:5.0f} s] {w} floor {level}", file=sys.stderr,
                       flush=True)
                 floors[level] = floor_from_ampc(floor_tool, model_path, level)
+        if flops is None and floors.get("O0") and floors["O0"].get("flops"):
+            flops = floors["O0"]["flops"]  # the registry's count (the floor tool's)
         measured.append((w, flops, ampc_results, torch_results, floors))
     c = measure_ceiling()
     if c:
@@ -480,7 +545,8 @@ def main():
     print("# ms/step: median over the steps after warm-up (of each run; then the median over "
           "the runs); spread: (slowest - fastest run) / ms/step; vs fp32: own fp32 time / this time "
           "(ampc: O0, PyTorch: fp32); vs torch: PyTorch's time / ampc's in the paired mode "
-          "(O0~fp32, O1~autocast-bf16, O2~bf16, O3~bf16; >1 = ampc faster); GFLOP/s: "
+          "(O0~fp32, O1~autocast-bf16, O2~bf16, O3~bf16; the real models' O1-O3~autocast-bf16; "
+          ">1 = ampc faster); GFLOP/s: "
           "GEMM/conv FLOPs of forward + backward per step / step time; % ceil: of the f32 "
           "ceiling for fp32 modes, the bf16 one otherwise; peak: ampc's memory plan "
           "(= allocated unless marked *), PyTorch's growth of peak RSS; data: ampc's time to "
@@ -523,19 +589,44 @@ def main():
             print(f"{w:<12} {impl:<7} {mode:<14} {ms:>9.2f} {vs_fp32:>8} {vs_torch:>9} {gf:>8} "
                   f"{ceil:>7} {peak:>11} {spread:>7} {data:>7} {floor:>8} {x_floor:>8}")
 
+        pairing = REAL_PAIRING if w in REAL else PAIRING
         for level in AMPC_LEVELS:
             line("ampc", level, ampc_results[level], ampc_results["O0"],
-                 torch_results.get(PAIRING[level]))
+                 torch_results.get(pairing[level]))
         for mode in TORCH_MODES:
             if mode in torch_results:
                 line("torch", mode, torch_results[mode], torch_results["fp32"], None)
                 if torch_results[mode].get("note"):
                     print(f"#   {w} torch {mode}: {torch_results[mode]['note']}")
-    print(f"# {len(workloads)} workloads in {time.time() - started:.0f} s")
+    targets = [check_real_targets(w, a, t) for w, _, a, t, _ in measured if w in REAL]
+    for w, verdicts in targets:
+        print(f"# targets {w}: " + "; ".join(verdicts))
+    print(f"# {len(measured)} workloads in {time.time() - started:.0f} s")
     if failed:
         print(f"# failed: {', '.join(failed)}")
         return 1
     return 0
+
+def check_real_targets(w, ampc_results, torch_results):
+    """Issue 40's targets for a real model, each as 'what: figure (met|NOT met)'."""
+    ms = {k: r.get("ms") for k, r in ampc_results.items()}
+    verdicts = []
+
+    def verdict(what, figure, met):
+        verdicts.append(f"{what} {figure} ({'met' if met else 'NOT met'})")
+
+    for what, need in REAL_TARGETS.items():
+        level, mode = ("O2", "autocast-bf16") if what.startswith("O2") else ("O0", "fp32")
+        theirs = torch_results.get(mode, {}).get("ms")
+        if ms.get(level) and theirs:
+            verdict(f"{what} >= {need}x:", f"{theirs / ms[level]:.2f}x", theirs / ms[level] >= need)
+    if ms.get("O1") and ms.get("O0"):
+        verdict("O1 faster than O0:", f"{ms['O1']:.1f} vs {ms['O0']:.1f} ms", ms["O1"] < ms["O0"])
+    if ms.get("O3") and ms.get("O2"):
+        verdict("O3 not slower than O2:", f"{ms['O3']:.1f} vs {ms['O2']:.1f} ms",
+                ms["O3"] <= ms["O2"])
+    return w, verdicts
+
 
 if __name__ == "__main__":
     sys.exit(main())

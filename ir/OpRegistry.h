@@ -130,6 +130,18 @@ struct OpInfo {
     std::string attr, from, to;
   };
   std::optional<PermutedForm> permutedForm;
+  /// Operands the op can read transposed in place: when operand `operand`
+  /// is a permute that swaps its last two dims (and keeps the rest), the
+  /// node computes the same from the permute's input with its bool
+  /// attribute `attr` negated (matmul's transpose_b). fold-permutes uses it
+  /// for the weight transposes of PyTorch's ONNX exports (nn.Linear on a 3-D
+  /// input is MatMul(x, Transpose(W))), which copy every weight and its
+  /// gradient each step.
+  struct TransposedOperand {
+    unsigned operand;
+    std::string attr;
+  };
+  std::vector<TransposedOperand> transposedOperands;
   /// The gradient rule; nullptr for ops that are not differentiated (backward
   /// and optimizer ops themselves).
   GradientFn gradient = nullptr;
@@ -259,6 +271,10 @@ public:
   }
   OpRow &elementwise() {
     info_.elementwise = true;
+    return *this;
+  }
+  OpRow &readsTransposed(unsigned operand, llvm::StringRef attr) {
+    info_.transposedOperands.push_back({operand, attr.str()});
     return *this;
   }
   OpRow &readsPermuted(std::vector<int64_t> dims, llvm::StringRef attr, llvm::StringRef from,

@@ -114,6 +114,42 @@ bool fold(Graph &g, Node *old, const OpInfo::PermutedForm &form, DiagnosticEngin
   return true;
 }
 
+/// Whether `v` is a permute that swaps the last two dims and keeps the rest.
+Node *lastTwoSwapped(const Value *v) {
+  Node *n = v->definingNode();
+  if (!n || n->kind() != OpKind::Permute)
+    return nullptr;
+  const std::vector<int64_t> &dims = attrs::Permute(*n).dims();
+  size_t rank = dims.size();
+  if (rank < 2 || dims[rank - 1] != int64_t(rank) - 2 || dims[rank - 2] != int64_t(rank) - 1)
+    return nullptr;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (dims[d] != int64_t(d))
+      return nullptr;
+  return n;
+}
+
+/// Reads each of `n`'s operands that is a transposing permute from the
+/// permute's input instead (OpInfo::transposedOperands); drops the permutes
+/// nothing else reads. Returns whether anything changed.
+bool foldTransposes(Graph &g, Node &n) {
+  bool changed = false;
+  for (const OpInfo::TransposedOperand &t : n.op().transposedOperands) {
+    if (t.operand >= n.numOperands())
+      continue;
+    const Attribute *flag = n.findAttr(t.attr);
+    Node *p = lastTwoSwapped(n.operand(t.operand));
+    if (!p || (flag && !flag->is(AttrType::Bool)))
+      continue;
+    n.setOperand(t.operand, p->operand(0));
+    n.setAttr(t.attr, Attribute(!(flag && flag->getBool())));
+    if (!p->result(0)->hasUses() && !llvm::is_contained(g.outputs(), p->result(0)))
+      g.eraseNode(p);
+    changed = true;
+  }
+  return changed;
+}
+
 } // namespace
 
 PassResult FoldPermutesPass::run(Graph &g, PassContext &ctx) {
@@ -135,7 +171,14 @@ PassResult FoldPermutesPass::run(Graph &g, PassContext &ctx) {
     if (!fold(g, n, *n->op().permutedForm, ctx.diag))
       return PassResult::Failed;
   }
-  return candidates.empty() ? PassResult::Unchanged : PassResult::Changed;
+  bool transposed = false;
+  llvm::SmallVector<Node *, 8> readers;
+  for (Node &n : g.nodes())
+    if (!n.op().transposedOperands.empty())
+      readers.push_back(&n);
+  for (Node *n : readers)
+    transposed |= foldTransposes(g, *n);
+  return candidates.empty() && !transposed ? PassResult::Unchanged : PassResult::Changed;
 }
 
 } // namespace ampc

@@ -12,8 +12,12 @@ namespace ampc {
 /// form's attribute, and gives the users that permuted its results back
 /// the new results directly. The permutes that then have no use go. A
 /// permute copies its whole tensor (and its gradient another), so a
-/// transformer layer loses eight copies. The pass knows no op by name.
-/// Runs on a forward graph, before autodiff; numerically a no-op.
+/// transformer layer loses eight copies. Then every operand an op can read
+/// transposed (OpInfo::transposedOperands: the GEMMs) that is a permute of
+/// its last two dims is read from the permute's input with the op's
+/// transpose attribute negated, and that permute goes when nothing else
+/// reads it. The pass knows no op by name. Runs on a forward graph, before
+/// autodiff; numerically a no-op.
 class FoldPermutesPass : public Pass {
 public:
   llvm::StringRef name() const override { return "fold-permutes"; }

@@ -419,13 +419,17 @@ void registerLinearAlgebraOps(OpRegistry &r) {
       .operand("b")
       .infer(inferMatMul)
       .gradient(gradMatMul)
-      .flops(flopsMatMul<attrs::MatMul>);
+      .flops(flopsMatMul<attrs::MatMul>)
+      .readsTransposed(0, "transpose_a")
+      .readsTransposed(1, "transpose_b");
   OpRow(r.define(OpKind::BatchMatMul))
       .operand("a")
       .operand("b")
       .infer(inferBatchMatMul)
       .gradient(gradBatchMatMul)
-      .flops(flopsMatMul<attrs::BatchMatMul>);
+      .flops(flopsMatMul<attrs::BatchMatMul>)
+      .readsTransposed(0, "transpose_a")
+      .readsTransposed(1, "transpose_b");
   OpRow(r.define(OpKind::Conv2d))
       .operand("input")
       .operand("weight")

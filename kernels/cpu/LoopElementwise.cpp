@@ -213,37 +213,6 @@ template <DType D, class Fn> void binaryMap(const KernelArgs &a, const LoopPlan 
               });
 }
 
-/// How `dims` broadcast to `outDims` (numpy rules, aligned at the right), as
-/// (middle, inner): the operand's element for result element i is
-/// (i / inner) % middle. That form exists when the dims the operand does not
-/// broadcast are one contiguous run of the result's dims; none otherwise.
-std::optional<std::pair<int64_t, int64_t>> broadcastPattern(llvm::ArrayRef<int64_t> dims,
-                                                            llvm::ArrayRef<int64_t> outDims) {
-  size_t rank = outDims.size(), offset = rank - dims.size();
-  int64_t middle = 1, inner = 1;
-  bool seenKept = false, endedKept = false;
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t own = d >= offset ? dims[d - offset] : 1;
-    if (outDims[d] == 1) // neither kept nor broadcast
-      continue;
-    bool kept = own == outDims[d];
-    if (kept) {
-      if (endedKept)
-        return std::nullopt;
-      seenKept = true;
-      middle *= outDims[d];
-      continue;
-    }
-    if (seenKept) {
-      endedKept = true;
-      inner *= outDims[d];
-    }
-  }
-  if (!seenKept) // a scalar: every element reads element 0
-    inner = 1;
-  return std::make_pair(middle, inner);
-}
-
 template <class Fn> std::unique_ptr<NodeKernel> prepareBinary(const Node &n, Fn fn) {
   DType t = n.result()->dtype();
   if (!allOfDType(n, t) || !isLoopFloat(t))
@@ -333,6 +302,33 @@ template <DType D> void globalAvgPoolGradLoop(const KernelArgs &a, const LoopPla
 }
 
 } // namespace
+
+std::optional<std::pair<int64_t, int64_t>> broadcastPattern(llvm::ArrayRef<int64_t> dims,
+                                                            llvm::ArrayRef<int64_t> outDims) {
+  size_t rank = outDims.size(), offset = rank - dims.size();
+  int64_t middle = 1, inner = 1;
+  bool seenKept = false, endedKept = false;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t own = d >= offset ? dims[d - offset] : 1;
+    if (outDims[d] == 1) // neither kept nor broadcast
+      continue;
+    bool kept = own == outDims[d];
+    if (kept) {
+      if (endedKept)
+        return std::nullopt;
+      seenKept = true;
+      middle *= outDims[d];
+      continue;
+    }
+    if (seenKept) {
+      endedKept = true;
+      inner *= outDims[d];
+    }
+  }
+  if (!seenKept) // a scalar: every element reads element 0
+    inner = 1;
+  return std::make_pair(middle, inner);
+}
 
 std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n) {
   DType from = n.operand(0)->dtype(), to = n.result()->dtype();

@@ -81,6 +81,9 @@ std::unique_ptr<NodeKernel> prepareLoopEmbedding(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopEmbeddingGrad(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopFill(const Node &n);
 
+// LoopSelect.cpp
+std::unique_ptr<NodeKernel> prepareLoopWhere(const Node &n);
+
 // LoopDropoutNorm.cpp
 std::unique_ptr<NodeKernel> prepareLoopDropout(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopGlobalNorm(const Node &n);

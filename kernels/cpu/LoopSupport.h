@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -61,6 +62,14 @@ namespace ampc::kernels::cpu {
 /// Base of every loop kernel, so tests can tell one from a reference
 /// fallback (see isLoopKernel in LoopKernels.h).
 class LoopKernel : public NodeKernel {};
+
+/// How `dims` broadcast to `outDims` (numpy rules, aligned at the right), as
+/// (middle, inner): the operand's element for result element i is
+/// (i / inner) % middle. That form exists when the dims the operand does not
+/// broadcast are one contiguous run of the result's dims; none otherwise.
+/// (LoopElementwise.cpp)
+std::optional<std::pair<int64_t, int64_t>> broadcastPattern(llvm::ArrayRef<int64_t> dims,
+                                                            llvm::ArrayRef<int64_t> outDims);
 
 /// True when every operand and result of `n` has dtype `t`.
 inline bool allOfDType(const Node &n, DType t) {

@@ -74,6 +74,7 @@ constexpr LoopOp kLoopOps[] = {
     {OpKind::Embedding, prepareLoopEmbedding},
     {OpKind::EmbeddingGrad, prepareLoopEmbeddingGrad},
     {OpKind::Fill, prepareLoopFill},
+    {OpKind::Where, prepareLoopWhere},
     {OpKind::GlobalNorm, prepareLoopGlobalNorm},
 };
 

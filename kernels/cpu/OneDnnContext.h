@@ -108,6 +108,10 @@ private:
     /// primitive: `elements` values.
     bool widenBf16 = false;
     int64_t elements = 0;
+    /// With widenBf16 into or out of a blocked f32 layout: the dense f32
+    /// copy in between (workspace memory), `primitive` reorders it.
+    std::optional<dnnl::memory> dense;
+    size_t denseBytes = 0;
     unsigned index = 0; ///< of the operand or result
     dnnl::primitive primitive;
     std::unordered_map<int, dnnl::memory> arguments;

@@ -388,6 +388,32 @@ TEST(CpuLoopsMoreOpsTest, BroadcastSliceConcatAreBitExact) {
   }
 }
 
+TEST(CpuLoopsMoreOpsTest, WhereIsBitExactUnderBroadcasting) {
+  // A condition of alternating runs, so both operands are read everywhere.
+  auto mask = [](Dims dims) {
+    std::vector<double> v =
+        ampc::testing::randomValues(TensorType(DType::F32, dims).numElements(), 11, 0, 2);
+    for (double &x : v)
+      x = std::floor(x);
+    return values(of(DType::Bool, dims), v);
+  };
+  struct Case {
+    Dims condition, x, y;
+  };
+  for (DType t : kAllDTypes)
+    for (const Case &c : {
+             Case{{1, 1, 8, 8}, {}, {2, 3, 8, 8}},           // masked_fill's causal mask
+             Case{{2, 3, 8, 8}, {2, 3, 8, 8}, {2, 3, 8, 8}}, // no broadcast
+             Case{{37, 1}, {37, 53}, {1, 53}},               // a column and a row
+             Case{{}, {5, 1, 1}, {4, 5, 7, 3}},              // a scalar condition
+             Case{{1, 1, 128, 128}, {}, {4, 6, 128, 128}},   // split over the threads
+         })
+      expectBitIdentical("where", {mask(c.condition), anyValues(t, c.x, 3), anyValues(t, c.y, 4)});
+  // A broadcast that is not one run of kept dims stays with the reference.
+  expectDeclined("where", {mask({5, 1, 7}), anyValues(DType::F32, {5, 3, 7}, 1),
+                           anyValues(DType::F32, {5, 3, 7}, 2)});
+}
+
 TEST(CpuLoopsMoreOpsTest, EmbeddingAndItsGradientAreBitExact) {
   for (DType t : kDTypes)
     for (DType indexType : {DType::I64, DType::I32})

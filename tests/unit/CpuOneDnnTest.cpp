@@ -137,13 +137,8 @@ void expectMatchesReference(const std::string &opName, const std::vector<Shape> 
   OneNode one(opName, types, attrs);
   ASSERT_TRUE(one.node) << one.error;
   std::unique_ptr<kernels::NodeKernel> fast = kernels::cpu::prepareCpuKernel(*one.node);
-  if (!fast || !kernels::cpu::isOneDnnKernel(*fast)) {
-    // Without bf16 primitives a bf16 2-D matmul keeps the reference kernel
-    // (kernels/cpu/OneDnnMatMul.cpp says why).
-    ASSERT_TRUE(opName == "matmul" && dtype == DType::BF16 && !kernels::cpu::oneDnnHasBf16())
-        << "the cpu backend fell back to another kernel";
-    return;
-  }
+  ASSERT_TRUE(fast && kernels::cpu::isOneDnnKernel(*fast))
+      << "the cpu backend fell back to another kernel";
   kernels::FunctionKernel ref(kernels::referenceKernel(one.node->kind()));
 
   std::vector<double> actual = runOn(*fast, *one.node, values);
@@ -400,9 +395,7 @@ TEST(CpuOneDnn, EveryDenseNodeOfTheTrainingGraphs) {
         if (n->kind() == OpKind::Conv2dGradInput || n->kind() == OpKind::Conv2dGradWeight)
           ++convGrads;
         std::unique_ptr<kernels::NodeKernel> k = kernels::cpu::prepareCpuKernel(*n);
-        bool referenceMatMul = n->kind() == OpKind::MatMul && n->result()->dtype() == DType::BF16 &&
-                               !kernels::cpu::oneDnnHasBf16();
-        EXPECT_TRUE((k && kernels::cpu::isOneDnnKernel(*k)) || referenceMatMul)
+        EXPECT_TRUE(k && kernels::cpu::isOneDnnKernel(*k))
             << n->opName().str() << " " << n->result()->type().str();
       }
       // The backward is there: linear's weight gradients are transposed

@@ -56,6 +56,14 @@ import zoo_models  # noqa: E402
 warnings.filterwarnings("ignore")
 FORWARD_O0 = 1e-5
 FORWARD_O2 = 3e-2
+# Without a peer the bound is wider: the largest error over a few thousand
+# outputs is one draw of bf16 noise. Swin-T's O2 forward (no peer: torch
+# 1.13's autocast fails on it) measured 1.8e-2 with the reference GEMM and
+# 3.1e-2 with oneDNN's f32 GEMM on widened operands (AVX2), which sum the
+# same products in another order; over five other inputs the two gave
+# 0.6-1.6e-2 and 0.6-1.2e-2, with equal RMS errors. A wrong kernel is off
+# by O(1).
+FORWARD_O2_NO_PEER = 4e-2
 TRAIN_O0 = 1e-4
 STEPS = 3
 LR = 1e-3
@@ -171,7 +179,7 @@ def check_forward(entry, args, work, result):
         peer_error = relative_error(peer, want)
     except RuntimeError:  # torch 1.13's autocast fails on some (Swin-T): no peer
         peer_error = float("nan")
-    o2_tolerance = FORWARD_O2 if math.isnan(peer_error) else max(FORWARD_O2, 2 * peer_error)
+    o2_tolerance = FORWARD_O2_NO_PEER if math.isnan(peer_error) else max(FORWARD_O2, 2 * peer_error)
     for level, half, tolerance in (("O0", "bf16", FORWARD_O0), ("O2", "bf16", o2_tolerance)):
         out_dir = os.path.join(work, f"out-{level}")
         os.makedirs(out_dir, exist_ok=True)

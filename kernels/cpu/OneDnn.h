@@ -19,9 +19,8 @@ namespace ampc::kernels::cpu {
 bool isOneDnnKernel(const NodeKernel &k);
 
 /// Whether this CPU's oneDNN has bf16 primitives (AVX-512 and later). Where
-/// it has none, bf16 linear, batch_matmul and convolutions run its f32
-/// primitives on widened operands, and a bf16 2-D matmul runs the
-/// reference kernel (see prepareOneDnnMatMul).
+/// it has none, bf16 GEMMs and convolutions run its f32 primitives on
+/// exactly widened operands.
 bool oneDnnHasBf16();
 
 /// oneDNN's name for the implementation behind `k` (e.g. "brg:avx512_core_bf16"),

@@ -21,13 +21,15 @@ step near a second on 2 cores.
                    MSE against a random target
 
 The GPT is tests/zoo/zoo_models.py's NanoGpt, the real-models zoo's GPT
-written the nanoGPT way.
+written the nanoGPT way; dropout goes through the zoo's quiet_randomness.
 """
 
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "zoo"))
@@ -35,18 +37,18 @@ sys.path.insert(0, str(REPO / "tests" / "zoo"))
 LR = 1e-3
 
 
+@dataclass(frozen=True)
 class RealModel:
     """build() -> nn.Module; inputs() -> {name: tensor}; loss: cross_entropy
     over [B, C] logits, lm over [B, T, V], or mse against a target of the
     output's shape; steps and warmup: the timed run's length."""
 
-    def __init__(self, build, inputs, loss, classes, steps, warmup):
-        self.build = build
-        self.inputs = inputs
-        self.loss = loss
-        self.classes = classes
-        self.steps = steps
-        self.warmup = warmup
+    build: Callable
+    inputs: Callable
+    loss: str
+    classes: Optional[int]
+    steps: int
+    warmup: int
 
 
 def _torchvision(name, **kw):
@@ -89,9 +91,9 @@ def _sequence(batch, length, width):
 
 
 def _nanogpt():
-    from zoo_models import NanoGpt
+    import zoo_models  # tests/zoo (imports torch, so only when used)
 
-    return NanoGpt(vocab=65, block=128, dim=384, heads=6, layers=6)
+    return zoo_models.NanoGpt(vocab=65, block=128, dim=384, heads=6, layers=6)
 
 
 def _bert_base_layer():
@@ -112,28 +114,18 @@ REAL_MODELS = {
 }
 
 
-def quiet_randomness(module):
-    """Dropout and stochastic depth at 0 (see the module's docstring)."""
-    import torch.nn as nn
-    from torchvision.ops import StochasticDepth
-
-    for m in module.modules():
-        if isinstance(m, (nn.Dropout, nn.Dropout2d, nn.AlphaDropout, StochasticDepth)):
-            m.p = 0.0
-        elif isinstance(m, nn.MultiheadAttention):
-            m.dropout = 0.0
-
-
 def torch_setup(name):
     """(module in train mode, inputs as a tuple, target, loss function) for
     `name`, the same on every call: seed 0 for the weights."""
     import torch
     import torch.nn.functional as F
 
+    import zoo_models  # tests/zoo
+
     entry = REAL_MODELS[name]
     torch.manual_seed(0)
     module = entry.build()
-    quiet_randomness(module)
+    zoo_models.quiet_randomness(module)
     inputs = tuple(entry.inputs().values())
     g = torch.Generator().manual_seed(3)
     if entry.loss == "cross_entropy":

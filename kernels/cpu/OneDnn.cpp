@@ -167,16 +167,15 @@ OneDnnPrimitiveKernel::OneDnnPrimitiveKernel(const dnnl::primitive_desc &pd,
                      b.primitiveDesc.data_type() == dnnl::memory::data_type::f32;
     dnnl::memory::desc denseF32 =
         bf16ToF32 ? retypedDesc(b.desc, dnnl::memory::data_type::f32) : dnnl::memory::desc();
-    if (b.widenBf16 || (bf16ToF32 && b.primitiveDesc == denseF32)) {
-      r.widenBf16 = true;
-      r.elements = static_cast<int64_t>(b.desc.get_size() / sizeof(uint16_t));
-    } else if (bf16ToF32) {
+    // bf16 <-> f32 in the same layout: our loop converts straight into (or
+    // out of) the staging buffer, no primitive.
+    r.widenBf16 = bf16ToF32;
+    r.elements = static_cast<int64_t>(b.desc.get_size() / sizeof(uint16_t));
+    if (bf16ToF32 && b.primitiveDesc != denseF32) {
       // oneDNN 2.6's reorder between bf16 and a blocked f32 layout is its
       // scalar one (18 ms a tensor in ResNet-50's convolutions, 16x the
       // convolutions themselves): our loop converts into a dense f32 copy
       // and oneDNN's vectorised f32 reorder blocks it.
-      r.widenBf16 = true;
-      r.elements = static_cast<int64_t>(b.desc.get_size() / sizeof(uint16_t));
       r.dense = dnnl::memory(denseF32, engine, DNNL_MEMORY_NONE);
       r.denseBytes = denseF32.get_size();
       if (b.isOutput) {
@@ -186,10 +185,10 @@ OneDnnPrimitiveKernel::OneDnnPrimitiveKernel(const dnnl::primitive_desc &pd,
         r.primitive = dnnl::reorder(*r.dense, staged);
         r.arguments = {{DNNL_ARG_FROM, *r.dense}, {DNNL_ARG_TO, staged}};
       }
-    } else if (b.isOutput) {
+    } else if (!bf16ToF32 && b.isOutput) {
       r.primitive = dnnl::reorder(staged, user);
       r.arguments = {{DNNL_ARG_FROM, staged}, {DNNL_ARG_TO, user}};
-    } else {
+    } else if (!bf16ToF32) {
       r.primitive = dnnl::reorder(user, staged);
       r.arguments = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, staged}};
     }

@@ -58,12 +58,11 @@ struct OneDnnBinding {
   unsigned index;
   dnnl::memory::desc desc; ///< how our buffer is laid out (shapes, strides)
   /// The layout the primitive wants when it is not `desc` (a blocked one it
-  /// picked): the kernel then reorders through a staging buffer.
+  /// picked, or f32 for a bf16 tensor): the kernel then converts through a
+  /// staging buffer. Between bf16 and f32 our own loops convert (oneDNN
+  /// 2.6's reorders between them are scalar, slower than the GEMM they
+  /// feed), through a dense f32 copy when the f32 layout is a blocked one.
   dnnl::memory::desc primitiveDesc = {};
-  /// primitiveDesc is `desc` (a dense bf16 layout) holding f32: the staging
-  /// buffer is the same elements widened, by our own loop (oneDNN 2.6's
-  /// reorder between them is scalar, slower than the GEMM it feeds).
-  bool widenBf16 = false;
 };
 
 /// A node's kernel as one oneDNN primitive over the node's own buffers.
@@ -104,7 +103,7 @@ private:
   /// it (results).
   struct Reorder {
     bool afterPrimitive = false;
-    /// bf16 <-> f32 element by element (OneDnnBinding::widenBf16), no
+    /// bf16 <-> f32 element by element (a binding from bf16 to f32), no
     /// primitive: `elements` values.
     bool widenBf16 = false;
     int64_t elements = 0;

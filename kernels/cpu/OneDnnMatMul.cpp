@@ -57,16 +57,13 @@ std::unique_ptr<NodeKernel> matMulKernel(const memory::desc &a, const memory::de
   dnnl::matmul::desc desc =
       bias ? dnnl::matmul::desc(ia, ib, ibias, iy) : dnnl::matmul::desc(ia, ib, iy);
   dnnl::matmul::primitive_desc pd(desc, userScratchpadAttr(), oneDnnEngine());
-  auto bind = [&](int argument, bool isOutput, unsigned index, const memory::desc &user,
-                  const memory::desc &primitive) {
-    return widens(user) ? OneDnnBinding{argument, isOutput, index, user, primitive, true}
-                        : OneDnnBinding{argument, isOutput, index, user};
-  };
-  llvm::SmallVector<OneDnnBinding, 4> bindings{bind(DNNL_ARG_SRC, false, 0, a, ia),
-                                               bind(DNNL_ARG_WEIGHTS, false, 1, b, ib),
-                                               bind(DNNL_ARG_DST, true, 0, y, iy)};
+  // A bf16 tensor's binding to its f32 twin (same layout): the kernel
+  // widens and narrows it (OneDnnPrimitiveKernel).
+  llvm::SmallVector<OneDnnBinding, 4> bindings{{DNNL_ARG_SRC, false, 0, a, ia},
+                                               {DNNL_ARG_WEIGHTS, false, 1, b, ib},
+                                               {DNNL_ARG_DST, true, 0, y, iy}};
   if (bias)
-    bindings.push_back(bind(DNNL_ARG_BIAS, false, 2, *bias, ibias));
+    bindings.push_back({DNNL_ARG_BIAS, false, 2, *bias, ibias});
   return std::make_unique<OneDnnPrimitiveKernel>(pd, dnnl::matmul(pd), bindings);
 }
 

@@ -52,6 +52,7 @@ except ImportError as error:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zoo_models  # noqa: E402
+from zoo_models import quiet_randomness  # noqa: E402,F401  (also bench/gpu's)
 
 warnings.filterwarnings("ignore")
 FORWARD_O0 = 1e-5
@@ -98,18 +99,6 @@ def realistic_weights(module, entry):
                          for t in entry.inputs.values()])
     module.eval()
     return module
-
-
-def quiet_randomness(module):
-    """Dropout and stochastic depth at 0: both sides compute one function."""
-    from torchvision.ops import StochasticDepth
-    for m in module.modules():
-        if isinstance(m, (nn.Dropout, nn.Dropout2d, nn.AlphaDropout)):
-            m.p = 0.0
-        elif isinstance(m, StochasticDepth):
-            m.p = 0.0
-        elif isinstance(m, nn.MultiheadAttention):
-            m.dropout = 0.0
 
 
 def labels_for(entry, output):

@@ -200,6 +200,19 @@ class SegWrapper(nn.Module):
         return self.model(x)["out"]
 
 
+def quiet_randomness(module):
+    """Dropout and stochastic depth at 0: both sides compute one function."""
+    from torchvision.ops import StochasticDepth
+
+    for m in module.modules():
+        if isinstance(m, (nn.Dropout, nn.Dropout2d, nn.AlphaDropout)):
+            m.p = 0.0
+        elif isinstance(m, StochasticDepth):
+            m.p = 0.0
+        elif isinstance(m, nn.MultiheadAttention):
+            m.dropout = 0.0
+
+
 # --- The zoo ----------------------------------------------------------------
 
 def _tv(name, **kw):

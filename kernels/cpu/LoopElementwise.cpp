@@ -347,12 +347,12 @@ std::unique_ptr<NodeKernel> prepareLoopCast(const Node &n) {
   });
 }
 
-// The pointwise ops of ir/Pointwise.def. sigmoid, tanh and gelu's tanh form
-// call libm's exp and tanh per element, as the reference does (the same
-// scalar functions, so the same bits): the threads speed them up, vectors
-// do not. gelu's erf form (and its gradient) in f32 and the half types is
-// float arithmetic and portableExp alone (normalCdf in ActivationMath.h),
-// shared with the reference, so its loops vectorize with the same bits; in
+// The pointwise ops of ir/Pointwise.def. tanh and gelu's tanh form call
+// libm's tanh per element, as the reference does (the same scalar
+// functions, so the same bits): the threads speed them up, vectors do not.
+// sigmoid, silu and gelu's erf form (and their gradients) in f32 and the
+// half types are float arithmetic and portableExp alone (ActivationMath.h),
+// shared with the reference, so their loops vectorize with the same bits; in
 // bf16 and f16 gelu and its gradient read tables (LoopHalfTables.cpp).
 
 template <class Fn> std::unique_ptr<NodeKernel> prepareLoopUnary(const Node &n) {

@@ -4,8 +4,11 @@
 // condition, the three operands broadcast as numpy does. A causal mask
 // (masked_fill over a [1, 1, T, T] mask, nanoGPT's attention) and its
 // gradient are where nodes, and the reference kernel's index arithmetic per
-// element made them a fifth of an imported GPT's step. The loop copies
-// element bytes, so it takes every dtype and gives the reference's bits. An
+// element made them a fifth of an imported GPT's step. The loop walks the
+// result in runs over which each operand is read element by element or
+// stays on one element (a mask row broadcast over heads, a scalar fill), so
+// each run is one vectorized blend. It copies element bits, so it takes
+// every dtype and gives the reference's bits. An
 // operand whose broadcast is not one (middle, inner) pattern
 // (broadcastPattern) leaves the node to the reference kernel.
 //
@@ -13,7 +16,9 @@
 #include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/LoopSupport.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 
 namespace ampc::kernels::cpu {
@@ -34,35 +39,109 @@ struct Cursor {
   int64_t index = 0, within = 0;
 
   Cursor(const Walk &w, int64_t i) : index((i / w.inner) % w.middle), within(i % w.inner) {}
-
-  void advance(const Walk &w) {
-    if (++within < w.inner)
-      return;
-    within = 0;
-    if (++index == w.middle)
-      index = 0;
-  }
 };
 
-template <size_t Size> struct Element { unsigned char bytes[Size]; };
+/// The unsigned integer of an element's size: the selection copies bits,
+/// and integers let the compiler blend them in vectors.
+template <size_t Size> struct ElementBits;
+template <> struct ElementBits<1> { using type = uint8_t; };
+template <> struct ElementBits<2> { using type = uint16_t; };
+template <> struct ElementBits<4> { using type = uint32_t; };
+template <> struct ElementBits<8> { using type = uint64_t; };
+
+/// How an operand is read along a run of result elements: element by
+/// element (stride 1) or the same element throughout (stride 0).
+enum class Step { Same, Next };
+
+/// Result elements from cursor `c` on for which its operand keeps one step:
+/// an operand broadcast whole (middle 1) is the same element forever; a
+/// walk with inner 1 reads the next element until it wraps; otherwise the
+/// same element until `inner` result elements have read it.
+int64_t runOf(const Walk &w, const Cursor &c, Step &step) {
+  if (w.middle == 1) {
+    step = Step::Same;
+    return INT64_MAX;
+  }
+  if (w.inner == 1) {
+    step = Step::Next;
+    return w.middle - c.index;
+  }
+  step = Step::Same;
+  return w.inner - c.within;
+}
+
+/// One run: `n` result elements with each operand at a fixed step, so the
+/// loop has no index arithmetic and vectorizes (a blend per vector).
+template <class E, bool NextC, bool NextX, bool NextY>
+void selectRun(const uint8_t *condition, const E *x, const E *y, E *out, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    out[j] = condition[NextC ? j : 0] ? x[NextX ? j : 0] : y[NextY ? j : 0];
+}
+
+template <class E>
+void selectRun(Step c, Step l, Step r, const uint8_t *condition, const E *x, const E *y, E *out,
+               int64_t n) {
+  constexpr Step N = Step::Next;
+  switch ((c == N ? 4 : 0) | (l == N ? 2 : 0) | (r == N ? 1 : 0)) {
+  case 0:
+    return selectRun<E, false, false, false>(condition, x, y, out, n);
+  case 1:
+    return selectRun<E, false, false, true>(condition, x, y, out, n);
+  case 2:
+    return selectRun<E, false, true, false>(condition, x, y, out, n);
+  case 3:
+    return selectRun<E, false, true, true>(condition, x, y, out, n);
+  case 4:
+    return selectRun<E, true, false, false>(condition, x, y, out, n);
+  case 5:
+    return selectRun<E, true, false, true>(condition, x, y, out, n);
+  case 6:
+    return selectRun<E, true, true, false>(condition, x, y, out, n);
+  default:
+    return selectRun<E, true, true, true>(condition, x, y, out, n);
+  }
+}
+
+/// Moves a cursor `n` result elements on (within the run runOf gave).
+void advanceBy(const Walk &w, Cursor &c, int64_t n) {
+  if (w.middle == 1)
+    return;
+  if (w.inner == 1) {
+    c.index += n;
+    if (c.index == w.middle)
+      c.index = 0;
+    return;
+  }
+  c.within += n;
+  if (c.within == w.inner) {
+    c.within = 0;
+    if (++c.index == w.middle)
+      c.index = 0;
+  }
+}
 
 template <size_t Size> class WhereKernel final : public LoopKernel {
 public:
   explicit WhereKernel(const std::array<Walk, 3> &walks) : walks_(walks) {}
 
   void run(const KernelArgs &a) override {
-    using E = Element<Size>;
+    using E = typename ElementBits<Size>::type;
     const auto *condition = static_cast<const uint8_t *>(a.in(0).data);
     const E *x = static_cast<const E *>(a.in(1).data), *y = static_cast<const E *>(a.in(2).data);
     E *out = static_cast<E *>(a.out().data);
     std::array<Walk, 3> w = walks_;
     parallelFor(a.out().numElements(), kSelectGrain, [=](int64_t begin, int64_t end) {
       Cursor c(w[0], begin), l(w[1], begin), r(w[2], begin);
-      for (int64_t i = begin; i < end; ++i) {
-        out[i] = condition[c.index] ? x[l.index] : y[r.index];
-        c.advance(w[0]);
-        l.advance(w[1]);
-        r.advance(w[2]);
+      // The result in runs over which every operand keeps its step.
+      for (int64_t i = begin; i < end;) {
+        Step sc, sl, sr;
+        int64_t n = std::min({end - i, runOf(w[0], c, sc), runOf(w[1], l, sl), runOf(w[2], r, sr)});
+        selectRun(sc, sl, sr, condition + c.index, x + l.index, y + r.index, out + i, n);
+        advanceBy(w[0], c, n);
+        advanceBy(w[1], l, n);
+        advanceBy(w[2], r, n);
+        i += n;
       }
     });
   }

@@ -7,10 +7,10 @@
 // differs. Rows are split over the threads; where the dim is not the last
 // one, the rows next to each other (the dims after it) share vectors.
 //
-// exp and log stay the scalar libm calls the reference makes, and they are
-// most of the time, so a row's exp terms are computed once and kept for its
-// outputs (the reference computes them twice) and its log once per row. A
-// vector exp would be faster but would not give the reference's bits.
+// exp is portableExp (kernels/common/ExpMath.h) in the reference and here
+// alike, so a row's exp terms are computed in vectors, once, and kept for
+// its outputs (the reference computes them twice); only their sum stays
+// sequential. log stays libm's, once per row.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
@@ -87,25 +87,25 @@ template <DType D, bool Log> void softmaxRows(const KernelArgs &a, const LoopPla
   void *y = a.out().data;
   int64_t size = plan.middle;
   parallelFor(plan.outer, rowGrain(size), [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
-    float *terms = Log ? nullptr : rowScratch(size);
+    float *terms = rowScratch(size);
     for (int64_t r = begin; r < end; ++r) {
       int64_t base = r * size;
       float rowMax = load<D>(x, base);
       for (int64_t k = 1; k < size; ++k)
         rowMax = softmaxMaxStep(rowMax, load<D>(x, base + k));
+        // The terms in vectors, then their sum in the reference's order.
+#pragma omp simd
+      for (int64_t k = 0; k < size; ++k)
+        terms[k] = softmaxExpTerm(load<D>(x, base + k), rowMax);
       float sumExp = 0;
+      for (int64_t k = 0; k < size; ++k)
+        sumExp += terms[k];
       if constexpr (Log) {
-        for (int64_t k = 0; k < size; ++k)
-          sumExp += softmaxExpTerm(load<D>(x, base + k), rowMax);
         float logSum = std::log(sumExp);
 #pragma omp simd
         for (int64_t k = 0; k < size; ++k)
           store<D>(y, base + k, logSoftmaxFromLogSum(load<D>(x, base + k), rowMax, logSum));
       } else {
-        for (int64_t k = 0; k < size; ++k) {
-          terms[k] = softmaxExpTerm(load<D>(x, base + k), rowMax);
-          sumExp += terms[k];
-        }
 #pragma omp simd
         for (int64_t k = 0; k < size; ++k)
           store<D>(y, base + k, softmaxFromExpTerm(terms[k], sumExp));
@@ -138,9 +138,13 @@ template <DType D, bool Log> void softmaxColumns(const KernelArgs &a, const Loop
         for (int64_t j = 0; j < width; ++j)
           rowMax[j] = softmaxMaxStep(rowMax[j], load<D>(x, base + k * inner + j));
       }
-      for (int64_t k = 0; k < size; ++k)
+      // Each column's sum runs along k in the reference's order; the
+      // columns are independent, so they share vectors.
+      for (int64_t k = 0; k < size; ++k) {
+#pragma omp simd
         for (int64_t j = 0; j < width; ++j)
           sumExp[j] += softmaxExpTerm(load<D>(x, base + k * inner + j), rowMax[j]);
+      }
       if constexpr (Log)
         for (int64_t j = 0; j < width; ++j)
           logSum[j] = std::log(sumExp[j]);
@@ -151,6 +155,7 @@ template <DType D, bool Log> void softmaxColumns(const KernelArgs &a, const Loop
           for (int64_t j = 0; j < width; ++j)
             store<D>(y, row + j, logSoftmaxFromLogSum(load<D>(x, row + j), rowMax[j], logSum[j]));
         } else {
+#pragma omp simd
           for (int64_t j = 0; j < width; ++j)
             store<D>(y, row + j, softmaxOutput(load<D>(x, row + j), rowMax[j], sumExp[j]));
         }

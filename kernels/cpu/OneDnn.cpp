@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <omp.h>
 
 namespace ampc::kernels::cpu {
@@ -359,6 +360,42 @@ const OneDnnPrimitiveKernel *asPrimitive(const NodeKernel &k) {
 
 bool isOneDnnKernel(const NodeKernel &k) { return asPrimitive(k) != nullptr; }
 
+Bf16GemmMode bf16GemmMode() {
+  static const Bf16GemmMode mode = [] {
+    const char *choice = std::getenv("AMPC_CPU_BF16_GEMMS");
+    if (choice && std::strcmp(choice, "native") == 0)
+      return Bf16GemmMode::Native;
+    if (choice && std::strcmp(choice, "widened") == 0)
+      return Bf16GemmMode::Widened;
+    if (choice && *choice && std::strcmp(choice, "auto") != 0)
+      std::fprintf(stderr,
+                   "ampc: warning: AMPC_CPU_BF16_GEMMS=%s is not one of auto, native, widened; "
+                   "using auto\n",
+                   choice);
+    // oneDNN's own view of the ISA, so that this agrees with what its
+    // primitives would run. AMX tiles and AMD's AVX512-BF16 (Zen 4: 916
+    // against 456 GFLOP/s on one 2048^3 linear) make bf16 about twice f32;
+    // Intel's AVX512-BF16 without AMX (a Sapphire Rapids Xeon whose
+    // hypervisor hides AMX: 151 against 234 GFLOP/s; Cooper Lake, not
+    // measured, has the same one-port dot product) and emulated bf16 on
+    // plain AVX-512 make it slower than f32.
+    auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
+    auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    bool hasAmx = (isa & amx) == amx;
+    bool hasBf16Dot = (isa & bf16) == bf16;
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    bool amd = __builtin_cpu_is("amd");
+#else
+    bool amd = false;
+#endif
+    return hasAmx || (hasBf16Dot && amd) ? Bf16GemmMode::Native : Bf16GemmMode::Widened;
+  }();
+  return mode;
+}
+
+bool bf16GemmsRunWidened() { return bf16GemmMode() == Bf16GemmMode::Widened; }
+
 bool oneDnnHasBf16() {
   static const bool has = [] {
     try {
@@ -441,9 +478,12 @@ std::unique_ptr<NodeKernel> prepareOneDnnKernel(const Node &n) {
   // node computes in f32 on widened operands (the same products, summed in
   // f32, rounded once) rather than on the reference kernel, 15-20x slower.
   // Any other refusal runs the reference kernel.
-  for (bool widen : {false, true}) {
+  // Where bf16 dot products are no faster than f32 FMAs, a bf16 node
+  // takes the widened primitive first (bf16GemmsRunWidened).
+  bool widenFirst = hasBf16Tensor(n) && bf16GemmsRunWidened();
+  for (bool widen : {widenFirst, !widenFirst}) {
     if (widen && !hasBf16Tensor(n))
-      break;
+      continue;
     try {
       std::unique_ptr<NodeKernel> first = prepare(n, widen);
       if (!first)

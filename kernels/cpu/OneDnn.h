@@ -23,6 +23,19 @@ bool isOneDnnKernel(const NodeKernel &k);
 /// exactly widened operands.
 bool oneDnnHasBf16();
 
+/// How bf16 GEMMs (linear, matmul, batch_matmul) and convolutions run where
+/// oneDNN has bf16 primitives: in bf16 (dot products into f32), or as f32
+/// primitives on exactly widened operands, rounded once (the same products
+/// and f32 sums, in oneDNN's f32 order). Widened wherever bf16 is not the
+/// faster of the two: everywhere but CPUs with AMX and AMD's with
+/// AVX512-BF16 (Zen 4 and later). The environment variable
+/// AMPC_CPU_BF16_GEMMS=native|widened|auto overrides it for the process.
+enum class Bf16GemmMode { Native, Widened };
+Bf16GemmMode bf16GemmMode();
+
+/// bf16GemmMode() == Widened.
+bool bf16GemmsRunWidened();
+
 /// oneDNN's name for the implementation behind `k` (e.g. "brg:avx512_core_bf16"),
 /// or "" when `k` is not a oneDNN kernel. For diagnostics, not for dispatch.
 std::string oneDnnImplementation(const NodeKernel &k);

@@ -407,6 +407,7 @@ TEST(CpuLoopsMoreOpsTest, WhereIsBitExactUnderBroadcasting) {
              Case{{37, 1}, {37, 53}, {1, 53}},               // a column and a row
              Case{{}, {5, 1, 1}, {4, 5, 7, 3}},              // a scalar condition
              Case{{1, 1, 128, 128}, {}, {4, 6, 128, 128}},   // split over the threads
+             Case{{1, 1, 331, 1}, {}, {7, 5, 331, 113}},     // a split inside a run
          })
       expectBitIdentical("where", {mask(c.condition), anyValues(t, c.x, 3), anyValues(t, c.y, 4)});
   // A broadcast that is not one run of kept dims stays with the reference.

@@ -322,6 +322,31 @@ TEST(CpuOneDnn, LargeBf16WeightGradientRunsInF32) {
       << kernels::cpu::oneDnnImplementation(*k);
 }
 
+// bf16 GEMMs and convolutions run bf16 primitives only where bf16 is the
+// faster arithmetic (bf16GemmMode: AMX, AMD's AVX512-BF16), and f32 ones on
+// widened operands elsewhere, AVX2 machines included; the tests above hold
+// the results to the same tolerance either way.
+TEST(CpuOneDnn, Bf16GemmsFollowTheCpusFasterArithmetic) {
+  bool native = kernels::cpu::oneDnnHasBf16() && !kernels::cpu::bf16GemmsRunWidened();
+  // oneDNN names its bf16 implementations "..._bf16" or, on AMX, "..._amx".
+  auto namesBf16 = [](const std::string &implementation) {
+    return implementation.find("bf16") != std::string::npos ||
+           implementation.find("amx") != std::string::npos;
+  };
+  OneNode linear("linear", {TensorType(DType::BF16, {64, 96}), TensorType(DType::BF16, {32, 96})},
+                 {});
+  ConvCase c{{2, 16, 12, 12}, {16, 16, 3, 3}, convAttrs({1, 1}, {1, 1}, {1, 1}, 1)};
+  OneNode conv("conv2d", {TensorType(DType::BF16, c.x), TensorType(DType::BF16, c.w)}, c.attrs);
+  for (OneNode *one : {&linear, &conv}) {
+    ASSERT_TRUE(one->node) << one->error;
+    std::unique_ptr<kernels::NodeKernel> k = kernels::cpu::prepareCpuKernel(*one->node);
+    ASSERT_TRUE(k && kernels::cpu::isOneDnnKernel(*k));
+    std::string implementation = kernels::cpu::oneDnnImplementation(*k);
+    EXPECT_EQ(namesBf16(implementation), native)
+        << one->node->opName().str() << ": " << implementation;
+  }
+}
+
 TEST(CpuOneDnn, LeavesOtherDTypesToTheReference) {
   // f16 runs by conversion in the reference kernels; f64 has no primitives.
   for (DType t : {DType::F16, DType::F64}) {

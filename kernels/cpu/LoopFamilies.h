@@ -84,6 +84,14 @@ std::unique_ptr<NodeKernel> prepareLoopFill(const Node &n);
 // LoopSelect.cpp
 std::unique_ptr<NodeKernel> prepareLoopWhere(const Node &n);
 
+// LoopDepthwiseConv.cpp
+/// Whether conv2d node `n` over `channels` input channels, with
+/// `outChannels` outputs and weights of `weightInChannels` input channels
+/// per group, is depthwise (one input channel per group and output).
+bool isDepthwiseConv(const Node &n, int64_t channels, int64_t outChannels,
+                     int64_t weightInChannels);
+std::unique_ptr<NodeKernel> prepareLoopConv2dGradWeight(const Node &n);
+
 // LoopDropoutNorm.cpp
 std::unique_ptr<NodeKernel> prepareLoopDropout(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopGlobalNorm(const Node &n);

@@ -75,6 +75,7 @@ constexpr LoopOp kLoopOps[] = {
     {OpKind::EmbeddingGrad, prepareLoopEmbeddingGrad},
     {OpKind::Fill, prepareLoopFill},
     {OpKind::Where, prepareLoopWhere},
+    {OpKind::Conv2dGradWeight, prepareLoopConv2dGradWeight},
     {OpKind::GlobalNorm, prepareLoopGlobalNorm},
 };
 

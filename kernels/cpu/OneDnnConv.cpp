@@ -13,7 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
+#include "kernels/cpu/LoopFamilies.h"
 #include "kernels/cpu/OneDnnContext.h"
+
+#include <string>
 
 namespace ampc::kernels::cpu {
 
@@ -166,6 +169,13 @@ std::unique_ptr<NodeKernel> prepareOneDnnConv2dGradWeight(const Node &n, bool wi
                                                 s.padRight);
   dnnl::convolution_backward_weights::primitive_desc pd(desc, userScratchpadAttr(), oneDnnEngine(),
                                                         s.forward(nullptr, dnnl::primitive_attr()));
+  // oneDNN's gemm fallback for a depthwise weight gradient (5x5 kernels
+  // over small images) ran at 0.6 GFLOP/s; our loop kernel
+  // (LoopDepthwiseConv.cpp) takes those nodes.
+  llvm::ArrayRef<int64_t> xDims = n.operand(1)->type().dims(), wDims = n.result()->type().dims();
+  if (std::string(pd.impl_info_str()).find("gemm") != std::string::npos &&
+      isDepthwiseConv(n, xDims[1], wDims[0], wDims[1]) && prepareLoopConv2dGradWeight(n))
+    return nullptr;
   llvm::SmallVector<OneDnnBinding, 3> bindings{
       {DNNL_ARG_DIFF_DST, false, 0, s.y, pd.diff_dst_desc()},
       {DNNL_ARG_SRC, false, 1, s.x, pd.src_desc()},

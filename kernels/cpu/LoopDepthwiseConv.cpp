@@ -9,13 +9,11 @@
 // weight gradients. OneDnnConv.cpp declines such nodes and they come here.
 //
 // Each channel is one independent sum per tap, so the threads split the
-// channels. Per image and tap the sum over the output positions is a dot
-// product in vectors (the plane copied once into a zero-bordered buffer,
-// the tap's inputs gathered row by row), so the order of the sums is not
-// the reference kernel's, as oneDNN's is not either: f32 sums, rounded
-// once, within the summation-order tolerance the oneDNN kernels are held
-// to. A channel is summed by one thread, so the bits do not depend on the
-// thread count.
+// channels, and each tap's sum is one dot product in vectors (see
+// depthwiseGradWeight). Its order is not the reference kernel's, as
+// oneDNN's is not either: f32 sums, rounded once, within the
+// summation-order tolerance the oneDNN kernels are held to. A channel is
+// summed by one thread, so the bits do not depend on the thread count.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
@@ -37,8 +35,8 @@ struct DepthwiseShape {
   int64_t positions() const { return outH * outW; }
 };
 
-/// Taps (kh * kw) a channel's sums are kept for on the stack; larger
-/// kernels stay with oneDNN.
+/// Taps (kh * kw) beyond which a kernel stays with oneDNN: the loop is
+/// written for the 3x3 to 7x7 kernels of depthwise layers.
 constexpr int64_t kMaxTaps = 121;
 
 /// Channels per task: enough multiply-adds that a task outweighs waking a
@@ -48,91 +46,44 @@ int64_t channelGrain(const DepthwiseShape &s) {
   return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(work, 1));
 }
 
+/// One channel at a time: its images with their zero borders, split into
+/// stride[0] x stride[1] phases (the padded rows and columns congruent
+/// modulo the strides), each phase a stack of the images' planes of
+/// phaseH x phaseW; and dy laid out as one such stack (zeros past the
+/// output). Tap (r, q) reads, for output (oh, ow), padded input
+/// (oh * s0 + r * d0, ow * s1 + q * d1): phase (r * d0 % s0, q * d1 % s1) at
+/// (oh + r * d0 / s0, ow + q * d1 / s1), the same flat index as dy's shifted
+/// by a constant. So each tap's sum over every image and position is one
+/// long dot product, in vectors, however small the images (EfficientNet's
+/// 4x4 ones). dy's zeros stand for positions that do not exist; they meet
+/// real inputs, so an infinite input can make a NaN where the direct sum
+/// would not (its step is lost to the overflow check either way).
 template <DType D> void depthwiseGradWeight(const KernelArgs &a, const DepthwiseShape &s) {
   const void *dy = a.in(0).data, *x = a.in(1).data;
   void *dw = a.out().data;
   parallelFor(s.channels, channelGrain(s), [=, &s](int64_t begin, int64_t end) AMPC_LOOP_BODY {
-    const int64_t positions = s.positions();
+    const int64_t s0 = s.stride[0], s1 = s.stride[1];
     const int64_t padH = s.inH + 2 * s.padding[0], padW = s.inW + 2 * s.padding[1];
-    // Per thread: one image plane of the channel with its zero border, the
-    // plane's dy in f32, and the inputs one tap reads at every position.
-    thread_local std::vector<float> padded, gradient, tapInputs;
-    padded.assign(static_cast<size_t>(padH * padW), 0.0f);
-    gradient.resize(static_cast<size_t>(positions));
-    tapInputs.resize(static_cast<size_t>(positions));
-    float *xp = padded.data(), *g = gradient.data(), *in = tapInputs.data();
-    float acc[kMaxTaps];
-    for (int64_t c = begin; c < end; ++c) {
-      std::fill(acc, acc + s.taps(), 0.0f);
-      for (int64_t n = 0; n < s.batch; ++n) {
-        const int64_t plane = (n * s.channels + c) * s.inH * s.inW;
-        for (int64_t h = 0; h < s.inH; ++h) {
-          float *row = xp + (h + s.padding[0]) * padW + s.padding[1];
-          const int64_t from = plane + h * s.inW;
-#pragma omp simd
-          for (int64_t w = 0; w < s.inW; ++w)
-            row[w] = load<D>(x, from + w);
-        }
-        const int64_t dyPlane = (n * s.channels + c) * positions;
-#pragma omp simd
-        for (int64_t p = 0; p < positions; ++p)
-          g[p] = load<D>(dy, dyPlane + p);
-        for (int64_t r = 0; r < s.kh; ++r)
-          for (int64_t q = 0; q < s.kw; ++q) {
-            // Output (oh, ow) reads padded (oh * stride + r * dilation,
-            // ow * stride + q * dilation).
-            for (int64_t oh = 0; oh < s.outH; ++oh) {
-              const float *src =
-                  xp + (oh * s.stride[0] + r * s.dilation[0]) * padW + q * s.dilation[1];
-              float *dst = in + oh * s.outW;
-#pragma omp simd
-              for (int64_t ow = 0; ow < s.outW; ++ow)
-                dst[ow] = src[ow * s.stride[1]];
-            }
-            float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t p = 0; p < positions; ++p)
-              sum += g[p] * in[p];
-            acc[r * s.kw + q] += sum;
-          }
-      }
-      for (int64_t t = 0; t < s.taps(); ++t)
-        store<D>(dw, c * s.taps() + t, acc[t]);
-    }
-  });
-}
-
-/// Stride 1: one channel's images stacked, each with its zero border, and dy
-/// laid out with the same row pitch (zeros past the output). Then tap
-/// (r, q) reads, for every output position, the padded input at the same
-/// flat index shifted by r * dilation * pitch + q * dilation, so its sum is
-/// one long dot product of the two stacks, in vectors, however small the
-/// images (EfficientNet's 4x4 ones). The zeros of dy stand for the output
-/// positions that do not exist; they meet real inputs, so an infinite
-/// input can make a NaN where the direct sum would not (its step is lost
-/// to the overflow check either way).
-template <DType D> void depthwiseGradWeightStride1(const KernelArgs &a, const DepthwiseShape &s) {
-  const void *dy = a.in(0).data, *x = a.in(1).data;
-  void *dw = a.out().data;
-  parallelFor(s.channels, channelGrain(s), [=, &s](int64_t begin, int64_t end) AMPC_LOOP_BODY {
-    const int64_t padH = s.inH + 2 * s.padding[0], padW = s.inW + 2 * s.padding[1];
-    const int64_t planeSize = padH * padW, stack = s.batch * planeSize;
+    const int64_t phaseH = (padH + s0 - 1) / s0, phaseW = (padW + s1 - 1) / s1;
+    const int64_t planeSize = phaseH * phaseW, stack = s.batch * planeSize;
     thread_local std::vector<float> inputs, gradients;
-    inputs.assign(static_cast<size_t>(stack), 0.0f);
+    inputs.assign(static_cast<size_t>(s0 * s1 * stack), 0.0f);
     gradients.assign(static_cast<size_t>(stack), 0.0f);
     float *xs = inputs.data(), *gs = gradients.data();
     for (int64_t c = begin; c < end; ++c) {
       for (int64_t n = 0; n < s.batch; ++n) {
         const int64_t plane = (n * s.channels + c) * s.inH * s.inW;
         for (int64_t h = 0; h < s.inH; ++h) {
-          float *row = xs + n * planeSize + (h + s.padding[0]) * padW + s.padding[1];
-#pragma omp simd
-          for (int64_t w = 0; w < s.inW; ++w)
-            row[w] = load<D>(x, plane + h * s.inW + w);
+          const int64_t ph = h + s.padding[0];
+          float *phaseRows = xs + (ph % s0) * s1 * stack + n * planeSize + (ph / s0) * phaseW;
+          for (int64_t w = 0; w < s.inW; ++w) {
+            const int64_t pw = w + s.padding[1];
+            phaseRows[(pw % s1) * stack + pw / s1] = load<D>(x, plane + h * s.inW + w);
+          }
         }
         const int64_t dyPlane = (n * s.channels + c) * s.positions();
         for (int64_t oh = 0; oh < s.outH; ++oh) {
-          float *row = gs + n * planeSize + oh * padW;
+          float *row = gs + n * planeSize + oh * phaseW;
 #pragma omp simd
           for (int64_t ow = 0; ow < s.outW; ++ow)
             row[ow] = load<D>(dy, dyPlane + oh * s.outW + ow);
@@ -140,8 +91,9 @@ template <DType D> void depthwiseGradWeightStride1(const KernelArgs &a, const De
       }
       for (int64_t r = 0; r < s.kh; ++r)
         for (int64_t q = 0; q < s.kw; ++q) {
-          const int64_t shift = r * s.dilation[0] * padW + q * s.dilation[1];
-          const float *shifted = xs + shift;
+          const int64_t rowReach = r * s.dilation[0], colReach = q * s.dilation[1];
+          const int64_t shift = (rowReach / s0) * phaseW + colReach / s1;
+          const float *shifted = xs + ((rowReach % s0) * s1 + colReach % s1) * stack + shift;
           float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
           for (int64_t i = 0; i < stack - shift; ++i)
@@ -155,12 +107,7 @@ template <DType D> void depthwiseGradWeightStride1(const KernelArgs &a, const De
 template <DType D> class DepthwiseGradWeightKernel final : public LoopKernel {
 public:
   explicit DepthwiseGradWeightKernel(const DepthwiseShape &shape) : shape_(shape) {}
-  void run(const KernelArgs &a) override {
-    if (shape_.stride[0] == 1 && shape_.stride[1] == 1)
-      depthwiseGradWeightStride1<D>(a, shape_);
-    else
-      depthwiseGradWeight<D>(a, shape_);
-  }
+  void run(const KernelArgs &a) override { depthwiseGradWeight<D>(a, shape_); }
 
 private:
   DepthwiseShape shape_;

@@ -10,6 +10,7 @@
 #include "kernels/cpu/OneDnnContext.h"
 
 #include "ir/HalfConversion.h"
+#include "ir/OpAttrs.h"
 
 #include <array>
 #include <cassert>
@@ -366,7 +367,7 @@ Bf16GemmMode bf16GemmMode() {
     if (choice && std::strcmp(choice, "native") == 0)
       return Bf16GemmMode::Native;
     if (choice && std::strcmp(choice, "widened") == 0)
-      return Bf16GemmMode::Widened;
+      return Bf16GemmMode::WidenedAll;
     if (choice && *choice && std::strcmp(choice, "auto") != 0)
       std::fprintf(stderr,
                    "ampc: warning: AMPC_CPU_BF16_GEMMS=%s is not one of auto, native, widened; "
@@ -394,7 +395,43 @@ Bf16GemmMode bf16GemmMode() {
   return mode;
 }
 
-bool bf16GemmsRunWidened() { return bf16GemmMode() == Bf16GemmMode::Widened; }
+bool bf16GemmsRunWidened() { return bf16GemmMode() != Bf16GemmMode::Native; }
+
+namespace {
+
+/// Multiply-adds per converted element below which a bf16 GEMM runs oneDNN's
+/// bf16 kernel even where widening is the rule: the conversions would cost
+/// more than the faster f32 kernel saves. On the Xeon of bf16GemmMode ViT-B/32's
+/// projections (2 * 200 * 768 * 3072 FLOPs over 3.1 M elements: 301 per
+/// element) took 575 ms a step widened and 700 native, its attention's
+/// batched 50x64 by 64x50 products (36 per element) 17 ms widened and 12
+/// native; the threshold lies between.
+constexpr double kMinWidenedIntensity = 128;
+
+/// FLOPs per element read or written of a linear, matmul or batch_matmul
+/// node (convolutions reuse each element over their window: always high).
+double gemmIntensity(const Node &n) {
+  if (n.kind() != OpKind::Linear && n.kind() != OpKind::MatMul && n.kind() != OpKind::BatchMatMul)
+    return kMinWidenedIntensity;
+  llvm::ArrayRef<int64_t> a = n.operand(0)->type().dims();
+  if (a.empty())
+    return 0;
+  bool transposeA = n.kind() != OpKind::Linear && attrs::MatMul(n).transpose_a();
+  int64_t k = transposeA && a.size() >= 2 ? a[a.size() - 2] : a.back();
+  double elements = static_cast<double>(n.operand(0)->type().numElements()) +
+                    static_cast<double>(n.operand(1)->type().numElements()) +
+                    static_cast<double>(n.result()->type().numElements());
+  double flops = 2.0 * static_cast<double>(n.result()->type().numElements()) * k;
+  return elements > 0 ? flops / elements : 0;
+}
+
+} // namespace
+
+bool bf16GemmRunsWidened(const Node &n) {
+  Bf16GemmMode mode = bf16GemmMode();
+  return mode == Bf16GemmMode::WidenedAll ||
+         (mode == Bf16GemmMode::Widened && gemmIntensity(n) >= kMinWidenedIntensity);
+}
 
 bool oneDnnHasBf16() {
   static const bool has = [] {
@@ -479,8 +516,8 @@ std::unique_ptr<NodeKernel> prepareOneDnnKernel(const Node &n) {
   // f32, rounded once) rather than on the reference kernel, 15-20x slower.
   // Any other refusal runs the reference kernel.
   // Where bf16 dot products are no faster than f32 FMAs, a bf16 node
-  // takes the widened primitive first (bf16GemmsRunWidened).
-  bool widenFirst = hasBf16Tensor(n) && bf16GemmsRunWidened();
+  // takes the widened primitive first (bf16GemmRunsWidened).
+  bool widenFirst = hasBf16Tensor(n) && bf16GemmRunsWidened(n);
   for (bool widen : {widenFirst, !widenFirst}) {
     if (widen && !hasBf16Tensor(n))
       continue;

@@ -26,15 +26,24 @@ bool oneDnnHasBf16();
 /// How bf16 GEMMs (linear, matmul, batch_matmul) and convolutions run where
 /// oneDNN has bf16 primitives: in bf16 (dot products into f32), or as f32
 /// primitives on exactly widened operands, rounded once (the same products
-/// and f32 sums, in oneDNN's f32 order). Widened wherever bf16 is not the
-/// faster of the two: everywhere but CPUs with AMX and AMD's with
-/// AVX512-BF16 (Zen 4 and later). The environment variable
-/// AMPC_CPU_BF16_GEMMS=native|widened|auto overrides it for the process.
-enum class Bf16GemmMode { Native, Widened };
+/// and f32 sums, in oneDNN's f32 order). Widened (all but the smallest
+/// GEMMs, see bf16GemmRunsWidened) wherever bf16 is not the faster of the
+/// two: everywhere but CPUs with AMX and AMD's with AVX512-BF16 (Zen 4 and
+/// later). The environment variable AMPC_CPU_BF16_GEMMS overrides it for
+/// the process: `native` (none widened), `widened` (every one: WidenedAll)
+/// or `auto`.
+enum class Bf16GemmMode { Native, Widened, WidenedAll };
 Bf16GemmMode bf16GemmMode();
 
-/// bf16GemmMode() == Widened.
+/// bf16GemmMode() != Native.
 bool bf16GemmsRunWidened();
+
+/// Whether bf16 node `n` (a GEMM or convolution) takes the widened
+/// primitive: under WidenedAll always; under Widened unless it is a GEMM
+/// so small for its operands (FLOPs per element read or written under 128:
+/// an attention's per-head products) that the conversions cost more than
+/// the f32 kernel saves.
+bool bf16GemmRunsWidened(const Node &n);
 
 /// oneDNN's name for the implementation behind `k` (e.g. "brg:avx512_core_bf16"),
 /// or "" when `k` is not a oneDNN kernel. For diagnostics, not for dispatch.

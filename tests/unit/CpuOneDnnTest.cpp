@@ -337,18 +337,31 @@ TEST(CpuOneDnn, LargeBf16WeightGradientRunsInF32) {
 // widened operands elsewhere, AVX2 machines included; the tests above hold
 // the results to the same tolerance either way.
 TEST(CpuOneDnn, Bf16GemmsFollowTheCpusFasterArithmetic) {
-  bool native = kernels::cpu::oneDnnHasBf16() && !kernels::cpu::bf16GemmsRunWidened();
   // oneDNN names its bf16 implementations "..._bf16" or, on AMX, "..._amx".
   auto namesBf16 = [](const std::string &implementation) {
     return implementation.find("bf16") != std::string::npos ||
            implementation.find("amx") != std::string::npos;
   };
-  OneNode linear("linear", {TensorType(DType::BF16, {64, 96}), TensorType(DType::BF16, {32, 96})},
-                 {});
+  // A linear of 2 * 512 * 256 * 384 FLOPs over 0.43 M elements (236 per
+  // element) widens wherever widening is the rule; one of 35 per element,
+  // or an attention-sized batched product, does not.
+  OneNode linear("linear",
+                 {TensorType(DType::BF16, {512, 384}), TensorType(DType::BF16, {256, 384})}, {});
+  OneNode smallLinear("linear",
+                      {TensorType(DType::BF16, {64, 96}), TensorType(DType::BF16, {32, 96})}, {});
+  OneNode heads(
+      "batch_matmul",
+      {TensorType(DType::BF16, {4, 12, 50, 64}), TensorType(DType::BF16, {4, 12, 64, 50})}, {});
   ConvCase c{{2, 16, 12, 12}, {16, 16, 3, 3}, convAttrs({1, 1}, {1, 1}, {1, 1}, 1)};
   OneNode conv("conv2d", {TensorType(DType::BF16, c.x), TensorType(DType::BF16, c.w)}, c.attrs);
-  for (OneNode *one : {&linear, &conv}) {
+  for (OneNode *one : {&linear, &smallLinear, &heads, &conv}) {
     ASSERT_TRUE(one->node) << one->error;
+    bool native = kernels::cpu::oneDnnHasBf16() && !kernels::cpu::bf16GemmRunsWidened(*one->node);
+    if (one != &smallLinear && one != &heads)
+      EXPECT_EQ(kernels::cpu::bf16GemmRunsWidened(*one->node), kernels::cpu::bf16GemmsRunWidened());
+    else
+      EXPECT_EQ(kernels::cpu::bf16GemmRunsWidened(*one->node),
+                kernels::cpu::bf16GemmMode() == kernels::cpu::Bf16GemmMode::WidenedAll);
     std::unique_ptr<kernels::NodeKernel> k = kernels::cpu::prepareCpuKernel(*one->node);
     ASSERT_TRUE(k && kernels::cpu::isOneDnnKernel(*k));
     std::string implementation = kernels::cpu::oneDnnImplementation(*k);

@@ -8,6 +8,7 @@
 #include "ampc/ampc.h"
 
 #include "TempDir.h"
+#include "kernels/cpu/OneDnn.h"
 
 #include <gtest/gtest.h>
 
@@ -392,6 +393,16 @@ TEST(ApiTest, CommandLineBuildingBlocks) {
   EXPECT_EQ(policy->get("half_type"), "f16");
   EXPECT_NE(policy->deviceNote("cpu").find("f16 on the CPU"), std::string::npos);
   EXPECT_EQ(policy->deviceNote("cuda"), "");
+  // bf16 on a CPU whose bf16 is no faster than f32 says what runs instead.
+  LoadOptions bf16Opts;
+  bf16Opts.optLevel = "O2";
+  Result<Model> bf16Model = Model::loadString(kSmallMlp, "small.yaml", bf16Opts);
+  ASSERT_TRUE(bf16Model.ok()) << bf16Model.status().message();
+  Result<Policy> bf16Policy = bf16Model->policy();
+  ASSERT_TRUE(bf16Policy.ok());
+  EXPECT_EQ(bf16Policy->deviceNote("cpu").find("widened") != std::string::npos,
+            ampc::kernels::cpu::bf16GemmsRunWidened());
+  EXPECT_EQ(bf16Policy->deviceNote("cpu-ref"), "");
 
   // A bad override is an error of the load, naming the property.
   LoadOptions bad;

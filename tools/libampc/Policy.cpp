@@ -8,6 +8,7 @@
 #include "Internal.h"
 #include "PolicyInternal.h"
 
+#include "kernels/cpu/OneDnn.h"
 #include "passes/PrecisionPolicy.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -185,6 +186,14 @@ std::string Policy::deviceNote(std::string_view device) const {
   if (p && p->mixed() && p->halfType == ampc::DType::F16 && device.rfind("cpu", 0) == 0)
     return "note: f16 on the CPU runs by conversion to f32 (exact, but slower than bf16; "
            "--half-type bf16 is the CPU's fast half type)";
+  // Where bf16 arithmetic is no faster than f32 (no AMX; AMD's AVX512-BF16
+  // excepted), the cpu backend widens bf16 GEMMs and convolutions: a half
+  // level then saves memory, not time, which a user choosing one should know.
+  if (p && p->mixed() && p->halfType == ampc::DType::BF16 && device == "cpu" &&
+      kernels::cpu::bf16GemmsRunWidened())
+    return "note: this CPU's bf16 arithmetic is no faster than f32, so bf16 GEMMs and "
+           "convolutions run f32 kernels on exactly widened operands: the half levels save "
+           "memory here, not time (AMPC_CPU_BF16_GEMMS=native runs the bf16 kernels)";
   return "";
 }
 

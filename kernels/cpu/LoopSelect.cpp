@@ -71,36 +71,25 @@ int64_t runOf(const Walk &w, const Cursor &c, Step &step) {
 }
 
 /// One run: `n` result elements with each operand at a fixed step, so the
-/// loop has no index arithmetic and vectorizes (a blend per vector).
-template <class E, bool NextC, bool NextX, bool NextY>
+/// loop has no index arithmetic and vectorizes (a blend per vector). Bits
+/// 4, 2 and 1 of `Next` say whether the condition, x and y step.
+template <class E, unsigned Next>
 void selectRun(const uint8_t *condition, const E *x, const E *y, E *out, int64_t n) {
+  constexpr bool nextC = Next & 4, nextX = Next & 2, nextY = Next & 1;
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j)
-    out[j] = condition[NextC ? j : 0] ? x[NextX ? j : 0] : y[NextY ? j : 0];
+    out[j] = condition[nextC ? j : 0] ? x[nextX ? j : 0] : y[nextY ? j : 0];
 }
 
 template <class E>
 void selectRun(Step c, Step l, Step r, const uint8_t *condition, const E *x, const E *y, E *out,
                int64_t n) {
+  using Run = void (*)(const uint8_t *, const E *, const E *, E *, int64_t);
+  static constexpr Run runs[8] = {&selectRun<E, 0>, &selectRun<E, 1>, &selectRun<E, 2>,
+                                  &selectRun<E, 3>, &selectRun<E, 4>, &selectRun<E, 5>,
+                                  &selectRun<E, 6>, &selectRun<E, 7>};
   constexpr Step N = Step::Next;
-  switch ((c == N ? 4 : 0) | (l == N ? 2 : 0) | (r == N ? 1 : 0)) {
-  case 0:
-    return selectRun<E, false, false, false>(condition, x, y, out, n);
-  case 1:
-    return selectRun<E, false, false, true>(condition, x, y, out, n);
-  case 2:
-    return selectRun<E, false, true, false>(condition, x, y, out, n);
-  case 3:
-    return selectRun<E, false, true, true>(condition, x, y, out, n);
-  case 4:
-    return selectRun<E, true, false, false>(condition, x, y, out, n);
-  case 5:
-    return selectRun<E, true, false, true>(condition, x, y, out, n);
-  case 6:
-    return selectRun<E, true, true, false>(condition, x, y, out, n);
-  default:
-    return selectRun<E, true, true, true>(condition, x, y, out, n);
-  }
+  runs[(c == N ? 4 : 0) | (l == N ? 2 : 0) | (r == N ? 1 : 0)](condition, x, y, out, n);
 }
 
 /// Moves a cursor `n` result elements on (within the run runOf gave).

@@ -20,6 +20,8 @@ packages=(
   graphviz libgraphviz-dev    # ampc view lays graphs out (libgvc); tests check --emit dot with dot
   chromium                    # ampc view's page is tested in headless Chromium (tests/view)
   libopenmpi-dev openmpi-bin  # data-parallel training across processes (runtime/dist, mpirun)
+  libjpeg62-turbo-dev libpng-dev  # image folders (runtime/data): JPEG and PNG decoding
+  python3-pil                 # the PIL oracle of image decoding and resizing (tests/data)
 )
 
 missing=()

@@ -151,6 +151,164 @@ static bool idxLabelsOptional(const Graph &g, llvm::ArrayRef<std::string> option
   return false;
 }
 
+/// A required path argument into meta as "<key>.<name>".
+static bool readPath(Reader &r, const MapEntries &args, llvm::StringRef name,
+                     const std::string &key, const Location &where, llvm::StringRef context,
+                     AttrMap &meta) {
+  const MapEntry *e = findEntry(args, name);
+  if (!e)
+    return r.error(where, "missing '" + name + "' for " + context);
+  std::string path;
+  if (!r.readString(e->value, "'" + name + "'", path))
+    return false;
+  if (path.empty())
+    return r.error(e->value, "'" + name + "' is empty");
+  meta[key + "." + name.str()] = Attribute(path);
+  return true;
+}
+
+/// `{one: value}` choices: the argument `name`, which must be one of
+/// `choices`, into meta (the first choice when absent).
+static bool readChoice(Reader &r, const MapEntries &args, llvm::StringRef name,
+                       llvm::ArrayRef<llvm::StringRef> choices, const std::string &key,
+                       AttrMap &meta) {
+  std::string value = choices.front().str();
+  if (const MapEntry *e = findEntry(args, name)) {
+    if (!r.readString(e->value, "'" + name + "'", value))
+      return false;
+    if (!llvm::is_contained(choices, value)) {
+      std::string list;
+      for (llvm::StringRef c : choices)
+        list += (list.empty() ? "" : ", ") + c.str();
+      return r.error(e->value, "'" + name + "' must be one of " + list + ", got '" + value + "'");
+    }
+  }
+  meta[key + "." + name.str()] = Attribute(value);
+  return true;
+}
+
+/// `tokens: {path, dtype: uint16, context, seed, positions}` (runtime/data/TokenData.cpp).
+/// Without `context` the token input's length is the context; without
+/// `seed` the windows follow train.seed.
+static bool readTokenData(Reader &r, const MapEntries &args, const std::string &key,
+                          const Location &where, AttrMap &meta) {
+  if (!r.checkKnownKeys(args, {"path", "dtype", "context", "seed", "positions"}, "argument",
+                        " for tokens data") ||
+      !readPath(r, args, "path", key, where, "tokens data", meta) ||
+      !readChoice(r, args, "dtype", {"uint16", "uint32", "int32", "int64"}, key, meta))
+    return false;
+  if (const MapEntry *e = findEntry(args, "positions")) {
+    std::string name;
+    if (!r.readString(e->value, "'positions'", name))
+      return false;
+    meta[key + ".positions"] = Attribute(name);
+  }
+  for (const Setting &s : {Setting{"context", AttrType::Int, std::nullopt, 0, true},
+                           Setting{"seed", AttrType::Int, std::nullopt, -1e18}})
+    if (findEntry(args, s.name) && !readSettings(r, args, {s}, key, where, "tokens data", meta))
+      return false;
+  return true;
+}
+
+/// A list of `n` numbers (or one, repeated) under `name`, each within the
+/// setting's range.
+static bool readNumberList(Reader &r, const MapEntry &e, size_t n, const Setting &s,
+                           std::vector<double> &out) {
+  if (e.value.node.IsScalar()) {
+    double v;
+    if (!r.readFloat(e.value, "'" + e.key + "'", v))
+      return false;
+    out.assign(n, v);
+  } else if (!r.readFloatList(e.value, "'" + e.key + "'", out)) {
+    return false;
+  }
+  if (out.size() != n)
+    return r.error(e.value, "'" + e.key + "' must be a list of " + llvm::Twine(n) + " numbers");
+  for (double v : out)
+    if (!checkRange(r, e.value, s, v))
+      return false;
+  return true;
+}
+
+/// `image_folder: {path, size, resize, augment: {random_resized_crop: {scale,
+/// ratio}, hflip}, normalize: {mean, std}, bad_files, seed}`
+/// (runtime/data/ImageFolderData.cpp, docs/data.md).
+static bool readImageFolderData(Reader &r, const MapEntries &args, const std::string &key,
+                                const Location &where, AttrMap &meta) {
+  const char *context = "image_folder data";
+  if (!r.checkKnownKeys(args,
+                        {"path", "size", "resize", "augment", "normalize", "bad_files", "seed"},
+                        "argument", " for image_folder data") ||
+      !readPath(r, args, "path", key, where, context, meta) ||
+      !readChoice(r, args, "bad_files", {"error", "skip"}, key, meta))
+    return false;
+  const Setting positive{"size", AttrType::Int, std::nullopt, 0, true};
+  if (const MapEntry *e = findEntry(args, "size")) {
+    std::vector<double> hw;
+    if (!readNumberList(r, *e, 2, positive, hw))
+      return false;
+    if (hw[0] != std::floor(hw[0]) || hw[1] != std::floor(hw[1]))
+      return r.error(e->value, "'size' must be whole pixels [height, width]");
+    meta[key + ".size"] = Attribute(std::vector<int64_t>{int64_t(hw[0]), int64_t(hw[1])});
+  }
+  for (const Setting &s : {Setting{"resize", AttrType::Int, std::nullopt, 0, true},
+                           Setting{"seed", AttrType::Int, std::nullopt, -1e18}})
+    if (findEntry(args, s.name) && !readSettings(r, args, {s}, key, where, context, meta))
+      return false;
+  if (const MapEntry *e = findEntry(args, "augment")) {
+    MapEntries augment;
+    if (!r.readMap(e->value, "'augment'", augment) ||
+        !r.checkKnownKeys(augment, {"random_resized_crop", "hflip"}, "augmentation",
+                          " (random_resized_crop, hflip)"))
+      return false;
+    std::string prefix = key + ".augment";
+    if (const MapEntry *h = findEntry(augment, "hflip")) {
+      bool flip;
+      if (!r.readBool(h->value, "'hflip'", flip))
+        return false;
+      meta[prefix + ".hflip"] = Attribute(flip);
+    }
+    if (const MapEntry *c = findEntry(augment, "random_resized_crop")) {
+      MapEntries crop;
+      if (!r.readMap(c->value, "'random_resized_crop'", crop) ||
+          !r.checkKnownKeys(crop, {"scale", "ratio"}, "argument", " for random_resized_crop"))
+        return false;
+      // torchvision's defaults.
+      std::vector<double> scale{0.08, 1.0}, ratio{3.0 / 4.0, 4.0 / 3.0};
+      const Setting fraction{"scale", AttrType::Float, std::nullopt, 0, true, 1.0 + 1e-12};
+      const Setting aspect{"ratio", AttrType::Float, std::nullopt, 0, true};
+      if (const MapEntry *sc = findEntry(crop, "scale"))
+        if (!readNumberList(r, *sc, 2, fraction, scale))
+          return false;
+      if (const MapEntry *ra = findEntry(crop, "ratio"))
+        if (!readNumberList(r, *ra, 2, aspect, ratio))
+          return false;
+      if (scale[0] > scale[1] || ratio[0] > ratio[1])
+        return r.error(c->value, "random_resized_crop's scale and ratio are [low, high] ranges");
+      meta[prefix + ".random_resized_crop.scale"] = Attribute(scale);
+      meta[prefix + ".random_resized_crop.ratio"] = Attribute(ratio);
+    }
+  }
+  if (const MapEntry *e = findEntry(args, "normalize")) {
+    MapEntries norm;
+    if (!r.readMap(e->value, "'normalize'", norm) ||
+        !r.checkKnownKeys(norm, {"mean", "std"}, "argument", " for normalize"))
+      return false;
+    std::vector<double> mean{0, 0, 0}, stdev{1, 1, 1};
+    const Setting any{"mean", AttrType::Float, std::nullopt, -1e300};
+    const Setting positiveStd{"std", AttrType::Float, std::nullopt, 0, true};
+    if (const MapEntry *m = findEntry(norm, "mean"))
+      if (!readNumberList(r, *m, 3, any, mean))
+        return false;
+    if (const MapEntry *sd = findEntry(norm, "std"))
+      if (!readNumberList(r, *sd, 3, positiveStd, stdev))
+        return false;
+    meta[key + ".normalize.mean"] = Attribute(mean);
+    meta[key + ".normalize.std"] = Attribute(stdev);
+  }
+  return true;
+}
+
 bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const std::string &key,
               llvm::ArrayRef<std::string> optional) {
   MapEntry data;
@@ -212,8 +370,12 @@ bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const
         return r.error(where, "npy data has no file for input '" + in->name() + "'");
     return true;
   }
-  return r.error(data.keyNode,
-                 "unknown data source '" + data.key + "'; expected synthetic, idx, npy or csv");
+  if (data.key == "tokens")
+    return readTokenData(r, args, key, where, meta);
+  if (data.key == "image_folder")
+    return readImageFolderData(r, args, key, where, meta);
+  return r.error(data.keyNode, "unknown data source '" + data.key +
+                                   "'; expected synthetic, idx, npy, csv, tokens or image_folder");
 }
 
 namespace {

@@ -69,7 +69,8 @@ int64_t Batcher::sampleAt(int64_t epoch, int64_t position) {
 
 bool Batcher::loadRow(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch,
                       int64_t row, std::string &err) const {
-  return source_.loadSample((*ticket.order)[ticket.begin + row], batch, row, err);
+  return source_.loadDrawnSample((*ticket.order)[ticket.begin + row], ticket.epoch, batch, row,
+                                 err);
 }
 
 bool Batcher::loadRows(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch,
@@ -126,6 +127,7 @@ bool Batcher::take(BatchTicket &ticket, std::string &err) {
   ensureOrder(epochIndex);
   ticket.order = order_;
   ticket.begin = begin;
+  ticket.epoch = options_.evaluation ? kEvaluationDraw : epochIndex;
   // A kept partial last global batch may leave a rank fewer rows, or none.
   ticket.count = std::clamp<int64_t>(n - begin, 0, b);
   ++step_;

@@ -131,6 +131,13 @@ std::unique_ptr<DataSource> createNpySource(const Graph &g, llvm::ArrayRef<Input
 std::unique_ptr<DataSource> createCsvSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
                                             llvm::StringRef modelDir, llvm::StringRef key,
                                             std::string &err);
+std::unique_ptr<DataSource> createTokenSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
+                                              llvm::StringRef modelDir, llvm::StringRef key,
+                                              std::string &err);
+std::unique_ptr<DataSource> createImageFolderSource(const Graph &g,
+                                                    llvm::ArrayRef<InputInfo> inputs,
+                                                    llvm::StringRef modelDir, llvm::StringRef key,
+                                                    std::string &err);
 std::unique_ptr<DataSource> createIdxSource(const Graph &g, llvm::ArrayRef<InputInfo> inputs,
                                             llvm::StringRef modelDir, llvm::StringRef key,
                                             std::string &err);

@@ -140,8 +140,13 @@ std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef mod
         source = createCsvSource(g, inputs, modelDir, key, err);
       else if (kind == "idx")
         source = createIdxSource(g, inputs, modelDir, key, err);
+      else if (kind == "tokens")
+        source = createTokenSource(g, inputs, modelDir, key, err);
+      else if (kind == "image_folder")
+        source = createImageFolderSource(g, inputs, modelDir, key, err);
       else
-        err = "unknown data source '" + kind + "'; expected synthetic, idx, npy or csv";
+        err = "unknown data source '" + kind +
+              "'; expected synthetic, idx, npy, csv, tokens or image_folder";
     } catch (const std::bad_alloc &) {
       source.reset();
       err = "out of memory while setting up the " + kind + " data";
@@ -151,7 +156,13 @@ std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef mod
     diag.error(Location(), err);
     return source;
   }
-  if (int64_t skipped = source->skippedSamples())
+  if (int64_t skipped = source->skippedSamples(); skipped && source->kind() == "image_folder")
+    diag.warning(Location(), "left out " + llvm::Twine(skipped) + " of " +
+                                 llvm::Twine(skipped + source->numSamples()) +
+                                 " image files that are not JPEG or PNG images (bad_files: skip; "
+                                 "the first: " +
+                                 source->firstSkipped() + ")");
+  else if (skipped)
     diag.warning(Location(), "skipped " + llvm::Twine(skipped) + " of " +
                                  llvm::Twine(skipped + source->numSamples()) +
                                  " samples holding NaN or inf (train.non_finite_data: skip; the "

@@ -32,17 +32,42 @@ namespace ampc {
 class DiagnosticEngine;
 class Graph;
 
+/// The draw of an evaluation (DataSource::loadDrawnSample): deterministic,
+/// the same in every epoch: no augmentation, fixed token windows.
+inline constexpr int64_t kEvaluationDraw = -1;
+
 class DataSource {
 public:
   virtual ~DataSource();
-  /// "synthetic", "npy", "csv" or "idx".
+  /// "synthetic", "npy", "csv", "idx", "image_folder" or "tokens".
   virtual llvm::StringRef kind() const = 0;
   virtual int64_t numSamples() const = 0;
   /// Writes sample `index` of every graph input into row `row` of `batch`
   /// (one tensor per graph input, in Graph::inputs() order, each shaped like
   /// the input: dim 0 is the batch). Returns false with `err` on failure.
+  /// A source whose samples vary between draws gives the evaluation draw.
   virtual bool loadSample(int64_t index, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
                           std::string &err) = 0;
+  /// Sample `index` as drawn in training epoch `epoch` (from 0), or in an
+  /// evaluation (kEvaluationDraw). Sources whose samples are random per draw
+  /// (augmented images, random token windows) make them from (seed, epoch,
+  /// index) alone, so a batch is the same on any thread and after a resume;
+  /// the others ignore the epoch.
+  virtual bool loadDrawnSample(int64_t index, int64_t epoch,
+                               llvm::MutableArrayRef<HostTensor> batch, int64_t row,
+                               std::string &err) {
+    (void)epoch;
+    return loadSample(index, batch, row, err);
+  }
+  /// A name for sample `index` (an image's file, relative to its folder), or
+  /// "" when samples are only numbered. `ampc predict` writes it per row.
+  virtual std::string sampleName(int64_t index) const {
+    (void)index;
+    return "";
+  }
+  /// Whether the samples come sorted by class (an image folder's), so that a
+  /// held-out tenth is taken across the data rather than from its end.
+  virtual bool groupedByClass() const { return false; }
   /// Whether loadSample may run on several threads at once (for different
   /// rows of one batch). Sources that read from memory say yes; the batcher
   /// then fills a batch's rows in parallel.
@@ -73,6 +98,8 @@ std::unique_ptr<DataSource> createDataSource(const Graph &g, llvm::StringRef mod
 /// Samples [begin, begin + count) of `base` (which must outlive the view), for
 /// holding out an evaluation split.
 std::unique_ptr<DataSource> makeSubset(DataSource &base, int64_t begin, int64_t count);
+/// The samples `indices` of `base`, in that order.
+std::unique_ptr<DataSource> makeSubset(DataSource &base, std::vector<int64_t> indices);
 
 /// One zero-filled tensor per graph input, shaped like it.
 llvm::SmallVector<HostTensor, 4> makeBatchTensors(const Graph &g);
@@ -87,6 +114,9 @@ struct BatchOptions {
   /// [r x batchSize, (r + 1) x batchSize) of each. Together they see what
   /// one process with the global batch would, step for step.
   int64_t ranks = 1, rank = 0;
+  /// Batches for evaluating or predicting: every sample is its evaluation
+  /// draw (kEvaluationDraw), not an epoch's.
+  bool evaluation = false;
 };
 
 /// batch (meta "batch", else dim 0 of the first input), train.shuffle,
@@ -100,6 +130,8 @@ BatchOptions batchOptionsFromMeta(const Graph &g);
 struct BatchTicket {
   std::shared_ptr<const std::vector<int64_t>> order;
   int64_t begin = 0, count = 0;
+  /// The draw its samples are loaded for (DataSource::loadDrawnSample).
+  int64_t epoch = 0;
 };
 
 /// Hands out batches forever, epoch after epoch; the caller decides when to

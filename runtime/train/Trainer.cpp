@@ -175,6 +175,7 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
   opts.batchSize = eg.inputs().empty() ? 1 : eg.inputs()[0]->type().dim(0);
   opts.shuffle = false;
   opts.dropLast = false;
+  opts.evaluation = true;
   Batcher batcher(*eval_.data, opts);
   auto batch = makeBatchTensors(eg);
   int64_t batches = batcher.batchesPerEpoch();

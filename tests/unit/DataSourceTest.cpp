@@ -473,8 +473,8 @@ TEST(SyntheticData, DefaultsWithoutMetaAndRejectsBadSize) {
   diag.clear();
   g->meta()["train.data"] = Attribute("parquet");
   EXPECT_FALSE(createDataSource(*g, "", diag));
-  EXPECT_EQ(firstError(diag),
-            "error: unknown data source 'parquet'; expected synthetic, idx, npy or csv");
+  EXPECT_EQ(firstError(diag), "error: unknown data source 'parquet'; expected synthetic, idx, npy, "
+                              "csv, tokens or image_folder");
 }
 
 // --- Batcher -----------------------------------------------------------------

@@ -343,8 +343,19 @@ Result<DataInfo> Model::planTraining(int ranks) {
                            " samples: too few to hold out a tenth for evaluation and still fill "
                            "a training batch of " +
                            std::to_string(batching.batchSize));
-    m.trainPart = makeSubset(*m.data, 0, n - heldOut);
-    m.evalPart = makeSubset(*m.data, n - heldOut, heldOut);
+    if (m.data->groupedByClass()) {
+      // An image folder lists its classes one after another: its last tenth
+      // would be the last class alone. Every tenth sample is held out.
+      std::vector<int64_t> train, held;
+      for (int64_t i = 0; i < n; ++i)
+        (i % 10 == 9 && static_cast<int64_t>(held.size()) < heldOut ? held : train).push_back(i);
+      heldOut = static_cast<int64_t>(held.size());
+      m.trainPart = makeSubset(*m.data, std::move(train));
+      m.evalPart = makeSubset(*m.data, std::move(held));
+    } else {
+      m.trainPart = makeSubset(*m.data, 0, n - heldOut);
+      m.evalPart = makeSubset(*m.data, n - heldOut, heldOut);
+    }
     trainData = m.trainPart.get();
     info.trainSamples = n - heldOut;
     info.heldOut = heldOut;

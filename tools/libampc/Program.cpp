@@ -26,6 +26,7 @@
 #include "WorldInternal.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -252,6 +253,16 @@ bool buildEvalPrograms(Program::Impl &p, int64_t samples, DiagnosticEngine &diag
 
 /// The data a DataSpec names, into p.specData ("" = the model's data, which
 /// has every input). `optional`: inputs the data may lack (createDataSource).
+/// Whether `--data` names a folder (relative to the spec's base folder).
+bool isFolderSpec(const DataSpec &data, llvm::StringRef spec) {
+  llvm::SmallString<256> path(spec);
+  if (!data.baseDir.empty() && !llvm::sys::path::is_absolute(spec)) {
+    path = data.baseDir;
+    llvm::sys::path::append(path, spec);
+  }
+  return llvm::sys::fs::is_directory(path);
+}
+
 bool openSpecData(Program::Impl &p, const DataSpec &data, DiagnosticEngine &diag,
                   llvm::ArrayRef<std::string> optional = {}) {
   p.specData.reset();
@@ -273,9 +284,22 @@ bool openSpecData(Program::Impl &p, const DataSpec &data, DiagnosticEngine &diag
   } else if (spec.endswith_insensitive(".csv")) {
     g->meta()["eval.data"] = Attribute("csv");
     g->meta()["eval.data.path"] = Attribute(spec.str());
+  } else if (isFolderSpec(data, spec) || spec.endswith_insensitive(".bin")) {
+    // A folder of images, or a token stream: read as the model's training
+    // data of that kind is (its size, normalisation, token dtype), with the
+    // path replaced.
+    const char *kind = spec.endswith_insensitive(".bin") ? "tokens" : "image_folder";
+    AttrMap &meta = g->meta();
+    if (metaString(*g, "train.data", "") == kind)
+      for (const auto &[k, v] : AttrMap(meta))
+        if (llvm::StringRef(k).startswith("train.data."))
+          meta["eval.data." + llvm::StringRef(k).drop_front(11).str()] = v;
+    meta["eval.data"] = Attribute(kind);
+    meta["eval.data.path"] = Attribute(spec.str());
   } else {
     diag.error(Location(), "data '" + spec.str() +
-                               "': give a .csv file, or a data source as in train.data, e.g. "
+                               "': give a .csv file, a folder of images, a .bin token stream, or "
+                               "a data source as in train.data, e.g. "
                                "'{npy: {x: x.npy, y: y.npy}}' (docs/cli.md, \"Data\")");
     return false;
   }
@@ -855,6 +879,9 @@ Result<Predictions> Program::predict(const DataSpec &data) {
   }
   const Graph &eg = *programs.graph;
   out.dataKind = source.kind().str();
+  if (n > 0 && !source.sampleName(0).empty())
+    for (int64_t i = 0; i < n; ++i)
+      out.sampleNames.push_back(source.sampleName(i));
   out.shape.push_back(n);
   out.shape.insert(out.shape.end(), layout.sampleShape.begin(), layout.sampleShape.end());
   int64_t perSample = layout.sampleElements();
@@ -863,6 +890,7 @@ Result<Predictions> Program::predict(const DataSpec &data) {
   opts.batchSize = batch;
   opts.shuffle = false;
   opts.dropLast = false;
+  opts.evaluation = true;
   Batcher batcher(source, opts);
   auto tensors = makeBatchTensors(eg);
   for (int64_t b = 0, batches = batcher.batchesPerEpoch(); b < batches; ++b) {
@@ -887,6 +915,19 @@ Result<Predictions> Program::predict(const DataSpec &data) {
       out.values.push_back(static_cast<float>(kernels::loadAsDouble(v->dtype(), values, i)));
   }
   return out;
+}
+
+/// A CSV field as RFC 4180 writes it: quoted, quotes doubled, when it holds
+/// a comma, a quote or a line break.
+static void writeCsvField(llvm::raw_ostream &os, llvm::StringRef field) {
+  if (field.find_first_of(",\"\r\n") == llvm::StringRef::npos) {
+    os << field;
+    return;
+  }
+  os << '"';
+  for (char c : field)
+    os << (c == '"' ? "\"\"" : llvm::StringRef(&c, 1));
+  os << '"';
 }
 
 Status savePredictions(const Predictions &predictions, const std::string &path, bool argmax,
@@ -922,9 +963,12 @@ Status savePredictions(const Predictions &predictions, const std::string &path, 
   } else {
     llvm::raw_string_ostream os(bytes);
     int64_t perRow = argmax ? cols / last : cols;
+    bool named = static_cast<int64_t>(predictions.sampleNames.size()) == rows;
     for (int64_t r = 0; r < rows; ++r) {
+      if (named)
+        writeCsvField(os, predictions.sampleNames[r]);
       for (int64_t c = 0; c < perRow; ++c) {
-        if (c)
+        if (c || named)
           os << ',';
         if (argmax)
           os << ids[r * perRow + c];

@@ -174,6 +174,9 @@ struct Predictions {
   std::vector<int64_t> shape; ///< [samples, ...]
   std::vector<float> values;  ///< C order
   std::string dataKind;       ///< "npy", "csv", ...
+  /// One name per sample where the data names them (an image folder's
+  /// files, relative to it), else empty. A .csv file starts each row with it.
+  std::vector<std::string> sampleNames;
 };
 
 /// Writes predictions atomically (docs/cli.md, "Output files"): `.npy`

@@ -37,6 +37,14 @@
 #include <immintrin.h>
 #endif
 
+// x86-64: AVX2 copies of the SIMD loops, chosen at run time.
+#if defined(__SSE2__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define AMPC_RESIZE_AVX2 1
+#define AMPC_RESIZE_AVX2_TARGET __attribute__((target("avx2")))
+#else
+#define AMPC_RESIZE_AVX2 0
+#endif
+
 namespace ampc::data {
 
 namespace {
@@ -256,9 +264,7 @@ void horizontalRowSse2(const uint8_t *in, const AxisTaps &taps, uint8_t *out) {
                out);
 }
 
-#if defined(__GNUC__) && defined(__x86_64__)
-#define AMPC_RESIZE_AVX2 1
-#define AMPC_RESIZE_AVX2_TARGET __attribute__((target("avx2")))
+#if AMPC_RESIZE_AVX2
 
 bool useAvx2() {
   static const bool has = __builtin_cpu_supports("avx2");
@@ -316,8 +322,6 @@ AMPC_RESIZE_AVX2_TARGET void horizontalRowAvx2(const uint8_t *in, const AxisTaps
                                        fullPairs),
                out); // low, high: the last output's (the first of its group)
 }
-#else
-#define AMPC_RESIZE_AVX2 0
 #endif
 
 /// The row loops by window: [w] unrolled for window w, [0] for any.

@@ -62,11 +62,8 @@ public:
 
   bool loadSample(int64_t index, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
                   std::string &err) override {
-    if (index < 0 || index >= numSamples()) {
-      err = "sample " + std::to_string(index) + " is out of range [0, " +
-            std::to_string(numSamples()) + ")";
+    if (!checkSampleIndex(index, numSamples(), err))
       return false;
-    }
     if (batch.size() != arrays_.size()) {
       err = "expected " + std::to_string(arrays_.size()) + " batch tensors, got " +
             std::to_string(batch.size());

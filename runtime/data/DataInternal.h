@@ -70,6 +70,14 @@ bool analyzeInputs(const Graph &g, llvm::SmallVectorImpl<InputInfo> &out, std::s
 void fillStandardNormals(float *out, int64_t n, uint64_t key, uint64_t firstIndex,
                          bool allowWide = true);
 
+/// Whether `index` lies in [0, n); else false with err saying so.
+inline bool checkSampleIndex(int64_t index, int64_t n, std::string &err) {
+  if (index >= 0 && index < n)
+    return true;
+  err = "sample " + std::to_string(index) + " is out of range [0, " + std::to_string(n) + ")";
+  return false;
+}
+
 /// "data file 'path': msg" -- the form every file error takes.
 std::string fileError(llvm::StringRef path, const llvm::Twine &msg);
 /// `path` as written when absolute or when modelDir is empty, else

@@ -114,11 +114,8 @@ public:
 
   bool loadDrawnSample(int64_t index, int64_t epoch, llvm::MutableArrayRef<HostTensor> batch,
                        int64_t row, std::string &err) override {
-    if (index < 0 || index >= numSamples()) {
-      err = "sample " + std::to_string(index) + " is out of range [0, " +
-            std::to_string(numSamples()) + ")";
+    if (!checkSampleIndex(index, numSamples(), err))
       return false;
-    }
     const ImageFile &file = files_[index];
     RgbImage decoded;
     if (!decodeImageFile(file.path, decoded, err)) {

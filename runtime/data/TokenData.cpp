@@ -69,11 +69,8 @@ public:
 
   bool loadDrawnSample(int64_t index, int64_t epoch, llvm::MutableArrayRef<HostTensor> batch,
                        int64_t row, std::string &err) override {
-    if (index < 0 || index >= numSamples()) {
-      err = "sample " + std::to_string(index) + " is out of range [0, " +
-            std::to_string(numSamples()) + ")";
+    if (!checkSampleIndex(index, numSamples(), err))
       return false;
-    }
     int64_t offset = windowStart(index, epoch);
     if (x_ >= 0)
       copyTokens(offset, batch[x_], row);

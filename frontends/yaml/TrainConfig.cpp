@@ -210,8 +210,8 @@ static bool readTokenData(Reader &r, const MapEntries &args, const std::string &
   return true;
 }
 
-/// A list of `n` numbers (or one, repeated) under `name`, each within the
-/// setting's range.
+/// A list of `n` numbers (or one, alone or in a list, repeated) under
+/// `name`, each within the setting's range.
 static bool readNumberList(Reader &r, const MapEntry &e, size_t n, const Setting &s,
                            std::vector<double> &out) {
   if (e.value.node.IsScalar()) {
@@ -222,8 +222,11 @@ static bool readNumberList(Reader &r, const MapEntry &e, size_t n, const Setting
   } else if (!r.readFloatList(e.value, "'" + e.key + "'", out)) {
     return false;
   }
+  if (out.size() == 1)
+    out.assign(n, out[0]);
   if (out.size() != n)
-    return r.error(e.value, "'" + e.key + "' must be a list of " + llvm::Twine(n) + " numbers");
+    return r.error(e.value, "'" + e.key + "' must be one number or a list of " + llvm::Twine(n) +
+                                " numbers");
   for (double v : out)
     if (!checkRange(r, e.value, s, v))
       return false;

@@ -74,21 +74,26 @@ bool Batcher::loadRow(const BatchTicket &ticket, llvm::MutableArrayRef<HostTenso
 }
 
 bool Batcher::loadRows(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch,
-                       int64_t from, bool parallel, std::string &err) const {
+                       llvm::ArrayRef<uint8_t> made, bool parallel, std::string &err) const {
   int64_t count = ticket.count;
-  if (!parallel || !source_.concurrentLoads() || count - from < 2) {
-    for (int64_t r = from; r < count; ++r)
-      if (!loadRow(ticket, batch, r, err))
+  auto wanted = [&](int64_t r) { return made.empty() || !made[static_cast<size_t>(r)]; };
+  int64_t missing = 0;
+  for (int64_t r = 0; r < count; ++r)
+    missing += wanted(r);
+  if (!parallel || !source_.concurrentLoads() || missing < 2) {
+    for (int64_t r = 0; r < count; ++r)
+      if (wanted(r) && !loadRow(ticket, batch, r, err))
         return false;
   } else {
     // Rows are disjoint, so threads fill them independently. Of several
     // failures the lowest row's is reported, as a sequential fill would.
     std::vector<std::string> errors(static_cast<size_t>(count));
     std::vector<char> failed(static_cast<size_t>(count), 0);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = from; r < count; ++r)
-      failed[r] = !loadRow(ticket, batch, r, errors[r]);
-    for (int64_t r = from; r < count; ++r)
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t r = 0; r < count; ++r)
+      if (wanted(r))
+        failed[r] = !loadRow(ticket, batch, r, errors[r]);
+    for (int64_t r = 0; r < count; ++r)
       if (failed[r]) {
         err = std::move(errors[r]);
         return false;
@@ -139,7 +144,7 @@ bool Batcher::next(llvm::MutableArrayRef<HostTensor> batch, int64_t &rows, std::
   BatchTicket ticket;
   if (!checkBatchTensors(batch, err) || !take(ticket, err))
     return false;
-  if (!loadRows(ticket, batch, 0, /*parallel=*/true, err)) {
+  if (!loadRows(ticket, batch, {}, /*parallel=*/true, err)) {
     --step_; // the step is not advanced by a failed batch
     return false;
   }

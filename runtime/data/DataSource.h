@@ -148,13 +148,14 @@ public:
 
   /// next() in two halves, for loading a batch on another thread: take()
   /// advances to the next batch and says which samples fill it (false with
-  /// `err` when the data cannot make a batch); loadRows() then fills rows
-  /// [from, count) of `batch` and zeroes the rows past `count`. loadRows and
-  /// loadRow only read the source, so several threads may call them at once
-  /// (DataSource::concurrentLoads).
+  /// `err` when the data cannot make a batch); loadRows() then fills the
+  /// rows [0, count) of `batch` that `made` does not mark (made[r] != 0: row
+  /// r is there already; empty: none is) and zeroes the rows past `count`.
+  /// loadRows and loadRow only read the source, so several threads may call
+  /// them at once (DataSource::concurrentLoads).
   bool take(BatchTicket &ticket, std::string &err);
-  bool loadRows(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch, int64_t from,
-                bool parallel, std::string &err) const;
+  bool loadRows(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch,
+                llvm::ArrayRef<uint8_t> made, bool parallel, std::string &err) const;
   bool loadRow(const BatchTicket &ticket, llvm::MutableArrayRef<HostTensor> batch, int64_t row,
                std::string &err) const;
   /// Whether `batch` has one tensor per graph input with the batch size as

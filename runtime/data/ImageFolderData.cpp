@@ -82,6 +82,7 @@ struct ImageFile {
 
 struct Transform {
   int64_t height = 0, width = 0; ///< the sample's size
+  int channels = 3;              ///< 1: converted to grayscale after decoding
   int64_t resize = 0;            ///< evaluation: the shorter side before the centre crop
   bool randomCrop = false;
   std::array<double, 2> scale{0.08, 1.0}, ratio{3.0 / 4.0, 4.0 / 3.0};
@@ -122,6 +123,8 @@ public:
       err = fileError(file.path, err);
       return false;
     }
+    if (t_.channels == 1)
+      toGrayscale(decoded);
     bool training = epoch != kEvaluationDraw;
     uint64_t stream = kAugmentStreamBase + static_cast<uint64_t>(training ? epoch : 0);
     auto uniform = [&](int k) {
@@ -146,10 +149,11 @@ public:
     HostTensor &out = batch[image_];
     int64_t n = out.rowElements();
     if (out.dtype() == DType::F32) {
-      toNormalizedChw(sample, flip, t_.mean, t_.stdev, static_cast<float *>(out.rowData(row)));
+      toNormalizedChw(sample, flip, t_.mean, t_.stdev, static_cast<float *>(out.rowData(row)),
+                      t_.channels);
     } else {
       std::vector<float> values(static_cast<size_t>(n));
-      toNormalizedChw(sample, flip, t_.mean, t_.stdev, values.data());
+      toNormalizedChw(sample, flip, t_.mean, t_.stdev, values.data(), t_.channels);
       for (int64_t i = 0; i < n; ++i)
         out.setFromDouble(row * n + i, values[i]);
     }
@@ -228,10 +232,12 @@ bool walkSorted(const std::string &root, const std::string &relative,
 bool readTransform(const Graph &g, const std::string &prefix, const InputInfo &image, Transform &t,
                    std::string &err) {
   llvm::ArrayRef<int64_t> dims = image.value->type().dims();
-  if (dims.size() != 4 || dims[1] != 3) {
-    err = "image_folder data feeds RGB images [B, 3, H, W]; " + image.describe() + " is not";
+  if (dims.size() != 4 || (dims[1] != 3 && dims[1] != 1)) {
+    err = "image_folder data feeds RGB images [B, 3, H, W] or grayscale ones [B, 1, H, W]; " +
+          image.describe() + " is neither";
     return false;
   }
+  t.channels = static_cast<int>(dims[1]);
   t.height = dims[2];
   t.width = dims[3];
   if (const Attribute *a = findMeta(g, prefix + "size", AttrType::Ints)) {
@@ -261,6 +267,14 @@ bool readTransform(const Graph &g, const std::string &prefix, const InputInfo &i
   if (const Attribute *s = findMeta(g, prefix + "normalize.std", AttrType::Floats))
     for (int c = 0; c < 3; ++c)
       t.stdev[c] = static_cast<float>(s->getFloats()[c]);
+  if (t.channels == 1)
+    for (const auto *values : {&t.mean, &t.stdev})
+      if ((*values)[1] != (*values)[0] || (*values)[2] != (*values)[0]) {
+        err = "image_folder data feeds grayscale images to " + image.describe() +
+              ", one channel, but normalize gives three different " +
+              (values == &t.mean ? "means" : "standard deviations") + "; give one value";
+        return false;
+      }
   t.seed = static_cast<uint64_t>(metaInt(g, prefix + "seed", metaInt(g, "train.seed", 0)));
   return true;
 }

@@ -44,12 +44,21 @@ RgbImage cropPadded(const RgbImage &image, const CropBox &box) {
   return out;
 }
 
+void toGrayscale(RgbImage &image) {
+  for (size_t i = 0; i + 2 < image.pixels.size(); i += 3) {
+    uint32_t luma = (uint32_t(image.pixels[i]) * 19595u + uint32_t(image.pixels[i + 1]) * 38470u +
+                     uint32_t(image.pixels[i + 2]) * 7471u + 0x8000u) >>
+                    16;
+    image.pixels[i] = image.pixels[i + 1] = image.pixels[i + 2] = static_cast<uint8_t>(luma);
+  }
+}
+
 void toNormalizedChw(const RgbImage &image, bool flip, const std::array<float, 3> &mean,
-                     const std::array<float, 3> &stdev, float *out) {
+                     const std::array<float, 3> &stdev, float *out, int channels) {
   int64_t w = image.width, h = image.height;
   // ToTensor divides by 255, Normalize subtracts and divides: in float, as
   // torchvision does (x / 255 - m) / s.
-  for (int c = 0; c < 3; ++c) {
+  for (int c = 0; c < channels; ++c) {
     float m = mean[c], s = stdev[c];
     float *plane = out + c * h * w;
     for (int64_t y = 0; y < h; ++y) {

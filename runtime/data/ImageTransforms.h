@@ -48,11 +48,18 @@ CropBox centerCropBox(int64_t imageWidth, int64_t imageHeight, int64_t height, i
 /// The crop box of `image` (zero outside it) as a new image.
 RgbImage cropPadded(const RgbImage &image, const CropBox &box);
 
-/// ToTensor + Normalize: out[c][y][x] = (pixel / 255 - mean[c]) / std[c],
+/// torchvision's Grayscale(1), which is PIL's convert("L"): every pixel
+/// becomes its luma (R 19595 + G 38470 + B 7471 + 2^15) >> 16, kept in all
+/// three channels, so the crops and resizes after it treat the image as
+/// they treat an RGB one (each channel alike).
+void toGrayscale(RgbImage &image);
+
+/// ToTensor + Normalize: out[c][y][x] = (pixel / 255 - mean[c]) / std[c]
+/// for the first `channels` channels (3, or 1 of a grayscale image),
 /// columns mirrored when `flip` (RandomHorizontalFlip). `out` holds
-/// 3 x height x width floats.
+/// channels x height x width floats.
 void toNormalizedChw(const RgbImage &image, bool flip, const std::array<float, 3> &mean,
-                     const std::array<float, 3> &stdev, float *out);
+                     const std::array<float, 3> &stdev, float *out, int channels = 3);
 
 // --- template definition ---------------------------------------------------
 

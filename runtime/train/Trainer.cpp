@@ -12,6 +12,7 @@
 #include "ir/support/Hash.h"
 #include "runtime/dist/Communicator.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -62,13 +63,14 @@ bool isClassification(const Node &loss) {
          loss.operand(0)->type().rank() >= 1;
 }
 
-/// Correct predictions and counted targets of one batch (targets equal to
-/// the loss's ignore_index, if it has one, are not counted).
-void countCorrect(const Program &p, const Node &loss, int64_t &correct, int64_t &counted,
-                  int64_t &correct5) {
+/// Correct predictions and counted targets of the first `samples` of the
+/// program's `batch` samples (targets equal to the loss's ignore_index, if
+/// it has one, are not counted).
+void countCorrect(const Program &p, const Node &loss, int64_t samples, int64_t batch,
+                  int64_t &correct, int64_t &counted, int64_t &correct5) {
   const Value *logits = loss.operand(0), *labels = loss.operand(1);
   int64_t classes = logits->type().dims().back();
-  int64_t rows = logits->type().numElements() / classes;
+  int64_t rows = logits->type().numElements() / classes / batch * samples;
   const Attribute *ignoreAttr = loss.findAttr("ignore_index");
   std::optional<int64_t> ignore;
   if (ignoreAttr && ignoreAttr->is(AttrType::Int))
@@ -150,6 +152,37 @@ uint64_t replicatedStateHash(const Program &p) {
 
 } // namespace
 
+/// Runs the first `rows` samples of `batch` through `full`, a program for
+/// a larger batch, and adds their summed loss to `lossSum`. The rows past
+/// them repeat sample 0, and a second run of sample 0 alone gives its loss
+/// l0: the loss is a mean with the same weight for every sample, and in
+/// inference no sample's value depends on another's, so the samples' sum
+/// is B L - (B - rows) l0. `afterFirstRun` reads the first run's outputs
+/// (the classifications) before the second overwrites them.
+static void paddedBatchLoss(Program &full, const Node &loss,
+                            llvm::MutableArrayRef<HostTensor> batch, int64_t rows, double &lossSum,
+                            llvm::function_ref<void()> afterFirstRun) {
+  const int64_t b = batch.empty() ? 1 : batch[0].dims()[0];
+  auto fillFrom = [&](int64_t first) {
+    for (HostTensor &t : batch) {
+      size_t rowBytes = static_cast<size_t>(t.rowElements()) * dtypeSize(t.dtype());
+      auto *data = static_cast<char *>(t.data());
+      for (int64_t r = first; r < b; ++r)
+        std::memcpy(data + r * rowBytes, data, rowBytes);
+    }
+  };
+  fillFrom(rows);
+  bindBatch(full, batch);
+  full.run(0);
+  double padded = readScalar(full, loss.result(0));
+  afterFirstRun();
+  fillFrom(1);
+  bindBatch(full, batch);
+  full.run(0);
+  double first = readScalar(full, loss.result(0));
+  lossSum += double(b) * padded - double(b - rows) * first;
+}
+
 bool Trainer::evaluate(EvalResult &result, std::string &err) {
   const Graph &tg = train_.graph();
   for (Program *ev : {eval_.program, eval_.tail}) {
@@ -191,10 +224,21 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
     if (!batcher.next(batch, rows, err))
       return false;
     Program *ev = &full;
+    if (rows < opts.batchSize && !eval_.tail) {
+      // A model that cannot be built at another batch (an ONNX export with
+      // the batch in its reshapes): the last samples run padded to a whole
+      // batch.
+      paddedBatchLoss(full, *loss, batch, rows, lossSum, [&] {
+        if (classification)
+          countCorrect(full, *loss, rows, opts.batchSize, correct, counted, correct5);
+      });
+      samples += rows;
+      continue;
+    }
     if (rows < opts.batchSize) {
       // The last partial batch runs through the program compiled for it.
       ev = eval_.tail;
-      if (!ev || ev->graph().inputs()[0]->type().dim(0) != rows) {
+      if (ev->graph().inputs()[0]->type().dim(0) != rows) {
         err = "no evaluation program for the last " + std::to_string(rows) + " samples";
         return false;
       }
@@ -210,7 +254,7 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
     lossSum += readScalar(*ev, l->result(0)) * double(rows);
     samples += rows;
     if (classification)
-      countCorrect(*ev, *l, correct, counted, correct5);
+      countCorrect(*ev, *l, rows, rows, correct, counted, correct5);
   }
   result.loss = lossSum / double(samples);
   result.samples = samples;
@@ -308,7 +352,10 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
 
   Batcher batcher(data_, batching_);
   batcher.skipTo(result.firstStep * k);
-  BatchPrefetcher prefetcher(batcher, g, options_.prefetch);
+  int dataWorkers = !options_.prefetch         ? 0
+                    : options_.dataWorkers > 0 ? options_.dataWorkers
+                                               : BatchPrefetcher::defaultWorkers(kernelThreads());
+  BatchPrefetcher prefetcher(batcher, g, dataWorkers);
   ThreadGovernor governor(options_.adaptThreads ? kernelThreads() : 1);
   llvm::MutableArrayRef<HostTensor> batch;
   // A step's epoch is that of its last micro-batch.

@@ -59,8 +59,11 @@ struct TrainOptions {
   /// schedule is applied and said in one line (0 / "" = not recorded).
   int64_t batchSize = 0;
   std::string dataDescription, scheduleDescription;
-  /// Make the next batch on a background thread while a step runs.
+  /// Make the next batch on background threads while a step runs: this
+  /// many (0: BatchPrefetcher::defaultWorkers, the cores the kernels'
+  /// threads leave free, at least one).
   bool prefetch = true;
+  int dataWorkers = 0;
   /// Size the kernels' thread team to the cores the process gets, between
   /// steps (ThreadGovernor), starting from kernelThreads().
   bool adaptThreads = false;
@@ -120,7 +123,10 @@ struct Evaluator {
   Program *program = nullptr;
   DataSource *data = nullptr;
   /// The same graph compiled for the last partial batch (data size modulo
-  /// the program's batch); null when the batch divides the data.
+  /// the program's batch); null when the batch divides the data, or when
+  /// the model cannot be built at another batch (an ONNX export with the
+  /// batch in its reshapes): the last samples then run padded to a whole
+  /// batch through `program`, their loss separated exactly (evaluate()).
   Program *tail = nullptr;
 };
 

@@ -635,11 +635,12 @@ TEST(Batcher, PrefetcherKeepsTheOrderAndPassesFailuresOn) {
   DiagnosticEngine diag;
   auto src = createDataSource(*g, dir.path(), diag);
   ASSERT_TRUE(src);
-  auto ids = [&](bool background) {
+  auto ids = [&](int workers) {
     Batcher b(*src, {4, true, 9, true});
     std::vector<int64_t> out;
     std::string err;
-    BatchPrefetcher prefetcher(b, *g, background);
+    BatchPrefetcher prefetcher(b, *g, workers);
+    EXPECT_EQ(prefetcher.workers(), workers);
     for (int i = 0; i < 12; ++i) {
       llvm::MutableArrayRef<HostTensor> batch;
       int64_t rows = 0;
@@ -660,8 +661,9 @@ TEST(Batcher, PrefetcherKeepsTheOrderAndPassesFailuresOn) {
     for (int64_t id : rowsOf(batch[0], rows))
       expected.push_back(id);
   }
-  EXPECT_EQ(ids(true), expected);
-  EXPECT_EQ(ids(false), expected);
+  EXPECT_EQ(ids(1), expected);
+  EXPECT_EQ(ids(3), expected); // rows shared by three workers
+  EXPECT_EQ(ids(0), expected);
 
   // Three samples make no batch of four: the worker's error comes back.
   auto tiny = classifier(4, 2, 2, 4);
@@ -669,7 +671,7 @@ TEST(Batcher, PrefetcherKeepsTheOrderAndPassesFailuresOn) {
   auto few = createDataSource(*tiny, "", diag);
   ASSERT_TRUE(few);
   Batcher b(*few, {4, true, 0, true});
-  BatchPrefetcher prefetcher(b, *tiny, /*background=*/true);
+  BatchPrefetcher prefetcher(b, *tiny, /*workers=*/2);
   llvm::MutableArrayRef<HostTensor> out;
   int64_t rows = 0;
   EXPECT_FALSE(prefetcher.next(out, rows, true, err));
@@ -701,6 +703,7 @@ public:
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return stalled_; });
   }
+
   void release() {
     std::lock_guard<std::mutex> lock(mutex_);
     released_ = true;
@@ -738,7 +741,7 @@ TEST(Batcher, PrefetcherTakesOverABatchItsWorkerStalledOn) {
   StallingSource stalling(*base, /*stallAt=*/2);
   Batcher b(stalling, {4, true, 5, true});
   {
-    BatchPrefetcher prefetcher(b, *g, /*background=*/true);
+    BatchPrefetcher prefetcher(b, *g, /*workers=*/1);
     ASSERT_TRUE(prefetcher.background());
     stalling.waitUntilStalled(); // rows 0 and 1 of batch 0 are made
     llvm::MutableArrayRef<HostTensor> batch;
@@ -760,6 +763,52 @@ TEST(Batcher, PrefetcherTakesOverABatchItsWorkerStalledOn) {
     PrefetchCounts c = prefetcher.counts();
     EXPECT_EQ(c.fromWorker + c.takenOver + c.byCaller, 8);
   }
+}
+
+// With several workers, one stuck on a row holds up neither the caller nor
+// the others' rows: the caller copies the three rows they made, and the
+// batch after waits until the stuck worker has left (it writes that slot).
+TEST(Batcher, PrefetcherWorkersShareRowsAndOneStallingHoldsNobodyUp) {
+  TempDir dir;
+  auto g = classifier(4, 2, 2, 4);
+  writeIndexedNpy(dir, *g, 40, 4);
+  DiagnosticEngine diag;
+  auto base = createDataSource(*g, dir.path(), diag);
+  ASSERT_TRUE(base) << firstError(diag);
+  Batcher plain(*base, {4, true, 5, true});
+  auto expected = makeBatchTensors(*g);
+  auto expectNext = [&](llvm::ArrayRef<HostTensor> got, int64_t rows) {
+    int64_t want = 0;
+    std::string err;
+    ASSERT_TRUE(plain.next(expected, want, err)) << err;
+    EXPECT_EQ(rows, want);
+    EXPECT_EQ(rowsOf(got[0], rows), rowsOf(expected[0], want));
+    EXPECT_EQ(std::memcmp(got[1].data(), expected[1].data(), got[1].sizeInBytes()), 0);
+  };
+  StallingSource stalling(*base, /*stallAt=*/2);
+  Batcher b(stalling, {4, true, 5, true});
+  BatchPrefetcher prefetcher(b, *g, /*workers=*/3);
+  ASSERT_EQ(prefetcher.workers(), 3);
+  stalling.waitUntilStalled();
+  while (prefetcher.rowsReady() < 3) // rows 0, 1 and 3 of batch 0
+    std::this_thread::yield();
+  llvm::MutableArrayRef<HostTensor> batch;
+  int64_t rows = 0;
+  std::string err;
+  ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/true, err)) << err;
+  expectNext(batch, rows);
+  EXPECT_EQ(prefetcher.counts().takenOver, 1);
+  EXPECT_EQ(prefetcher.counts().rowsCopied, 3);
+  ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/true, err)) << err;
+  expectNext(batch, rows);
+  EXPECT_EQ(prefetcher.counts().byCaller, 1);
+  stalling.release();
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/i < 7, err)) << err;
+    expectNext(batch, rows);
+  }
+  PrefetchCounts c = prefetcher.counts();
+  EXPECT_EQ(c.fromWorker + c.takenOver + c.byCaller, 10);
 }
 
 TEST(Batcher, TooFewSamplesForOneBatch) {

@@ -110,4 +110,22 @@ TEST(ImageTransforms, NormalizeWritesChwAndMirrorsWhenFlipped) {
   EXPECT_FLOAT_EQ(flipped[5], out[4]);
 }
 
+// PIL's convert("L") luma in integers: a grey pixel stays itself, pure red,
+// green and blue give 76, 150 and 29 (Pillow's 19595, 38470, 7471 / 2^16).
+TEST(ImageTransforms, GrayscaleIsPilsLumaInEveryChannel) {
+  RgbImage image;
+  image.width = 5;
+  image.height = 1;
+  image.pixels = {128, 128, 128, 255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 200, 30};
+  toGrayscale(image);
+  std::vector<uint8_t> want = {128, 128, 128, 76, 76, 76, 150, 150, 150, 29, 29, 29};
+  // (10 x 19595 + 200 x 38470 + 30 x 7471 + 32768) >> 16 = 124
+  for (int i = 0; i < 3; ++i)
+    want.push_back(124);
+  EXPECT_EQ(image.pixels, want);
+  float one[5];
+  toNormalizedChw(image, false, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, one, /*channels=*/1);
+  EXPECT_FLOAT_EQ(one[3], (29.0f / 255.0f - 0.5f) / 0.5f);
+}
+
 } // namespace

@@ -74,6 +74,7 @@ struct Options {
   bool explain = false;  ///< print each node's precision and why
   bool castCache = true; ///< --no-cast-cache turns the runtime cache off
   bool prefetch = true;  ///< --no-prefetch: batches made inside the step
+  int dataWorkers = 0;   ///< --data-workers N (0: the cores the kernels leave free)
   bool profile = false;  ///< --profile: per-kernel times of the step
   std::string trace;     ///< --trace FILE: a timeline of the first steps
   // `ampc compare`: the step's data, the f64 reference, what diverges.

@@ -56,6 +56,7 @@ api::TrainOptions trainOptions(const api::Model &m, const Options &opts) {
   t.writeThrough = opts.writeThrough;
   t.progress = progressOf(opts.progress);
   t.prefetch = opts.prefetch;
+  t.dataWorkers = opts.dataWorkers;
   // --threads N is a fixed team; without it the team follows the cores
   // this process gets (smaller while another process shares them).
   t.adaptThreads = !opts.threads;

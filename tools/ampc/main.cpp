@@ -246,6 +246,12 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
                     "the step before (to measure what prefetching saves)")
            ->group(train),
        trains);
+  only(app.add_option("--data-workers", opts.dataWorkers,
+                      "threads that make batches ahead of the step (default: the cores the "
+                      "kernels' threads leave free, at least one; they run at idle priority)")
+           ->check(CLI::Range(1, 256))
+           ->group(train),
+       trains);
 
   auto *amp = "Mixed precision (override the opt level's properties; docs/opt-levels.md)";
   auto property = [&](const char *flag, const char *name, const char *help) {

@@ -59,6 +59,16 @@ std::optional<int64_t> batchFactor(const ampc::TensorType &t1, int64_t b1,
   return d1 / b1;
 }
 
+/// `out` for a prediction `pred` whose dim 0 holds k rows a sample.
+void setLayout(const ampc::Value &pred, int64_t k, SampleLayout &out) {
+  out.rowsPerSample = k;
+  out.sampleShape.clear();
+  if (k > 1)
+    out.sampleShape.push_back(k);
+  for (int64_t d : pred.type().dims().drop_front())
+    out.sampleShape.push_back(d);
+}
+
 } // namespace
 
 std::vector<std::string> inputsReadBy(const ampc::Value &v) {
@@ -133,12 +143,23 @@ bool sampleLayout(const ampc::Graph &at1, int64_t b1, const ampc::Graph &at2, in
     err = subject + " is not computed from the data";
     return false;
   }
-  out.rowsPerSample = factor.lookup(pred);
-  out.sampleShape.clear();
-  if (out.rowsPerSample > 1)
-    out.sampleShape.push_back(out.rowsPerSample);
-  for (int64_t d : pred->type().dims().drop_front())
-    out.sampleShape.push_back(d);
+  setLayout(*pred, factor.lookup(pred), out);
+  return true;
+}
+
+bool fixedBatchLayout(const ampc::Graph &g, int64_t b, SampleLayout &out, std::string &err) {
+  const ampc::Value *pred = predictionValue(g);
+  if (!pred) {
+    err = "the model has no output to predict";
+    return false;
+  }
+  if (pred->type().rank() == 0 || b <= 0 || pred->type().dim(0) % b != 0) {
+    err = "the prediction '" + pred->name().str() + "' " + pred->type().str() +
+          " cannot be split into samples: the model builds at batch " + std::to_string(b) +
+          " only, and its dim 0 is not a multiple of it";
+    return false;
+  }
+  setLayout(*pred, pred->type().dim(0) / b, out);
   return true;
 }
 

@@ -59,6 +59,14 @@ struct SampleLayout {
 bool sampleLayout(const ampc::Graph &at1, int64_t b1, const ampc::Graph &at2, int64_t b2,
                   SampleLayout &out, std::string &err);
 
+/// The split of a model that builds at its own batch `b` only (an ONNX
+/// export whose reshapes hold the batch it was traced with), so no second
+/// batch size can show where the batch is: sample i owns rows [i k,
+/// (i + 1) k) of dim 0, k = dim 0 / b, as for the models sampleLayout
+/// accepts (and what a user slicing the outputs of such a model assumes).
+/// Fails with `err` when dim 0 is not a multiple of the batch.
+bool fixedBatchLayout(const ampc::Graph &g, int64_t b, SampleLayout &out, std::string &err);
+
 } // namespace ampc::api
 
 #endif

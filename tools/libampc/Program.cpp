@@ -228,7 +228,10 @@ int64_t batchOf(const ampc::Program &prog) {
 
 /// Inference programs that cover `samples` samples exactly: one at the
 /// model's batch (or `samples`, when fewer), and one for the last partial
-/// batch when the batch does not divide them.
+/// batch when the batch does not divide them. A model that builds at its
+/// own batch but not at those (an ONNX export whose reshapes hold the
+/// batch it was traced with) gets no tail: its last samples run padded to
+/// a whole batch (Trainer::evaluate, predict).
 bool buildEvalPrograms(Program::Impl &p, int64_t samples, DiagnosticEngine &diag,
                        Inference purpose = Inference::Evaluate) {
   if (samples <= 0) {
@@ -238,17 +241,17 @@ bool buildEvalPrograms(Program::Impl &p, int64_t samples, DiagnosticEngine &diag
   Program::Impl::InferencePrograms &slot = programsFor(p, purpose);
   if (!slot.program && !buildEvalProgram(p, std::nullopt, diag, false, purpose))
     return false;
-  if (batchOf(*slot.program) > samples && !buildEvalProgram(p, samples, diag, false, purpose))
-    return false;
+  DiagnosticEngine otherBatch; // a failure there leaves the padded batch
+  if (batchOf(*slot.program) > samples)
+    buildEvalProgram(p, samples, otherBatch, false, purpose);
   int64_t rest = samples % batchOf(*slot.program);
-  if (rest == 0) {
+  bool tailFits = slot.tail && batchOf(*slot.tail) == rest;
+  if (rest == 0 || (!tailFits && !buildEvalProgram(p, rest, otherBatch, /*tail=*/true, purpose))) {
+    // No partial batch, or none the model builds at: no tail program.
     slot.tail.reset();
     slot.tailGraph.reset();
-    return true;
   }
-  if (slot.tail && batchOf(*slot.tail) == rest)
-    return true;
-  return buildEvalProgram(p, rest, diag, /*tail=*/true, purpose);
+  return true;
 }
 
 /// The data a DataSpec names, into p.specData ("" = the model's data, which
@@ -591,6 +594,7 @@ Result<TrainReport> Program::train(const TrainOptions &opts) {
   t.specialOutputs = opts.writeThrough ? SpecialOutputs::WriteThrough : SpecialOutputs::Refuse;
   t.resumePath = p.resumePath;
   t.prefetch = opts.prefetch;
+  t.dataWorkers = opts.dataWorkers;
   t.adaptThreads = opts.adaptThreads && p.backend->name() == "cpu";
   t.profile = opts.profile || opts.traceSteps > 0;
   t.traceSteps = opts.traceSteps;
@@ -869,10 +873,12 @@ Result<Predictions> Program::predict(const DataSpec &data) {
     if (at1->inputs().empty() || at1->inputs()[0]->type().rank() == 0 ||
         at1->inputs()[0]->type().dim(0) != batch)
       at1 = importAgain(p, batch, diag);
-    std::unique_ptr<Graph> at2 = at1 ? importAgain(p, batch + 1, diag) : nullptr;
-    if (!at2)
+    if (!at1)
       return toStatus(diag);
-    if (!sampleLayout(*at1, batch, *at2, batch + 1, layout, err))
+    DiagnosticEngine otherBatch;
+    std::unique_ptr<Graph> at2 = importAgain(p, batch + 1, otherBatch);
+    if (at2 ? !sampleLayout(*at1, batch, *at2, batch + 1, layout, err)
+            : !fixedBatchLayout(*at1, batch, layout, err))
       return Status::error(err);
     // The model's name for it, not a cast's the passes added (logits.f32).
     out.name = predictionValue(*at1)->name().str();
@@ -897,7 +903,10 @@ Result<Predictions> Program::predict(const DataSpec &data) {
     int64_t rows = 0;
     if (!batcher.next(tensors, rows, err))
       return Status::error(err);
-    ampc::Program &ev = rows < batch ? *programs.tail : *programs.program;
+    // A partial batch without a program of its own (a fixed-batch model)
+    // runs padded with zero rows, whose predictions are dropped.
+    bool padded = rows < batch && !programs.tail;
+    ampc::Program &ev = rows < batch && !padded ? *programs.tail : *programs.program;
     const Graph &g = ev.graph();
     for (size_t i = 0; i < g.inputs().size(); ++i)
       std::memcpy(ev.dataToOverwrite(g.inputs()[i]), tensors[i].data(),
@@ -906,7 +915,7 @@ Result<Predictions> Program::predict(const DataSpec &data) {
     const ampc::Value *v = g.outputs()[0];
     // Every row of every sample of the batch, and nothing of the rows
     // past them (a partial batch's program has exactly its rows).
-    if (v->type().numElements() != rows * perSample)
+    if (v->type().numElements() != (padded ? batch : rows) * perSample)
       return Status::error("the prediction '" + out.name + "' is " + v->type().str() +
                            " for a batch of " + std::to_string(rows) + ", not " +
                            std::to_string(perSample) + " values a sample");

@@ -214,9 +214,12 @@ struct TrainOptions {
   /// Let the checkpoint go through a symlink (to its target) or into a
   /// device or FIFO; refused by default (see writeFileAtomically).
   bool writeThrough = false;
-  /// Make each next batch on a background thread while the current step
-  /// runs (off: in the step, on every core, as a measurement baseline).
+  /// Make each next batch on background threads while the current step
+  /// runs (off: in the step, on every core, as a measurement baseline):
+  /// dataWorkers of them, at idle priority (0: the cores the kernels'
+  /// threads leave free, at least one).
   bool prefetch = true;
+  int dataWorkers = 0;
   /// On the cpu device, size the kernels' thread team to the cores this
   /// process gets between steps (ThreadGovernor: smaller while another
   /// process shares the cores, back to api::threads() when they are free

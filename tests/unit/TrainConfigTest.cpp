@@ -143,4 +143,20 @@ TEST(TrainConfigTest, LoadedSettingsDriveTheOptimizerPass) {
   EXPECT_EQ(update->attr("accumulate").getInt(), 2);
 }
 
+// normalize's mean and std: one number, alone or in a list, stands for all
+// three channels (and is what a grayscale input takes); two are an error.
+TEST(TrainConfigTest, ImageFolderNormalizeTakesOneValueOrThree) {
+  auto g =
+      loadOk(model("{sgd: {lr: 0.1}}",
+                   "{data: {image_folder: {path: imgs, normalize: {mean: [0.5], std: 0.25}}}}"));
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->meta().at("train.data.normalize.mean").getFloats(),
+            std::vector<double>({0.5, 0.5, 0.5}));
+  EXPECT_EQ(g->meta().at("train.data.normalize.std").getFloats(),
+            std::vector<double>({0.25, 0.25, 0.25}));
+  EXPECT_ERROR(model("{sgd: {lr: 0.1}}",
+                     "{data: {image_folder: {path: imgs, normalize: {mean: [0.1, 0.2]}}}}"),
+               "7:61", "'mean' must be one number or a list of 3 numbers");
+}
+
 } // namespace

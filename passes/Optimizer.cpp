@@ -147,11 +147,20 @@ private:
   DiagnosticEngine &diag_;
   /// The parameters to update and their gradients, in state order.
   std::vector<std::pair<Value *, Value *>> paramGrads_;
+  /// A parameter group's update and learning rate (meta optimizer.groups.*);
+  /// groups_[0] is the optimizer's own settings, group i + 1 the file's
+  /// group i.
+  struct Group {
+    std::optional<UpdateRecipe> recipe;
+    std::optional<AttrMap> schedule;
+    Value *lr = nullptr;
+  };
+  std::vector<Group> groups_;
+  /// Per parameter (paramGrads_ order), its index in groups_.
+  std::vector<size_t> groupOf_;
   int64_t accumulate_ = 1;
   bool clip_ = false;
   double clipNorm_ = 0;
-  std::optional<UpdateRecipe> recipe_;
-  std::optional<AttrMap> schedule_;
   /// Where nodes that belong to no one parameter point: the loss.
   Location stepLoc_;
   Value *lr_ = nullptr;
@@ -184,14 +193,38 @@ bool OptimizerLowering::readSettings() {
   clip_ = meta.has("train.clip_grad_norm");
   if (!meta.failed() && clip_ && !(clipNorm_ > 0))
     meta.error("meta 'train.clip_grad_norm' must be > 0, got " + formatDouble(clipNorm_));
+  int64_t groups = meta.integer("optimizer.groups", 0);
   if (meta.failed())
     return false;
-  recipe_ = readRecipe(meta, accumulate_);
-  if (!recipe_)
-    return false;
-  schedule_ = readSchedule(meta, accumulate_);
-  if (!schedule_)
-    return false;
+  for (int64_t i = -1; i < groups; ++i) {
+    // A group's settings stand in for the optimizer's, the rest are shared.
+    AttrMap settings = g_.meta();
+    if (i >= 0) {
+      std::string prefix = "optimizer.groups." + std::to_string(i) + ".";
+      for (const auto &[key, value] : g_.meta())
+        if (llvm::StringRef(key).startswith(prefix) && !llvm::StringRef(key).endswith(".params"))
+          settings[("optimizer." + llvm::StringRef(key).substr(prefix.size())).str()] = value;
+    }
+    MetaReader m(settings, diag_, "optimizer: ");
+    Group group;
+    group.recipe = readRecipe(m, accumulate_);
+    if (!group.recipe)
+      return false;
+    group.schedule = readSchedule(m, accumulate_);
+    if (!group.schedule)
+      return false;
+    if (i >= 0)
+      group.recipe->attrs["group"] = Attribute(i);
+    groups_.push_back(std::move(group));
+  }
+  for (auto [param, grad] : paramGrads_) {
+    int64_t group = meta.integer("optimizer.group_of." + param->name().str(), -1);
+    if (group < -1 || group >= groups)
+      return error(param->loc(), "meta 'optimizer.group_of." + param->name() + "' is " +
+                                     llvm::Twine(group) + ", not a group of the " +
+                                     llvm::Twine(groups));
+    groupOf_.push_back(static_cast<size_t>(group + 1));
+  }
   if (paramGrads_.empty())
     return error(g_.loc(), "the graph has no parameter gradients (run autodiff first)");
   return true;
@@ -209,7 +242,10 @@ Value *OptimizerLowering::addZeroState(const Value *param, llvm::StringRef suffi
 
 /// One step count shared by every update that needs it.
 bool OptimizerLowering::addStepCounter() {
-  if (!recipe_->takesStepCount)
+  bool needed = false;
+  for (const Group &group : groups_)
+    needed = needed || group.recipe->takesStepCount;
+  if (!needed)
     return true;
   const std::string counterName = "optimizer.step";
   if (!requireFreeName(counterName))
@@ -268,10 +304,12 @@ bool OptimizerLowering::addClipping() {
 bool OptimizerLowering::addUpdates() {
   for (size_t i = 0; i < paramGrads_.size(); ++i) {
     Value *param = paramGrads_[i].first;
+    const Group &group = groups_[groupOf_[i]];
+    const UpdateRecipe &recipe = *group.recipe;
     llvm::SmallVector<Value *, 8> operands = {param, grads_[i]};
     llvm::SmallVector<Value *, 2> state;
     std::vector<std::string> names = {nextName(param->name())};
-    for (const std::string &suffix : recipe_->stateSuffixes) {
+    for (const std::string &suffix : recipe.stateSuffixes) {
       Value *s = addZeroState(param, suffix);
       if (!s)
         return false;
@@ -279,12 +317,12 @@ bool OptimizerLowering::addUpdates() {
       operands.push_back(s);
       names.push_back(nextName(s->name()));
     }
-    if (stepCount_)
+    if (recipe.takesStepCount)
       operands.push_back(stepCount_);
-    operands.push_back(lr_);
+    operands.push_back(group.lr);
     if (gradScale_)
       operands.push_back(gradScale_);
-    Node *n = build(recipe_->op, operands, recipe_->attrs, names, param->loc());
+    Node *n = build(recipe.op, operands, recipe.attrs, names, param->loc());
     if (!n)
       return false;
     g_.addStateUpdate(param, n->result(0));
@@ -321,10 +359,24 @@ bool OptimizerLowering::run() {
     return false;
   if (!requireFreeName("lr") || (clip_ && !requireFreeName("grad_norm")))
     return false;
-  Node *lrNode = build(OpKind::LearningRate, {}, *schedule_, {"lr"}, stepLoc_);
-  if (!lrNode)
-    return false;
-  lr_ = lrNode->result();
+  // One learning rate for the optimizer's settings, and one for each group
+  // whose schedule differs from it (its own lr).
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    Group &group = groups_[i];
+    if (i > 0 && *group.schedule == *groups_[0].schedule) {
+      group.lr = lr_;
+      continue;
+    }
+    std::string name = i == 0 ? "lr" : "lr.group" + std::to_string(i - 1);
+    if (i > 0 && !requireFreeName(name))
+      return false;
+    Node *lrNode = build(OpKind::LearningRate, {}, *group.schedule, {name}, stepLoc_);
+    if (!lrNode)
+      return false;
+    group.lr = lrNode->result();
+    if (i == 0)
+      lr_ = group.lr;
+  }
   if (!addStepCounter() || !accumulateGrads() || !addClipping() || !addUpdates())
     return false;
   replaceOutputs();

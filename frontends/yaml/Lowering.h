@@ -58,7 +58,10 @@ bool lowerLayers(ModelContext &ctx, const Bound &layers, Value *&last,
                  llvm::StringMap<Value *> &names);
 
 /// `optimizer:` and `train:` into the graph's meta.
-bool readOptimizer(Reader &r, const Bound &node, AttrMap &meta);
+/// The optimizer's parameter groups (`groups:`) are matched against `g`'s
+/// parameters here, so a glob that matches nothing or a parameter in two
+/// groups is an error at its place in the file.
+bool readOptimizer(Reader &r, const Bound &node, const Graph &g, AttrMap &meta);
 bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta);
 /// A data source (`train.data`'s syntax) into meta[key] and meta[key.*].
 bool readData(Reader &r, const Bound &node, const Graph &g, AttrMap &meta, const std::string &key,

@@ -142,7 +142,7 @@ private:
       if (!readInit(g, *init))
         return false;
     if (const MapEntry *opt = find("optimizer"))
-      if (!readOptimizer(r_, opt->value, g.meta()))
+      if (!readOptimizer(r_, opt->value, g, g.meta()))
         return false;
     if (const MapEntry *train = find("train"))
       if (!readTrain(r_, train->value, g, g.meta()))

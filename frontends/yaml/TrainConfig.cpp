@@ -10,6 +10,8 @@
 #include "frontends/yaml/ModelLoader.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/GlobPattern.h"
 
 #include <cmath>
 #include <limits>
@@ -93,9 +95,97 @@ std::vector<llvm::StringRef> settingNames(llvm::ArrayRef<Setting> settings) {
   return names;
 }
 
+/// `groups: [{params: [GLOB, ...], <setting>: value, ...}, ...]`, PyTorch's
+/// parameter groups: each group's globs are matched against the names of
+/// `g`'s parameters (ONNX initializer names included), and its settings
+/// override the optimizer's for the parameters it matches. Into meta as
+/// optimizer.groups (the count), optimizer.groups.<i>.params (the globs as
+/// written, for reports), optimizer.groups.<i>.<setting> for each setting
+/// the group gives, and optimizer.group_of.<parameter> = i for each
+/// parameter a group holds (the others take the optimizer's settings).
+bool readParamGroups(Reader &r, const MapEntry &groups, llvm::ArrayRef<Setting> settings,
+                     llvm::StringRef optimizer, const Graph &g, AttrMap &meta) {
+  Bound list;
+  if (!r.resolve(groups.value, list))
+    return false;
+  if (!list.node.IsSequence() || list.node.size() == 0)
+    return r.error(list, "'groups' must be a list of parameter groups ({params: [...], ...}), "
+                         "got " +
+                             Reader::describe(list.node));
+  std::vector<llvm::StringRef> known = settingNames(settings);
+  known.insert(known.begin(), "params");
+  // Which group claimed each parameter, and where.
+  llvm::StringMap<std::pair<int64_t, Location>> owner;
+  int64_t index = 0;
+  for (const YAML::Node &item : list.node) {
+    Bound group;
+    MapEntries fields;
+    if (!r.resolve(Bound{item, list.env, list.fallback}, group) ||
+        !r.readMap(group, "parameter group " + llvm::Twine(index), fields) ||
+        !r.checkKnownKeys(fields, known, "setting", " for a parameter group of " + optimizer))
+      return false;
+    const MapEntry *params = findEntry(fields, "params");
+    if (!params)
+      return r.error(group, "parameter group " + llvm::Twine(index) +
+                                " has no 'params' (the globs of the parameters it holds)");
+    std::vector<Bound> globs;
+    if (!r.readStringList(params->value, "'params'", globs))
+      return false;
+    std::string prefix = "optimizer.groups." + std::to_string(index);
+    std::string written;
+    for (const Bound &b : globs) {
+      std::string text;
+      if (!r.readString(b, "a parameter glob", text))
+        return false;
+      llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(text);
+      if (!glob)
+        return r.error(b, "bad parameter glob '" + text + "': " + llvm::toString(glob.takeError()));
+      int64_t matches = 0;
+      for (const Value *p : g.state(StateKind::Parameter)) {
+        if (!glob->match(p->name()))
+          continue;
+        ++matches;
+        auto [it, fresh] = owner.try_emplace(p->name(), index, r.loc(b));
+        if (!fresh && it->second.first != index)
+          return r.error(b, "parameter '" + p->name() +
+                                "' is in two groups: " + llvm::Twine(it->second.first) + " (" +
+                                it->second.second.str() + ") and " + llvm::Twine(index));
+        meta["optimizer.group_of." + p->name().str()] = Attribute(index);
+      }
+      if (matches == 0) {
+        std::string example;
+        if (!g.state(StateKind::Parameter).empty())
+          example = " (its first is '" + g.state(StateKind::Parameter).front()->name().str() + "')";
+        return r.error(b,
+                       "parameter glob '" + text + "' matches no parameter of the model" + example);
+      }
+      written += (written.empty() ? "" : ", ") + text;
+    }
+    // The group's own settings: only those it gives (the others are the
+    // optimizer's).
+    MapEntries given;
+    for (const MapEntry &f : fields)
+      if (f.key != "params")
+        given.push_back(f);
+    std::vector<Setting> optional;
+    for (const Setting &s : settings)
+      if (findEntry(given, s.name))
+        optional.push_back(s);
+    if (!readSettings(r, given, optional, prefix, r.loc(group), "a parameter group", meta))
+      return false;
+    if (const MapEntry *b = findEntry(given, "betas"))
+      if (meta[prefix + ".betas"].getFloats().size() != 2)
+        return r.error(b->value, "'betas' must be a list of 2 numbers");
+    meta[prefix + ".params"] = Attribute(written);
+    ++index;
+  }
+  meta["optimizer.groups"] = Attribute(index);
+  return true;
+}
+
 } // namespace
 
-bool readOptimizer(Reader &r, const Bound &node, AttrMap &meta) {
+bool readOptimizer(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   MapEntry opt;
   if (!r.readOneKeyMap(node, "'optimizer'", opt))
     return false;
@@ -126,12 +216,16 @@ bool readOptimizer(Reader &r, const Bound &node, AttrMap &meta) {
 
   MapEntries args;
   std::vector<llvm::StringRef> known = settingNames(settings);
+  known.push_back("groups");
   if (!r.readMap(opt.value, "the arguments of " + opt.key, args) ||
       !r.checkKnownKeys(args, known, "argument", " for " + opt.key))
     return false;
   meta["optimizer"] = Attribute(opt.key);
   if (!readSettings(r, args, settings, "optimizer", r.loc(opt.keyNode), opt.key, meta))
     return false;
+  if (const MapEntry *groups = findEntry(args, "groups"))
+    if (!readParamGroups(r, *groups, settings, opt.key, g, meta))
+      return false;
   if (const MapEntry *b = findEntry(args, "betas"))
     if (meta["optimizer.betas"].getFloats().size() != 2)
       return r.error(b->value, "'betas' must be a list of 2 numbers");

@@ -618,6 +618,8 @@ int runCommandLine(int argc, char **argv) {
     out() << model->graph().explain() << model->graph().precisionStats().str << "\n";
     if (std::string c = model->graph().collectives(); !c.empty())
       out() << c << "\n";
+    if (std::string groups = model->graph().parameterGroups(); !groups.empty())
+      out() << groups << "\n";
     return kSuccess;
   }
   printSummary(*model, opts);

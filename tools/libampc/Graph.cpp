@@ -213,6 +213,56 @@ std::string GraphView::collectives() const {
   return s;
 }
 
+std::string GraphView::parameterGroups() const {
+  const ampc::AttrMap &meta = g_->meta();
+  const Attribute *count = findMeta(*g_, "optimizer.groups", AttrType::Int);
+  const Attribute *kind = findMeta(*g_, "optimizer", AttrType::String);
+  if (!count || !kind)
+    return "";
+  int64_t groups = count->getInt();
+  std::vector<std::vector<std::string>> members(static_cast<size_t>(groups + 1));
+  for (const ampc::Value *p : g_->state(ampc::StateKind::Parameter)) {
+    if (!p->trainable())
+      continue;
+    const Attribute *g = findMeta(*g_, "optimizer.group_of." + p->name().str(), AttrType::Int);
+    int64_t group = g ? g->getInt() : -1;
+    if (group >= -1 && group < groups)
+      members[static_cast<size_t>(group + 1)].push_back(p->name().str());
+  }
+  auto list = [](const std::vector<std::string> &names) {
+    std::string s =
+        std::to_string(names.size()) + (names.size() == 1 ? " parameter" : " parameters");
+    for (size_t i = 0; i < names.size(); ++i)
+      s += (i ? ", " : ": ") + names[i];
+    return s;
+  };
+  // The optimizer's own settings, as the model file gives them.
+  std::string settings;
+  for (const auto &[key, value] : meta) {
+    llvm::StringRef k(key);
+    if (k.consume_front("optimizer.") && !k.contains('.') && k != "groups")
+      settings += (settings.empty() ? "" : ", ") + k.str() + " " + value.str();
+  }
+  std::string s = "optimizer " + kind->getString() + " (" + settings + "): " + list(members[0]);
+  for (int64_t i = 0; i < groups; ++i) {
+    std::string prefix = "optimizer.groups." + std::to_string(i) + ".";
+    std::string globs, changes;
+    for (const auto &[key, value] : meta) {
+      llvm::StringRef k(key);
+      if (!k.consume_front(prefix))
+        continue;
+      if (k == "params")
+        globs = value.getString();
+      else
+        changes += (changes.empty() ? "" : ", ") + k.str() + " " + value.str();
+    }
+    s += "\n  group " + std::to_string(i) + " (" + globs +
+         "): " + (changes.empty() ? "the optimizer's settings" : changes) + "; " +
+         list(members[static_cast<size_t>(i + 1)]);
+  }
+  return s;
+}
+
 std::string GraphView::explain() const {
   std::string s;
   llvm::raw_string_ostream os(s);

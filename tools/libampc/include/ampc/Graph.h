@@ -160,6 +160,11 @@ public:
   /// gradients per optimizer step (f32)" (and SyncBatchNorm's statistics);
   /// "" for a graph of one rank (docs/distributed.md).
   std::string collectives() const;
+  /// The optimizer's parameter groups (`groups:` in the model file), one
+  /// line for the optimizer's own settings and one per group: its globs,
+  /// the settings it changes and the parameters it holds (`ampc
+  /// --explain`); "" for a model without groups.
+  std::string parameterGroups() const;
   PrecisionStats precisionStats() const;
   /// A graph-level setting (the textual IR's meta block: "amp.opt_level",
   /// "optimizer.lr", ...) as the textual IR spells it; nullopt when absent.

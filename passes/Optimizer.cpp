@@ -23,6 +23,8 @@ struct UpdateRecipe {
   /// Per-parameter state tensors, named <param>.<suffix>, in operand order.
   std::vector<std::string> stateSuffixes;
   bool takesStepCount = false;
+  /// LAMB: the global norm of every gradient, before the learning rate.
+  bool takesGradNorm = false;
   AttrMap attrs;
 };
 
@@ -62,10 +64,28 @@ std::optional<UpdateRecipe> readRecipe(MetaReader &m, int64_t accumulate) {
     r.attrs["eps"] = Attribute(m.number("optimizer.eps", 1e-8));
     r.attrs["weight_decay"] = Attribute(m.number("optimizer.weight_decay", decoupled ? 1e-2 : 0.0));
     r.attrs["decoupled_weight_decay"] = Attribute(decoupled);
+  } else if (kind == "lamb") {
+    // Apex FusedLAMB's settings and defaults.
+    std::vector<double> betas = m.numbers("optimizer.betas", {0.9, 0.999});
+    if (betas.size() != 2)
+      m.error("meta 'optimizer.betas' must hold 2 numbers");
+    r.op = OpKind::LambUpdate;
+    r.stateSuffixes = {"exp_avg", "exp_avg_sq"};
+    r.takesStepCount = true;
+    r.takesGradNorm = true;
+    r.attrs["beta1"] = Attribute(betas.size() == 2 ? betas[0] : 0.9);
+    r.attrs["beta2"] = Attribute(betas.size() == 2 ? betas[1] : 0.999);
+    r.attrs["eps"] = Attribute(m.number("optimizer.eps", 1e-6));
+    r.attrs["weight_decay"] = Attribute(m.number("optimizer.weight_decay", 0.01));
+    r.attrs["decoupled_weight_decay"] = Attribute(m.boolean("optimizer.adam_w_mode", true));
+    r.attrs["grad_averaging"] = Attribute(m.boolean("optimizer.grad_averaging", true));
+    r.attrs["bias_correction"] = Attribute(m.boolean("optimizer.bias_correction", true));
+    r.attrs["max_grad_norm"] = Attribute(m.number("optimizer.max_grad_norm", 1.0));
+    r.attrs["use_nvlamb"] = Attribute(m.boolean("optimizer.use_nvlamb", false));
   } else if (kind.empty()) {
     m.error("the graph's meta has no 'optimizer' (give the model an 'optimizer:' section)");
   } else {
-    m.error("unknown optimizer '" + kind + "'; expected sgd, adam or adamw");
+    m.error("unknown optimizer '" + kind + "'; expected sgd, adam, adamw or lamb");
   }
   r.attrs["accumulate"] = Attribute(accumulate);
   if (m.failed())
@@ -137,6 +157,13 @@ private:
   Value *addZeroState(const Value *param, llvm::StringRef suffix);
 
   bool readSettings();
+  /// Whether an update reads the global gradient norm (LAMB).
+  bool takesGradNorm() const {
+    for (const Group &group : groups_)
+      if (group.recipe->takesGradNorm)
+        return true;
+    return false;
+  }
   bool addStepCounter();
   bool accumulateGrads();
   bool addClipping();
@@ -287,6 +314,18 @@ bool OptimizerLowering::accumulateGrads() {
 
 /// Clipping by the global norm: one coefficient every update scales by.
 bool OptimizerLowering::addClipping() {
+  bool lamb = takesGradNorm();
+  if (lamb && clip_)
+    return error(stepLoc_, "lamb clips by the global norm itself (its max_grad_norm); "
+                           "remove train.clip_grad_norm");
+  if (lamb) {
+    // FusedLAMB's global norm, of every gradient before any clipping.
+    Node *norm = build(OpKind::GlobalNorm, grads_, {}, {"grad_norm"}, stepLoc_);
+    if (!norm)
+      return false;
+    gradNorm_ = norm->result();
+    return true;
+  }
   if (!clip_)
     return true;
   Node *norm = build(OpKind::GlobalNorm, grads_, {}, {"grad_norm"}, stepLoc_);
@@ -319,6 +358,8 @@ bool OptimizerLowering::addUpdates() {
     }
     if (recipe.takesStepCount)
       operands.push_back(stepCount_);
+    if (recipe.takesGradNorm)
+      operands.push_back(gradNorm_);
     operands.push_back(group.lr);
     if (gradScale_)
       operands.push_back(gradScale_);
@@ -357,7 +398,7 @@ bool OptimizerLowering::run() {
   }
   if (!readSettings())
     return false;
-  if (!requireFreeName("lr") || (clip_ && !requireFreeName("grad_norm")))
+  if (!requireFreeName("lr") || ((clip_ || takesGradNorm()) && !requireFreeName("grad_norm")))
     return false;
   // One learning rate for the optimizer's settings, and one for each group
   // whose schedule differs from it (its own lr).

@@ -211,8 +211,22 @@ bool readOptimizer(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) 
     settings = adamLike(0.0);
   else if (opt.key == "adamw")
     settings = adamLike(0.01);
+  else if (opt.key == "lamb")
+    settings = {
+        // Apex FusedLAMB's arguments and defaults.
+        {"lr", AttrType::Float, 1e-3, 0, true},
+        {"betas", AttrType::Floats, std::vector<double>{0.9, 0.999}, 0, false, 1.0},
+        {"eps", AttrType::Float, 1e-6, 0, true},
+        {"weight_decay", AttrType::Float, 0.01},
+        {"adam_w_mode", AttrType::Bool, true},
+        {"grad_averaging", AttrType::Bool, true},
+        {"bias_correction", AttrType::Bool, true},
+        {"max_grad_norm", AttrType::Float, 1.0, 0, true},
+        {"use_nvlamb", AttrType::Bool, false},
+    };
   else
-    return r.error(opt.keyNode, "unknown optimizer '" + opt.key + "'; expected sgd, adam or adamw");
+    return r.error(opt.keyNode,
+                   "unknown optimizer '" + opt.key + "'; expected sgd, adam, adamw or lamb");
 
   MapEntries args;
   std::vector<llvm::StringRef> known = settingNames(settings);

@@ -61,7 +61,8 @@ bool requireNonNegative(InferContext &ctx, llvm::StringRef attr) {
 }
 
 bool isScalarOperand(llvm::StringRef name) {
-  return name == "step_count" || name == "lr" || name == "grad_scale" || name == "skip";
+  return name == "step_count" || name == "lr" || name == "grad_scale" || name == "skip" ||
+         name == "grad_norm";
 }
 
 /// The shared layout of the update ops (see the file comment), read from the
@@ -116,6 +117,13 @@ bool inferAdamUpdate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &resul
   if (!(ctx.getFloat("eps") > 0))
     return ctx.error("eps must be > 0, got " + formatDouble(ctx.getFloat("eps")));
   return requireNonNegative(ctx, "weight_decay") && inferUpdateLayout(ctx, results);
+}
+
+bool inferLambUpdate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  if (!(ctx.getFloat("max_grad_norm") > 0))
+    return ctx.error("max_grad_norm must be > 0, got " +
+                     formatDouble(ctx.getFloat("max_grad_norm")));
+  return inferAdamUpdate(ctx, results);
 }
 
 // learning_rate() -> f32[]: the schedule's value at the optimizer step
@@ -244,6 +252,21 @@ void registerOptimizerOps(OpRegistry &r) {
       .optionalOperand("model_param")
       .updatesStateInPlace()
       .infer(inferAdamUpdate);
+  // FusedLAMB: Adam's moments of the gradient clipped by the global norm
+  // (grad_norm, of every gradient), then a per-tensor trust ratio.
+  OpRow(r.define(OpKind::LambUpdate))
+      .operand("param")
+      .operand("grad")
+      .fp32Operand("exp_avg")
+      .fp32Operand("exp_avg_sq")
+      .fp32Operand("step_count")
+      .fp32Operand("grad_norm")
+      .fp32Operand("lr")
+      .optionalOperand("grad_scale")
+      .optionalOperand("skip")
+      .optionalOperand("model_param")
+      .updatesStateInPlace()
+      .infer(inferLambUpdate);
 }
 
 } // namespace ampc

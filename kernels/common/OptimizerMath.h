@@ -205,6 +205,67 @@ AMPC_HD inline T adamStep(T param, T grad, T &expAvg, T &expAvgSq, const AdamSca
   return param + s.negStepSize * expAvg / denom;
 }
 
+//===----------------------------------------------------------------------===//
+// LAMB (Apex FusedLAMB, csrc/multi_tensor_lamb.cu)
+//===----------------------------------------------------------------------===//
+
+template <class T> struct LambScalars {
+  T gradDivisor;  ///< the global clip: norm / max_grad_norm when above it, else 1
+  T beta1, beta3; ///< beta3: 1 - beta1 with grad_averaging, else 1
+  T beta2, oneMinusBeta2;
+  T biasCorrection1, biasCorrection2; ///< 1 - beta^t, or 1 without bias correction
+  T eps;
+  T weightDecay;
+  bool decoupled; ///< adam_w_mode: the decay joins the update, not the gradient
+};
+
+/// Scalars of step t (1-based) with the global gradient norm `gradNorm`.
+template <class T>
+AMPC_HD inline LambScalars<T> makeLambScalars(double beta1, double beta2, double eps,
+                                              double weightDecay, bool decoupled,
+                                              bool gradAveraging, bool biasCorrection,
+                                              double maxGradNorm, double gradNorm, double t) {
+  using std::pow;
+  LambScalars<T> s;
+  s.gradDivisor = static_cast<T>(gradNorm > maxGradNorm ? gradNorm / maxGradNorm : 1.0);
+  s.beta1 = static_cast<T>(beta1);
+  s.beta3 = static_cast<T>(gradAveraging ? 1 - beta1 : 1.0);
+  s.beta2 = static_cast<T>(beta2);
+  s.oneMinusBeta2 = static_cast<T>(1 - beta2);
+  s.biasCorrection1 = static_cast<T>(biasCorrection ? 1 - pow(beta1, t) : 1.0);
+  s.biasCorrection2 = static_cast<T>(biasCorrection ? 1 - pow(beta2, t) : 1.0);
+  s.eps = static_cast<T>(eps);
+  s.weightDecay = static_cast<T>(weightDecay);
+  s.decoupled = decoupled;
+  return s;
+}
+
+/// LAMB's first stage for an element: updates the moments and returns the
+/// update direction u (before the trust ratio).
+template <class T>
+AMPC_HD inline T lambDirection(T param, T grad, T &expAvg, T &expAvgSq, const LambScalars<T> &s) {
+  using std::sqrt;
+  T g = grad / s.gradDivisor;
+  if (!s.decoupled)
+    g = g + s.weightDecay * param;
+  expAvg = expAvg * s.beta1 + s.beta3 * g;
+  expAvgSq = expAvgSq * s.beta2 + s.oneMinusBeta2 * g * g;
+  T u = (expAvg / s.biasCorrection1) / (sqrt(expAvgSq / s.biasCorrection2) + s.eps);
+  if (s.decoupled)
+    u = u + s.weightDecay * param;
+  return u;
+}
+
+/// The step size of a tensor from the norms of its parameter and its update:
+/// lr x |p| / |u| (both non-zero; else lr), only where the tensor decays
+/// (weight_decay != 0) unless use_nvlamb.
+AMPC_HD inline double lambStepSize(double lr, double paramNorm, double updateNorm,
+                                   double weightDecay, bool useNvlamb) {
+  if (!useNvlamb && weightDecay == 0)
+    return lr;
+  return paramNorm != 0 && updateNorm != 0 ? lr * (paramNorm / updateNorm) : lr;
+}
+
 } // namespace ampc::kernels
 
 #endif

@@ -644,6 +644,8 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     return updateKernel(ctx, n, kc::UpdateKind::SgdMomentum);
   case OpKind::AdamUpdate:
     return updateKernel(ctx, n, kc::UpdateKind::Adam);
+  case OpKind::LambUpdate:
+    return nullptr; // no device kernel yet: the host fallback runs it
 
   // Loss scaling.
   case OpKind::UnscaleCheck: {

@@ -96,6 +96,7 @@ void clipCoefficient(const KernelArgs &a);
 void sgdUpdate(const KernelArgs &a);
 void sgdMomentumUpdate(const KernelArgs &a);
 void adamUpdate(const KernelArgs &a);
+void lambUpdate(const KernelArgs &a);
 
 // LossScale.cpp
 void unscaleCheck(const KernelArgs &a);

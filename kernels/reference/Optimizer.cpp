@@ -218,4 +218,36 @@ void adamUpdate(const KernelArgs &a) {
   });
 }
 
+void lambUpdate(const KernelArgs &a) {
+  UpdateControl c = readControl(a, /*lrIndex=*/6);
+  if (!c.apply)
+    return passThrough(a, 2, c);
+  attrs::LambUpdate at(*a.node);
+  double stepCount = readScalar(a.in(4)), gradNorm = readScalar(a.in(5));
+  withComputeType(a.in(0).dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    LambScalars<T> s = makeLambScalars<T>(
+        at.beta1(), at.beta2(), at.eps(), at.weight_decay(), at.decoupled_weight_decay(),
+        at.grad_averaging(), at.bias_correction(), at.max_grad_norm(), gradNorm, stepCount);
+    // Stage 1: the moments and the update direction, with both norms.
+    int64_t n = a.out().numElements();
+    std::vector<T> update(static_cast<size_t>(n));
+    double paramSq = 0, updateSq = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      T param = loadAs<T>(a.in(0), i);
+      T expAvg = loadAs<T>(a.in(2), i), expAvgSq = loadAs<T>(a.in(3), i);
+      update[i] = lambDirection<T>(param, scaledGrad<T>(a, c, i), expAvg, expAvgSq, s);
+      storeAs<T>(a.out(1), i, expAvg);
+      storeAs<T>(a.out(2), i, expAvgSq);
+      paramSq += double(param) * double(param);
+      updateSq += double(update[i]) * double(update[i]);
+    }
+    // Stage 2: the trust ratio scales the whole tensor's step.
+    T step = static_cast<T>(lambStepSize(c.lr, std::sqrt(paramSq), std::sqrt(updateSq),
+                                         at.weight_decay(), at.use_nvlamb()));
+    for (int64_t i = 0; i < n; ++i)
+      storeParam<T>(a, c, i, loadAs<T>(a.in(0), i) - step * update[i]);
+  });
+}
+
 } // namespace ampc::kernels::ref

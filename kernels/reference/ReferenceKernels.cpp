@@ -152,6 +152,8 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::sgdMomentumUpdate;
   case OpKind::AdamUpdate:
     return ref::adamUpdate;
+  case OpKind::LambUpdate:
+    return ref::lambUpdate;
   // Loss-scaling ops.
   case OpKind::UnscaleCheck:
     return ref::unscaleCheck;

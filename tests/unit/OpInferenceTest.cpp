@@ -267,6 +267,11 @@ std::vector<ValidCase> validCases() {
        {"f16[8]", "f16[8]", "f32[8]", "f32[8]", "f32[]", "f32[]", "f32[]", "f32[]"},
        {},
        "f16[8], f32[8], f32[8]"},
+      // lamb_update's grad_norm (the global norm) comes before lr.
+      {"lamb_update",
+       {"f16[8]", "f16[8]", "f32[8]", "f32[8]", "f32[]", "f32[]", "f32[]", "f32[]", "f32[]"},
+       {},
+       "f16[8], f32[8], f32[8]"},
 
       // Loss scaling (ir/ops/LossScale.cpp): found_inf, the scale used and
       // its inverse; the gradients are only read.

@@ -213,6 +213,30 @@ TEST(OptimizerKernels, AdamBiasCorrectionFollowsTheStepCount) {
   }
 }
 
+// FusedLAMB at step 1, by hand: p = [3, 4] (|p| 5), g = [6, 8] with the
+// global norm 10 above max_grad_norm 5, so g / 2 = [3, 4]; bias-corrected
+// moments give m / sqrt(v) = [1, 1]; adam_w_mode adds 0.5 p: u = [2.5, 3];
+// the trust ratio makes the step lr |p| / |u| = lr x 5 / sqrt(15.25). Without
+// weight decay (and no nvlamb) the step is lr.
+TEST(OptimizerKernels, LambClipsByTheGlobalNormAndScalesByTheTrustRatio) {
+  for (double decay : {0.5, 0.0}) {
+    KernelRun r = runKernel("lamb_update",
+                            {vec(DType::F64, 2), vec(DType::F64, 2), vec(DType::F64, 2),
+                             vec(DType::F64, 2), scalarF32(), scalarF32(), scalarF32()},
+                            {{3, 4}, {6, 8}, {0, 0}, {0, 0}, {1}, {10}, {0.125}},
+                            {{"eps", Attribute(1e-12)},
+                             {"weight_decay", Attribute(decay)},
+                             {"max_grad_norm", Attribute(5.0)}});
+    ASSERT_TRUE(r.ok) << r.error;
+    std::vector<double> u = {1 + decay * 3, 1 + decay * 4};
+    double step = decay ? 0.125 * 5 / std::sqrt(u[0] * u[0] + u[1] * u[1]) : 0.125;
+    EXPECT_NEAR(r.outputs[0][0], 3 - step * u[0], 1e-9) << "decay " << decay;
+    EXPECT_NEAR(r.outputs[0][1], 4 - step * u[1], 1e-9) << "decay " << decay;
+    EXPECT_NEAR(r.outputs[1][0], 0.3, 1e-12);   // (1 - beta1) x 3
+    EXPECT_NEAR(r.outputs[2][1], 0.016, 1e-12); // (1 - beta2) x 4^2
+  }
+}
+
 TEST(OptimizerKernels, HalfParameterWithF32Moments) {
   // bf16 parameter, f32 state: the math runs in f32 and the parameter is
   // rounded once. 1 - 0.099999998 = 0.900000002 rounds to bf16 0.8984375.

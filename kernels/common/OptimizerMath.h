@@ -256,6 +256,11 @@ AMPC_HD inline T lambDirection(T param, T grad, T &expAvg, T &expAvgSq, const La
   return u;
 }
 
+/// LAMB's per-tensor norms are sums of squares in double over blocks of this
+/// many elements (each block in order, then the blocks in order), so the
+/// cpu backend's blocks on several threads give the reference's bits.
+inline constexpr int64_t kLambNormBlock = 4096;
+
 /// The step size of a tensor from the norms of its parameter and its update:
 /// lr x |p| / |u| (both non-zero; else lr), only where the tensor decays
 /// (weight_decay != 0) unless use_nvlamb.

@@ -49,6 +49,7 @@ std::unique_ptr<NodeKernel> prepareLoopLayerNormGrad(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopSgdUpdate(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopSgdMomentumUpdate(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopAdamUpdate(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopLambUpdate(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopAccumulateGrad(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopUnscaleCheck(const Node &n);
 

@@ -1,6 +1,6 @@
 //===- LoopOptimizer.cpp - Optimizer and loss-scale loop kernels of the cpu backend ===//
 //
-// sgd_update, sgd_momentum_update and adam_update (f32 or bf16 parameters
+// sgd_update, sgd_momentum_update, adam_update and lamb_update (f32 or bf16 parameters
 // and gradients, f32 optimizer state, with or without the master-weights
 // epilogue that also writes the new master rounded to the half model
 // weight), accumulate_grad, and unscale_check (the fused unscale + non-finite
@@ -187,6 +187,63 @@ void adamLoop(const KernelArgs &a, const LoopPlan &) {
       });
 }
 
+template <DType P, DType G, DType M, bool HasModel>
+void lambLoop(const KernelArgs &a, const LoopPlan &) {
+  UpdateControl c = readControl(a, /*lrIndex=*/6);
+  if (!c.apply)
+    return passThrough(a, 2, c);
+  attrs::LambUpdate at(*a.node);
+  LambScalars<float> s =
+      makeLambScalars<float>(at.beta1(), at.beta2(), at.eps(), at.weight_decay(),
+                             at.decoupled_weight_decay(), at.grad_averaging(), at.bias_correction(),
+                             at.max_grad_norm(), readScalar(a.in(5)), readScalar(a.in(4)));
+  const void *param = a.in(0).data, *grad = a.in(1).data;
+  const float *expAvg = a.in(2).as<float>(), *expAvgSq = a.in(3).as<float>();
+  void *newParam = a.out(0).data, *model = HasModel ? c.modelCopy->data : nullptr;
+  float *newExpAvg = a.out(1).as<float>(), *newExpAvgSq = a.out(2).as<float>();
+  float gradScale = c.gradScale;
+  // Stage 1, a block of kLambNormBlock elements per task: the moments, the
+  // update direction and each block's sums of squares, added in block
+  // order afterwards (the reference's order).
+  int64_t n = a.out(0).numElements(), blocks = (n + kLambNormBlock - 1) / kLambNormBlock;
+  std::vector<float> update(static_cast<size_t>(n));
+  std::vector<double> paramSq(static_cast<size_t>(blocks)), updateSq(static_cast<size_t>(blocks));
+  float *u = update.data();
+  double *ps = paramSq.data(), *us = updateSq.data();
+  parallelFor(blocks, 1, [=](int64_t firstBlock, int64_t lastBlock) {
+    for (int64_t b = firstBlock; b < lastBlock; ++b) {
+      double blockParamSq = 0, blockUpdateSq = 0;
+      for (int64_t i = b * kLambNormBlock, end = std::min(n, i + kLambNormBlock); i < end; ++i) {
+        float p = load<P>(param, i), m = expAvg[i], v = expAvgSq[i];
+        u[i] = lambDirection<float>(p, load<G>(grad, i) * gradScale, m, v, s);
+        newExpAvg[i] = m;
+        newExpAvgSq[i] = v;
+        blockParamSq += double(p) * double(p);
+        blockUpdateSq += double(u[i]) * double(u[i]);
+      }
+      ps[b] = blockParamSq;
+      us[b] = blockUpdateSq;
+    }
+  });
+  double paramNorm = 0, updateNorm = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    paramNorm += ps[b];
+    updateNorm += us[b];
+  }
+  // Stage 2: the trust ratio scales the tensor's step.
+  float step = static_cast<float>(lambStepSize(c.lr, std::sqrt(paramNorm), std::sqrt(updateNorm),
+                                               at.weight_decay(), at.use_nvlamb()));
+  parallelForElements(n, kUpdateGrain, [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) {
+      float p = load<P>(param, i) - step * u[i];
+      store<P>(newParam, i, p);
+      if constexpr (HasModel)
+        store<M>(model, i, p);
+    }
+  });
+}
+
 /// The update kernels of one op as a class, so one dispatcher picks the
 /// instance for any of them.
 #define AMPC_UPDATE_KERNELS(Name, fn)                                                              \
@@ -198,6 +255,7 @@ void adamLoop(const KernelArgs &a, const LoopPlan &) {
 AMPC_UPDATE_KERNELS(SgdKernels, sgdLoop)
 AMPC_UPDATE_KERNELS(SgdMomentumKernels, sgdMomentumLoop)
 AMPC_UPDATE_KERNELS(AdamKernels, adamLoop)
+AMPC_UPDATE_KERNELS(LambKernels, lambLoop)
 #undef AMPC_UPDATE_KERNELS
 
 /// Calls f(DTypeTag<D>{}) for f32 and bf16: the parameter and gradient
@@ -336,6 +394,10 @@ std::unique_ptr<NodeKernel> prepareLoopSgdMomentumUpdate(const Node &n) {
 
 std::unique_ptr<NodeKernel> prepareLoopAdamUpdate(const Node &n) {
   return prepareUpdate<AdamKernels>(n, /*lrIndex=*/5, /*numState=*/2);
+}
+
+std::unique_ptr<NodeKernel> prepareLoopLambUpdate(const Node &n) {
+  return prepareUpdate<LambKernels>(n, /*lrIndex=*/6, /*numState=*/2);
 }
 
 std::unique_ptr<NodeKernel> prepareLoopAccumulateGrad(const Node &n) {

@@ -49,6 +49,7 @@ constexpr LoopOp kLoopOps[] = {
     {OpKind::SgdUpdate, prepareLoopSgdUpdate},
     {OpKind::SgdMomentumUpdate, prepareLoopSgdMomentumUpdate},
     {OpKind::AdamUpdate, prepareLoopAdamUpdate},
+    {OpKind::LambUpdate, prepareLoopLambUpdate},
     {OpKind::AccumulateGrad, prepareLoopAccumulateGrad},
     {OpKind::UnscaleCheck, prepareLoopUnscaleCheck},
     {OpKind::Softmax, prepareLoopSoftmax},

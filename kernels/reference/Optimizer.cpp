@@ -17,6 +17,7 @@
 #include "kernels/common/Storage.h"
 #include "kernels/reference/Families.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -229,18 +230,24 @@ void lambUpdate(const KernelArgs &a) {
     LambScalars<T> s = makeLambScalars<T>(
         at.beta1(), at.beta2(), at.eps(), at.weight_decay(), at.decoupled_weight_decay(),
         at.grad_averaging(), at.bias_correction(), at.max_grad_norm(), gradNorm, stepCount);
-    // Stage 1: the moments and the update direction, with both norms.
+    // Stage 1: the moments and the update direction, with both norms
+    // summed block by block (kLambNormBlock).
     int64_t n = a.out().numElements();
     std::vector<T> update(static_cast<size_t>(n));
     double paramSq = 0, updateSq = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      T param = loadAs<T>(a.in(0), i);
-      T expAvg = loadAs<T>(a.in(2), i), expAvgSq = loadAs<T>(a.in(3), i);
-      update[i] = lambDirection<T>(param, scaledGrad<T>(a, c, i), expAvg, expAvgSq, s);
-      storeAs<T>(a.out(1), i, expAvg);
-      storeAs<T>(a.out(2), i, expAvgSq);
-      paramSq += double(param) * double(param);
-      updateSq += double(update[i]) * double(update[i]);
+    for (int64_t begin = 0; begin < n; begin += kLambNormBlock) {
+      double blockParamSq = 0, blockUpdateSq = 0;
+      for (int64_t i = begin, end = std::min(n, begin + kLambNormBlock); i < end; ++i) {
+        T param = loadAs<T>(a.in(0), i);
+        T expAvg = loadAs<T>(a.in(2), i), expAvgSq = loadAs<T>(a.in(3), i);
+        update[i] = lambDirection<T>(param, scaledGrad<T>(a, c, i), expAvg, expAvgSq, s);
+        storeAs<T>(a.out(1), i, expAvg);
+        storeAs<T>(a.out(2), i, expAvgSq);
+        blockParamSq += double(param) * double(param);
+        blockUpdateSq += double(update[i]) * double(update[i]);
+      }
+      paramSq += blockParamSq;
+      updateSq += blockUpdateSq;
     }
     // Stage 2: the trust ratio scales the whole tensor's step.
     T step = static_cast<T>(lambStepSize(c.lr, std::sqrt(paramSq), std::sqrt(updateSq),

@@ -592,6 +592,33 @@ TEST(CpuLoopsTest, AdamUpdateIsBitExact) {
     }
 }
 
+// LAMB's norms are summed per block of kLambNormBlock on the threads and
+// the blocks in order, as the reference sums them: the same bits, with the
+// global clip acting (grad_norm 3 > max_grad_norm 1) or not.
+TEST(CpuLoopsTest, LambUpdateIsBitExact) {
+  for (DType pt : kTrainDTypes)
+    for (const Trailing &tr : trailingCases()) {
+      if (tr.model && pt != DType::F32)
+        continue;
+      for (bool decoupled : {false, true}) {
+        int64_t n = decoupled ? 1001 : 70001;
+        TensorType param = of(pt, {n});
+        std::vector<Operand> operands = {uniform(param, 1),
+                                         uniform(of(pt, {n}), 2),
+                                         uniform(f32({n}), 3, -0.1, 0.1),
+                                         uniform(f32({n}), 4, 0, 0.01),
+                                         scalar(7),
+                                         scalar(decoupled ? 3.0 : 0.5)};
+        addTrailing(operands, tr, param, 5);
+        AttrMap attrs;
+        attrs["decoupled_weight_decay"] = Attribute(decoupled);
+        attrs["use_nvlamb"] = Attribute(!decoupled);
+        attrs["grad_averaging"] = Attribute(decoupled);
+        expectBitIdentical("lamb_update", operands, attrs);
+      }
+    }
+}
+
 TEST(CpuLoopsTest, UpdatesFollowGradientAccumulation) {
   // accumulate = 3: steps 0 and 1 pass the state through (and report it
   // unchanged), step 2 applies, step 5 applies again; with skip = 1 none do.

@@ -8,6 +8,7 @@
 #include "frontends/yaml/ModelLoader.h"
 #include "passes/Autodiff.h"
 #include "passes/Optimizer.h"
+#include "runtime/data/DataSource.h"
 
 #include <gtest/gtest.h>
 
@@ -157,6 +158,40 @@ TEST(TrainConfigTest, ImageFolderNormalizeTakesOneValueOrThree) {
   EXPECT_ERROR(model("{sgd: {lr: 0.1}}",
                      "{data: {image_folder: {path: imgs, normalize: {mean: [0.1, 0.2]}}}}"),
                "7:61", "'mean' must be one number or a list of 3 numbers");
+}
+
+// A grayscale input ([B, 1, H, W]) takes one mean and one std; three
+// different ones are an error when the data opens, before any file is read.
+TEST(TrainConfigTest, GrayscaleImageFolderRefusesThreeDifferentMeans) {
+  auto gray = [](llvm::StringRef normalize) {
+    return (R"(model: m
+batch: 2
+inputs: {image: {shape: [B, 1, 8, 8]}, label: {shape: [B], dtype: i64}}
+layers: [{flatten: {input: image, name: flat}}, {linear: {out_features: 2, name: out}}]
+loss: {cross_entropy: {input: out, target: label}}
+optimizer: {sgd: {lr: 0.1}}
+train: {data: {image_folder: {path: no-such-folder, normalize: )" +
+            normalize + "}}}\n")
+        .str();
+  };
+  auto g = loadOk(gray("{mean: [0.1, 0.2, 0.3]}"));
+  ASSERT_TRUE(g);
+  DiagnosticEngine diag;
+  EXPECT_FALSE(createDataSource(*g, ".", diag));
+  ASSERT_FALSE(diag.diagnostics().empty());
+  EXPECT_NE(diag.diagnostics().front().str().find(
+                "feeds grayscale images to input 'image' [B,1,8,8], one channel, but normalize "
+                "gives three different means; give one value"),
+            std::string::npos)
+      << diag.diagnostics().front().str();
+  // One mean: the transform is fine, and the missing folder is what fails.
+  g = loadOk(gray("{mean: [0.1307], std: [0.3081]}"));
+  ASSERT_TRUE(g);
+  DiagnosticEngine diag2;
+  EXPECT_FALSE(createDataSource(*g, ".", diag2));
+  ASSERT_FALSE(diag2.diagnostics().empty());
+  EXPECT_NE(diag2.diagnostics().front().str().find("no such folder"), std::string::npos)
+      << diag2.diagnostics().front().str();
 }
 
 } // namespace

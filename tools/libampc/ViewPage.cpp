@@ -233,6 +233,16 @@ std::string memoryPanel(const Program *program, const ViewOptions &opts) {
   return out + "</table></section>\n";
 }
 
+/// The optimizer's parameter groups (GraphView::parameterGroups: the
+/// optimizer's settings, then each group's globs, settings and parameters);
+/// "" for a model without groups.
+std::string groupsPanel(const std::string &groups) {
+  if (groups.empty())
+    return "";
+  return "<section id=\"groups\"><h2>Parameter groups</h2>\n<pre>" + html(groups) +
+         "</pre></section>\n";
+}
+
 /// The casts by conversion ("f32→bf16"), and each one, clickable.
 std::string castPanel(const ampc::Graph &g, const PrecisionStats &stats) {
   struct Count {
@@ -616,6 +626,7 @@ Result<std::string> graphPage(const Model &model, const Program *program, const 
   if (diff)
     page += diff->panel;
   page += castPanel(g, stats);
+  page += groupsPanel(model.graph().parameterGroups());
   page += memoryPanel(program, opts);
   page += "</aside>\n</div>\n<script type=\"application/json\" id=\"ampc-nodes\">" + nodes +
           "</script>\n<script>\n" + kViewScript + "</script>\n</body>\n</html>\n";

@@ -206,8 +206,14 @@ void lambLoop(const KernelArgs &a, const LoopPlan &) {
   // update direction and each block's sums of squares, added in block
   // order afterwards (the reference's order).
   int64_t n = a.out(0).numElements(), blocks = (n + kLambNormBlock - 1) / kLambNormBlock;
-  std::vector<float> update(static_cast<size_t>(n));
-  std::vector<double> paramSq(static_cast<size_t>(blocks)), updateSq(static_cast<size_t>(blocks));
+  // The directions wait for the norms; the buffers are the calling
+  // thread's, kept between steps (a fresh one per step would fault in its
+  // pages every time).
+  thread_local std::vector<float> update;
+  thread_local std::vector<double> paramSq, updateSq;
+  update.resize(static_cast<size_t>(n));
+  paramSq.resize(static_cast<size_t>(blocks));
+  updateSq.resize(static_cast<size_t>(blocks));
   float *u = update.data();
   double *ps = paramSq.data(), *us = updateSq.data();
   parallelFor(blocks, 1, [=](int64_t firstBlock, int64_t lastBlock) {

@@ -21,12 +21,15 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "zoo"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "zoo"))
+sys.path.insert(0, HERE)
 try:
     import numpy as np
     import torch
     import torch.nn.functional as F
     from zoo_models import NanoGpt
+    from check_tokens import stream
 except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
     sys.exit(77)
@@ -41,17 +44,6 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what)
     if not cond:
         FAILURES.append(what)
-
-
-def stream(rng, n):
-    """A learnable stream: runs that count up by a random stride."""
-    out, t = [], 0
-    while len(out) < n:
-        stride = int(rng.integers(1, 4))
-        for _ in range(int(rng.integers(5, 20))):
-            t = (t + stride) % V
-            out.append(t)
-    return np.array(out[:n], dtype=np.uint16)
 
 
 def model_yaml(steps, shuffle):
@@ -95,7 +87,7 @@ def main():
     torch.manual_seed(0)
     module = NanoGpt(vocab=V, block=T)
     with tempfile.TemporaryDirectory() as tmp:
-        train, val = stream(rng, 30000), stream(rng, 4001)
+        train, val = stream(rng, 30000, V), stream(rng, 4001, V)
         train.tofile(os.path.join(tmp, "train.bin"))
         val.tofile(os.path.join(tmp, "val.bin"))
         example = torch.zeros(B, T, dtype=torch.long)

@@ -71,13 +71,13 @@ train:
 """
 
 
-def stream(rng, n):
+def stream(rng, n, vocab=V):
     """A learnable stream: runs that count up by a random stride."""
     out, t = [], 0
     while len(out) < n:
         stride = int(rng.integers(1, 4))
         for _ in range(int(rng.integers(5, 20))):
-            t = (t + stride) % V
+            t = (t + stride) % vocab
             out.append(t)
     return np.array(out[:n], dtype=np.uint16)
 

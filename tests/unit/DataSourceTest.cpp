@@ -720,25 +720,41 @@ private:
   bool stalled_ = false, released_ = false;
 };
 
-// A worker stuck mid-batch never holds the step up: the caller copies the
-// rows it finished, loads the rest, and the batches are the batcher's.
-TEST(Batcher, PrefetcherTakesOverABatchItsWorkerStalledOn) {
-  TempDir dir;
-  auto g = classifier(4, 2, 2, 4);
-  writeIndexedNpy(dir, *g, 40, 4);
-  DiagnosticEngine diag;
-  auto base = createDataSource(*g, dir.path(), diag);
-  ASSERT_TRUE(base) << firstError(diag);
-  Batcher plain(*base, {4, true, 5, true});
-  auto expected = makeBatchTensors(*g);
-  auto expectNext = [&](llvm::ArrayRef<HostTensor> got, int64_t rows) {
+/// 40 indexed npy samples in batches of 4 (seed 5), and the batches a plain
+/// Batcher hands out, to check a prefetcher's against one by one.
+struct StallTestData {
+  StallTestData() : g(classifier(4, 2, 2, 4)) {
+    writeIndexedNpy(dir, *g, 40, 4);
+    base = createDataSource(*g, dir.path(), diag);
+    if (base) {
+      plain = std::make_unique<Batcher>(*base, BatchOptions{4, true, 5, true});
+      expected = makeBatchTensors(*g);
+    }
+  }
+  /// The next batch must be the plain batcher's next.
+  void expectNext(llvm::ArrayRef<HostTensor> got, int64_t rows) {
     int64_t want = 0;
     std::string err;
-    ASSERT_TRUE(plain.next(expected, want, err)) << err;
+    ASSERT_TRUE(plain->next(expected, want, err)) << err;
     EXPECT_EQ(rows, want);
     EXPECT_EQ(rowsOf(got[0], rows), rowsOf(expected[0], want));
     EXPECT_EQ(std::memcmp(got[1].data(), expected[1].data(), got[1].sizeInBytes()), 0);
-  };
+  }
+  TempDir dir;
+  std::unique_ptr<Graph> g;
+  DiagnosticEngine diag;
+  std::unique_ptr<DataSource> base;
+  std::unique_ptr<Batcher> plain;
+  llvm::SmallVector<HostTensor, 4> expected;
+};
+
+// A worker stuck mid-batch never holds the step up: the caller copies the
+// rows it finished, loads the rest, and the batches are the batcher's.
+TEST(Batcher, PrefetcherTakesOverABatchItsWorkerStalledOn) {
+  StallTestData data;
+  ASSERT_TRUE(data.base) << firstError(data.diag);
+  auto &g = data.g;
+  auto &base = data.base;
 
   StallingSource stalling(*base, /*stallAt=*/2);
   Batcher b(stalling, {4, true, 5, true});
@@ -750,17 +766,17 @@ TEST(Batcher, PrefetcherTakesOverABatchItsWorkerStalledOn) {
     int64_t rows = 0;
     std::string err;
     ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/true, err)) << err;
-    expectNext(batch, rows);
+    data.expectNext(batch, rows);
     EXPECT_EQ(prefetcher.counts().takenOver, 1);
     EXPECT_EQ(prefetcher.counts().rowsCopied, 2);
     // Still stuck: the batch posted after it has not started either.
     ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/true, err)) << err;
-    expectNext(batch, rows);
+    data.expectNext(batch, rows);
     EXPECT_EQ(prefetcher.counts().byCaller, 1);
     stalling.release();
     for (int i = 0; i < 6; ++i) {
       ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/i < 5, err)) << err;
-      expectNext(batch, rows);
+      data.expectNext(batch, rows);
     }
     PrefetchCounts c = prefetcher.counts();
     EXPECT_EQ(c.fromWorker + c.takenOver + c.byCaller, 8);
@@ -771,22 +787,10 @@ TEST(Batcher, PrefetcherTakesOverABatchItsWorkerStalledOn) {
 // the others' rows: the caller copies the three rows they made, and the
 // batch after waits until the stuck worker has left (it writes that slot).
 TEST(Batcher, PrefetcherWorkersShareRowsAndOneStallingHoldsNobodyUp) {
-  TempDir dir;
-  auto g = classifier(4, 2, 2, 4);
-  writeIndexedNpy(dir, *g, 40, 4);
-  DiagnosticEngine diag;
-  auto base = createDataSource(*g, dir.path(), diag);
-  ASSERT_TRUE(base) << firstError(diag);
-  Batcher plain(*base, {4, true, 5, true});
-  auto expected = makeBatchTensors(*g);
-  auto expectNext = [&](llvm::ArrayRef<HostTensor> got, int64_t rows) {
-    int64_t want = 0;
-    std::string err;
-    ASSERT_TRUE(plain.next(expected, want, err)) << err;
-    EXPECT_EQ(rows, want);
-    EXPECT_EQ(rowsOf(got[0], rows), rowsOf(expected[0], want));
-    EXPECT_EQ(std::memcmp(got[1].data(), expected[1].data(), got[1].sizeInBytes()), 0);
-  };
+  StallTestData data;
+  ASSERT_TRUE(data.base) << firstError(data.diag);
+  auto &g = data.g;
+  auto &base = data.base;
   StallingSource stalling(*base, /*stallAt=*/2);
   Batcher b(stalling, {4, true, 5, true});
   BatchPrefetcher prefetcher(b, *g, /*workers=*/3);
@@ -798,16 +802,16 @@ TEST(Batcher, PrefetcherWorkersShareRowsAndOneStallingHoldsNobodyUp) {
   int64_t rows = 0;
   std::string err;
   ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/true, err)) << err;
-  expectNext(batch, rows);
+  data.expectNext(batch, rows);
   EXPECT_EQ(prefetcher.counts().takenOver, 1);
   EXPECT_EQ(prefetcher.counts().rowsCopied, 3);
   ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/true, err)) << err;
-  expectNext(batch, rows);
+  data.expectNext(batch, rows);
   EXPECT_EQ(prefetcher.counts().byCaller, 1);
   stalling.release();
   for (int i = 0; i < 8; ++i) {
     ASSERT_TRUE(prefetcher.next(batch, rows, /*another=*/i < 7, err)) << err;
-    expectNext(batch, rows);
+    data.expectNext(batch, rows);
   }
   PrefetchCounts c = prefetcher.counts();
   EXPECT_EQ(c.fromWorker + c.takenOver + c.byCaller, 10);

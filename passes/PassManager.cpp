@@ -6,6 +6,7 @@
 #include "passes/CastOptimize.h"
 #include "passes/DataParallel.h"
 #include "passes/DeadCodeElimination.h"
+#include "passes/Ema.h"
 #include "passes/EvalMode.h"
 #include "passes/FoldPermutes.h"
 #include "passes/InferTypes.h"

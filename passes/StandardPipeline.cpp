@@ -16,9 +16,10 @@ llvm::StringRef standardPipeline(PipelineStage stage) {
     // parameters in f32 under keep_batchnorm_fp32), the
     // gradients' all-reduce (data-parallel; nothing with one rank) before
     // the loss scaling checks them, the loss scaling after the optimizer it
-    // conditions, the cast clean-up last.
+    // conditions, the weights' average (train.ema) after every update it
+    // reads, the cast clean-up last.
     return "fold-permutes,assign-precision,sync-batchnorm,autodiff,optimizer,master-weights,"
-           "data-parallel,loss-scale,cast-optimize,dce";
+           "data-parallel,loss-scale,ema,cast-optimize,dce";
   }
   return "";
 }

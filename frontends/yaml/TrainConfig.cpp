@@ -574,6 +574,7 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   known.push_back("lr_schedule");
   known.push_back("clip_grad_norm");
   known.push_back("non_finite_data");
+  known.push_back("ema");
   if (!r.readMap(node, "'train'", args) || !r.checkKnownKeys(args, known, "key", " in 'train'"))
     return false;
   const MapEntry *steps = findEntry(args, "steps"), *epochs = findEntry(args, "epochs");
@@ -591,6 +592,15 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
     const Setting clipSetting = {"clip_grad_norm", AttrType::Float, std::nullopt, 0, true};
     if (!readSettings(r, args, llvm::ArrayRef<Setting>(clipSetting), "train", r.loc(clip->keyNode),
                       "'train'", meta))
+      return false;
+  }
+  // An average of the weights over the optimizer steps (passes/Ema.h).
+  if (const MapEntry *ema = findEntry(args, "ema")) {
+    MapEntries emaArgs;
+    const Setting emaSettings[] = {{"decay", AttrType::Float, std::nullopt, 0, false, 1.0}};
+    if (!r.readMap(ema->value, "'ema'", emaArgs) ||
+        !r.checkKnownKeys(emaArgs, settingNames(emaSettings), "key", " in 'ema'") ||
+        !readSettings(r, emaArgs, emaSettings, "train.ema", r.loc(ema->keyNode), "'ema'", meta))
       return false;
   }
   if (const MapEntry *policy = findEntry(args, "non_finite_data")) {

@@ -126,6 +126,21 @@ bool inferLambUpdate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &resul
   return inferAdamUpdate(ctx, results);
 }
 
+// ema_update(average, param, count, [skip]) -> the new average, in the
+// average's type (passes/Ema.cpp).
+bool inferEmaUpdate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  double decay = ctx.getFloat("decay");
+  if (!(decay >= 0 && decay < 1))
+    return ctx.error("decay must be in [0, 1), got " + formatDouble(decay));
+  if (!requireAccumulate(ctx) || !requireFloat(ctx, 0) || !requireFloat(ctx, 1) ||
+      !requireSameShape(ctx, 0, 1) || !requireFloatScalar(ctx, 2))
+    return false;
+  if (ctx.numOperands() > 3 && !requireScalar(ctx, 3))
+    return false;
+  results.push_back(ctx.operand(0));
+  return true;
+}
+
 // learning_rate() -> f32[]: the schedule's value at the optimizer step
 // floor(step / accumulate).
 bool inferLearningRate(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
@@ -267,6 +282,16 @@ void registerOptimizerOps(OpRegistry &r) {
       .optionalOperand("model_param")
       .updatesStateInPlace()
       .infer(inferLambUpdate);
+  // The average of a parameter over the optimizer steps, after the update:
+  // count is the number of averaged steps including this one (1: the
+  // average starts as the parameter, as AveragedModel's first update).
+  OpRow(r.define(OpKind::EmaUpdate))
+      .fp32Operand("average")
+      .operand("param")
+      .fp32Operand("count")
+      .optionalOperand("skip")
+      .updatesStateInPlace()
+      .infer(inferEmaUpdate);
 }
 
 } // namespace ampc

@@ -116,6 +116,34 @@ template <class T> AMPC_HD inline T accumulateGradient(T acc, T grad, uint64_t i
 }
 
 //===----------------------------------------------------------------------===//
+// Exponential moving average of the weights (train.ema)
+//===----------------------------------------------------------------------===//
+
+/// The average after the parameter's `count`-th optimizer step (count
+/// includes this one): the parameter itself on the first, as
+/// torch.optim.swa_utils.AveragedModel copies it on its first
+/// update_parameters, then decay * average + (1 - decay) * param, the
+/// EMA avg_fn of its documentation. `decay` and `rest` (1 - decay, computed in
+/// double as Python does) are narrowed to T.
+template <class T> struct EmaScalars {
+  T decay;
+  T rest;
+  bool first;
+};
+
+template <class T> AMPC_HD inline EmaScalars<T> emaScalars(double decay, double count) {
+  return {static_cast<T>(decay), static_cast<T>(1.0 - decay), count <= 1};
+}
+
+template <class T> AMPC_HD inline T emaAverage(T average, T param, const EmaScalars<T> &s) {
+  if (s.first)
+    return param;
+  T kept = s.decay * average;
+  T added = s.rest * param;
+  return kept + added;
+}
+
+//===----------------------------------------------------------------------===//
 // SGD (torch.optim.SGD)
 //===----------------------------------------------------------------------===//
 

@@ -50,6 +50,7 @@ std::unique_ptr<NodeKernel> prepareLoopSgdUpdate(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopSgdMomentumUpdate(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopAdamUpdate(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopLambUpdate(const Node &n);
+std::unique_ptr<NodeKernel> prepareLoopEmaUpdate(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopAccumulateGrad(const Node &n);
 std::unique_ptr<NodeKernel> prepareLoopUnscaleCheck(const Node &n);
 

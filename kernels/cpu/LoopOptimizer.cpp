@@ -3,7 +3,7 @@
 // sgd_update, sgd_momentum_update, adam_update and lamb_update (f32 or bf16 parameters
 // and gradients, f32 optimizer state, with or without the master-weights
 // epilogue that also writes the new master rounded to the half model
-// weight), accumulate_grad, and unscale_check (the fused unscale + non-finite
+// weight), accumulate_grad, ema_update, and unscale_check (the fused unscale + non-finite
 // check of all gradients). The operand layout and the skip / accumulation
 // rules are the reference's (kernels/reference/Optimizer.cpp and
 // LossScale.cpp, ir/ops/Optimizer.cpp): a step that does not apply copies
@@ -317,6 +317,33 @@ template <DType A, DType G> void accumulateGradLoop(const KernelArgs &a, const L
 }
 
 //===----------------------------------------------------------------------===//
+// ema_update
+//===----------------------------------------------------------------------===//
+
+/// The f32 average of a parameter stored as P (the f32 master under master
+/// weights, else the parameter itself).
+template <DType P> void emaLoop(const KernelArgs &a, const LoopPlan &) {
+  bool apply = endsAccumulation(a.step, attrs::EmaUpdate(*a.node).accumulate());
+  if (a.inputs.size() > 3 && readScalar(a.in(3)) != 0)
+    apply = false;
+  if (!apply) {
+    copyTensor(a.in(0), a.out());
+    a.reportStateUnchanged();
+    return;
+  }
+  EmaScalars<float> s = emaScalars<float>(attrs::EmaUpdate(*a.node).decay(), readScalar(a.in(2)));
+  const float *average = a.in(0).as<float>();
+  const void *param = a.in(1).data;
+  float *out = a.out().as<float>();
+  parallelForElements(a.out().numElements(), kElementwiseGrain,
+                      [=](int64_t begin, int64_t end) AMPC_LOOP_BODY {
+#pragma omp simd
+                        for (int64_t i = begin; i < end; ++i)
+                          out[i] = emaAverage<float>(average[i], load<P>(param, i), s);
+                      });
+}
+
+//===----------------------------------------------------------------------===//
 // unscale_check
 //===----------------------------------------------------------------------===//
 
@@ -416,6 +443,15 @@ std::unique_ptr<NodeKernel> prepareLoopAccumulateGrad(const Node &n) {
           return makeLoopKernel(
               &accumulateGradLoop<decltype(accTag)::value, decltype(gradTag)::value>);
         });
+  });
+}
+
+std::unique_ptr<NodeKernel> prepareLoopEmaUpdate(const Node &n) {
+  // An f32 average (f64 parameters average in f64: the reference runs them).
+  if (n.operand(0)->dtype() != DType::F32 || n.result()->dtype() != DType::F32)
+    return nullptr;
+  return dispatchLoopFloat(n.operand(1)->dtype(), std::unique_ptr<NodeKernel>(), [&](auto tag) {
+    return makeLoopKernel(&emaLoop<decltype(tag)::value>);
   });
 }
 

@@ -50,6 +50,7 @@ constexpr LoopOp kLoopOps[] = {
     {OpKind::SgdMomentumUpdate, prepareLoopSgdMomentumUpdate},
     {OpKind::AdamUpdate, prepareLoopAdamUpdate},
     {OpKind::LambUpdate, prepareLoopLambUpdate},
+    {OpKind::EmaUpdate, prepareLoopEmaUpdate},
     {OpKind::AccumulateGrad, prepareLoopAccumulateGrad},
     {OpKind::UnscaleCheck, prepareLoopUnscaleCheck},
     {OpKind::Softmax, prepareLoopSoftmax},

@@ -646,6 +646,16 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
     return updateKernel(ctx, n, kc::UpdateKind::Adam);
   case OpKind::LambUpdate:
     return nullptr; // no device kernel yet: the host fallback runs it
+  case OpKind::EmaUpdate: {
+    attrs::EmaUpdate at(n);
+    double decay = at.decay();
+    int64_t accumulate = at.accumulate();
+    return make(ctx, n, [decay, accumulate](const KernelArgs &a, const kc::Launch &l) {
+      kc::Scalar skip = a.inputs.size() > 3 ? scalarOf(a.in(3)) : kc::Scalar{};
+      return kc::emaUpdate(l, tensorOf(a.in(0)), tensorOf(a.in(1)), scalarOf(a.in(2)), skip,
+                           mutableOf(a.out()), decay, accumulate);
+    });
+  }
 
   // Loss scaling.
   case OpKind::UnscaleCheck: {

@@ -253,6 +253,11 @@ cudaError_t accumulateGrad(const Launch &l, Tensor acc, Tensor grad, MutableTens
                            int64_t accumulate);
 cudaError_t clipCoefficient(const Launch &l, Scalar norm, Scalar scale, MutableTensor out,
                             double maxNorm);
+/// out = the average after the parameter's update (OptimizerMath.h's
+/// emaAverage) on the last micro-step of a group unless skip != 0, else the
+/// average as it was.
+cudaError_t emaUpdate(const Launch &l, Tensor average, Tensor param, Scalar count, Scalar skip,
+                      MutableTensor out, double decay, int64_t accumulate);
 
 enum class UpdateKind { Sgd, SgdMomentum, Adam };
 /// An update op's operands and results as ir/ops/Optimizer.cpp lays them

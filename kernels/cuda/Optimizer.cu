@@ -159,6 +159,24 @@ __global__ void accumulateGradKernel(Tensor acc, Tensor grad, MutableTensor out,
              accumulateGradient<T>(loadAs<T>(acc, i), loadAs<T>(grad, i), index, accumulate));
 }
 
+/// The average of a parameter after its update (train.ema): every thread
+/// reads the count and the skip flag, device scalars, so nothing waits for
+/// the host; a micro-step that does not update copies the average through.
+template <class T>
+__global__ void emaUpdateKernel(Tensor average, Tensor param, Scalar count, Scalar skip,
+                                MutableTensor out, double decay, int64_t accumulate,
+                                const uint64_t *step) {
+  bool apply = endsAccumulation(*step, accumulate) && !(skip.data && readScalar(skip) != 0);
+  EmaScalars<T> s = emaScalars<T>(decay, readScalar(count));
+  AMPC_GRID_STRIDE(i, out.n) {
+    if (!apply) {
+      copyThrough(average, out, i);
+      continue;
+    }
+    storeAs<T>(out, i, emaAverage<T>(loadAs<T>(average, i), loadAs<T>(param, i), s));
+  }
+}
+
 __global__ void clipCoefficientKernel(Scalar norm, Scalar scale, MutableTensor out,
                                       double maxNorm) {
   float s = scale.data ? static_cast<float>(readScalar(scale)) : 1.0f;
@@ -244,6 +262,19 @@ cudaError_t accumulateGrad(const Launch &l, Tensor acc, Tensor grad, MutableTens
   else
     accumulateGradKernel<float>
         <<<blocksFor(out.n), kThreads, 0, l.stream>>>(acc, grad, out, accumulate, l.step);
+  return cudaGetLastError();
+}
+
+cudaError_t emaUpdate(const Launch &l, Tensor average, Tensor param, Scalar count, Scalar skip,
+                      MutableTensor out, double decay, int64_t accumulate) {
+  if (out.n == 0)
+    return cudaSuccess;
+  if (average.dtype == DType::F64)
+    emaUpdateKernel<double><<<blocksFor(out.n), kThreads, 0, l.stream>>>(
+        average, param, count, skip, out, decay, accumulate, l.step);
+  else
+    emaUpdateKernel<float><<<blocksFor(out.n), kThreads, 0, l.stream>>>(
+        average, param, count, skip, out, decay, accumulate, l.step);
   return cudaGetLastError();
 }
 

@@ -97,6 +97,7 @@ void sgdUpdate(const KernelArgs &a);
 void sgdMomentumUpdate(const KernelArgs &a);
 void adamUpdate(const KernelArgs &a);
 void lambUpdate(const KernelArgs &a);
+void emaUpdate(const KernelArgs &a);
 
 // LossScale.cpp
 void unscaleCheck(const KernelArgs &a);

@@ -1,7 +1,8 @@
 //===- Optimizer.cpp - Reference optimizer kernels -------------------------===//
 //
 // learning_rate, step_counter, accumulate_grad, global_norm,
-// clip_coefficient, sgd_update, sgd_momentum_update, adam_update. The
+// clip_coefficient, sgd_update, sgd_momentum_update, adam_update,
+// lamb_update, ema_update. The
 // element math is in kernels/common/OptimizerMath.h; the operand layout of
 // the update ops is described in ir/ops/Optimizer.cpp. The update math runs
 // in the parameter's compute type (double for f64, float otherwise); each
@@ -141,6 +142,25 @@ void accumulateGrad(const KernelArgs &a) {
     for (int64_t i = 0, n = a.out().numElements(); i < n; ++i)
       storeAs<T>(a.out(), i,
                  accumulateGradient<T>(loadAs<T>(a.in(0), i), loadAs<T>(a.in(1), i), index, k));
+  });
+}
+
+void emaUpdate(const KernelArgs &a) {
+  // Not on the micro-steps that accumulate, nor on a skipped step: the
+  // parameter did not change.
+  bool apply = endsAccumulation(a.step, attrs::EmaUpdate(*a.node).accumulate());
+  if (a.inputs.size() > 3 && readScalar(a.in(3)) != 0)
+    apply = false;
+  if (!apply) {
+    copyTensor(a.in(0), a.out());
+    a.reportStateUnchanged();
+    return;
+  }
+  withComputeType(a.in(0).dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    EmaScalars<T> s = emaScalars<T>(attrs::EmaUpdate(*a.node).decay(), readScalar(a.in(2)));
+    for (int64_t i = 0, n = a.out().numElements(); i < n; ++i)
+      storeAs<T>(a.out(), i, emaAverage<T>(loadAs<T>(a.in(0), i), loadAs<T>(a.in(1), i), s));
   });
 }
 

@@ -154,6 +154,8 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::adamUpdate;
   case OpKind::LambUpdate:
     return ref::lambUpdate;
+  case OpKind::EmaUpdate:
+    return ref::emaUpdate;
   // Loss-scaling ops.
   case OpKind::UnscaleCheck:
     return ref::unscaleCheck;

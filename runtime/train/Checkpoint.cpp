@@ -262,10 +262,10 @@ bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string 
   return buf && readCheckpointInfoFromBuffer(path, buf->getBuffer(), info, err);
 }
 
-bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info,
-                    std::string &err) {
+bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info, std::string &err,
+                    CheckpointWeights weights) {
   auto buf = readWhole(path, err);
-  return buf && loadCheckpointFromBuffer(path, buf->getBuffer(), program, info, err);
+  return buf && loadCheckpointFromBuffer(path, buf->getBuffer(), program, info, err, weights);
 }
 
 uint64_t checkpointChecksum(llvm::StringRef body) { return fnv1a(body.data(), body.size()); }
@@ -318,10 +318,18 @@ std::string optimizerOf(const Graph &g) {
 }
 
 bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Program &program,
-                              CheckpointInfo &info, std::string &err) {
+                              CheckpointInfo &info, std::string &err, CheckpointWeights weights) {
   llvm::StringMap<StoredTensor> tensors;
   if (!parseCheckpoint(path, data, info, &tensors, err))
     return false;
+  const bool averaged = weights == CheckpointWeights::Average;
+  if (averaged && !llvm::any_of(tensors, [](const auto &e) {
+        return e.second.kind == "optstate" && llvm::StringRef(e.first()).endswith(".ema");
+      })) {
+    err = path.str() + ": checkpoint has no averaged weights (it was trained without " +
+          "'train: {ema: {decay: ...}}')";
+    return false;
+  }
   const Graph &g = program.graph();
   const std::string level = metaString(g, "amp.opt_level", "O0");
   const std::string fromLevel = info.optLevel.empty() ? "unknown-level" : info.optLevel;
@@ -392,8 +400,8 @@ bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Progra
   //    state is named after its parameter), converted; what the checkpoint
   //    lacks keeps its initial value.
   std::vector<Restore> plan;
-  size_t fromMasters = 0, halfAsStored = 0, converted = 0, convertedBuffers = 0, mastersBuilt = 0,
-         optCarried = 0, optDefaulted = 0, scalerCarried = 0, scalerDefaulted = 0;
+  size_t fromAverages = 0, fromMasters = 0, halfAsStored = 0, converted = 0, convertedBuffers = 0,
+         mastersBuilt = 0, optCarried = 0, optDefaulted = 0, scalerCarried = 0, scalerDefaulted = 0;
   std::set<std::string> rebuiltDTypes, storedDTypes;
   auto stored = [&](llvm::StringRef name, llvm::StringRef kind) -> const StoredTensor * {
     auto it = tensors.find(name);
@@ -425,7 +433,17 @@ bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Progra
     case StateKind::Buffer: {
       const StoredTensor *t = stored(name, stateKindKeyword(v->stateKind()));
       const StoredTensor *master = stored(name + ".master", "master");
-      if (exact(t, v)) {
+      const StoredTensor *average = averaged && v->stateKind() == StateKind::Parameter
+                                        ? stored(name + ".ema", "optstate")
+                                        : nullptr;
+      if (average && !fits(average, v, why)) {
+        err = path.str() + ": checkpoint's average '" + name + ".ema' " + why;
+        return false;
+      }
+      if (average) {
+        r.from = average;
+        ++fromAverages;
+      } else if (exact(t, v)) {
         r.from = t; // the same dtype: as stored (a half copy is its master rounded)
         if (master && isHalfType(v->dtype()))
           ++halfAsStored;
@@ -443,12 +461,17 @@ bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Progra
     }
     case StateKind::MasterWeight: {
       const StoredTensor *t = stored(name, "master");
+      llvm::StringRef param = v->name();
+      bool owned = param.consume_back(".master") && params.count(param);
+      // The average stands for the parameter's fp32 truth, which the master
+      // is.
+      if (averaged && owned && (r.from = stored((param + ".ema").str(), "optstate")))
+        break;
       if (exact(t, v)) {
         r.from = t;
         break;
       }
-      llvm::StringRef param = v->name();
-      if (param.consume_back(".master") && params.count(param)) {
+      if (owned) {
         r.from = stored(param, "param");
         if (!r.from)
           r.from = stored(param, "buffer");
@@ -543,6 +566,9 @@ bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Progra
       out += (out.empty() ? "" : "/") + x;
     return out;
   };
+  if (fromAverages)
+    parts.push_back(plural(fromAverages, "parameter", "parameters") +
+                    " taken from their averages (train.ema)");
   if (fromMasters)
     parts.push_back(plural(fromMasters, "parameter", "parameters") +
                     " taken from their fp32 masters (stored as " + join(rebuiltDTypes) + " here)");
@@ -574,8 +600,8 @@ bool loadCheckpointFromBuffer(llvm::StringRef path, llvm::StringRef data, Progra
       llvm::any_of(g.nodes(), [](const Node &n) { return n.role() == NodeRole::Optimizer; });
   if (!trains)
     mastersDropped = optDropped = scalerDropped = 0;
-  bool changed = fromMasters || converted || convertedBuffers || mastersBuilt || mastersDropped ||
-                 optDefaulted || optDropped || scalerDefaulted || scalerDropped ||
+  bool changed = fromAverages || fromMasters || converted || convertedBuffers || mastersBuilt ||
+                 mastersDropped || optDefaulted || optDropped || scalerDefaulted || scalerDropped ||
                  (trains && info.optLevel != level);
   if (changed && optCarried)
     parts.push_back("optimizer state carried over (" + plural(optCarried, "tensor", "tensors") +

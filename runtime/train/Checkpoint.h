@@ -82,12 +82,22 @@ bool saveCheckpoint(llvm::StringRef path, const Program &program, const Checkpoi
 /// Reads only the header (for messages and for `ampc` to report what it resumes).
 bool readCheckpointInfo(llvm::StringRef path, CheckpointInfo &info, std::string &err);
 
+/// Which weights a checkpoint's parameters load as.
+enum class CheckpointWeights {
+  Trained, ///< the parameters as trained (their fp32 masters where kept)
+  /// The average train.ema kept (<param>.ema, passes/Ema.h) of every
+  /// parameter that has one; the rest (buffers, frozen parameters) as
+  /// trained. A checkpoint with no average is refused.
+  Average,
+};
+
 /// Restores every state tensor of `program` from `path` and fills `info`.
 /// Refuses (false + `err`, program untouched) a file that is not a
 /// checkpoint, is truncated or corrupt, or was written for another model
 /// (a parameter or buffer missing, extra or of another shape: the error
 /// names it) or with another optimizer. Across opt levels, see above.
-bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info, std::string &err);
+bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info, std::string &err,
+                    CheckpointWeights weights = CheckpointWeights::Trained);
 
 /// readCheckpointInfo and loadCheckpoint for a file already in memory;
 /// `name` stands for the path in messages. The fuzz targets read through
@@ -95,7 +105,8 @@ bool loadCheckpoint(llvm::StringRef path, Program &program, CheckpointInfo &info
 bool readCheckpointInfoFromBuffer(llvm::StringRef name, llvm::StringRef data, CheckpointInfo &info,
                                   std::string &err);
 bool loadCheckpointFromBuffer(llvm::StringRef name, llvm::StringRef data, Program &program,
-                              CheckpointInfo &info, std::string &err);
+                              CheckpointInfo &info, std::string &err,
+                              CheckpointWeights weights = CheckpointWeights::Trained);
 
 /// The checksum a checkpoint ends with: FNV-1a of every byte before it.
 uint64_t checkpointChecksum(llvm::StringRef body);

@@ -647,6 +647,25 @@ TEST(CpuLoopsTest, AccumulateGradIsBitExact) {
       }
 }
 
+// The average of f32 and bf16 parameters (an O2 master or an O3 weight):
+// the first step copies, later ones average, a skipped or accumulating
+// micro-step passes the average through.
+TEST(CpuLoopsTest, EmaUpdateIsBitExact) {
+  AttrMap attrs;
+  attrs["decay"] = Attribute(0.999);
+  attrs["accumulate"] = Attribute(int64_t(2));
+  for (DType pt : kTrainDTypes)
+    for (double count : {1.0, 7.0})
+      for (uint64_t step : {0, 1})
+        for (double skip : {0.0, 1.0}) {
+          int64_t n = step == 1 ? 70001 : 1001;
+          expectBitIdentical(
+              "ema_update",
+              {uniform(f32({n}), 1), uniform(of(pt, {n}), 2), scalar(count), scalar(skip)}, attrs,
+              step);
+        }
+}
+
 TEST(CpuLoopsTest, UnscaleCheckIsBitExact) {
   AttrMap attrs;
   attrs["accumulate"] = Attribute(int64_t(2));

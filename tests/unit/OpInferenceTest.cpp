@@ -273,6 +273,9 @@ std::vector<ValidCase> validCases() {
        {},
        "f16[8], f32[8], f32[8]"},
 
+      // ema_update: the average keeps its own (f32) type; skip is optional.
+      {"ema_update", {"f32[8,4]", "bf16[8,4]", "f32[]", "f32[]"}, {{"decay", 0.9}}, "f32[8,4]"},
+
       // Loss scaling (ir/ops/LossScale.cpp): found_inf, the scale used and
       // its inverse; the gradients are only read.
       {"unscale_check", {"f32[]", "bf16[8,4]", "f32[4]"}, {}, "f32[], f32[], f32[]"},

@@ -237,6 +237,32 @@ TEST(OptimizerKernels, LambClipsByTheGlobalNormAndScalesByTheTrustRatio) {
   }
 }
 
+// AveragedModel's EMA by hand: the first averaged step copies the
+// parameter (whatever the average held), later ones take decay 0.75 of the
+// average and 0.25 of the parameter; a skipped step, or a micro-step that
+// only accumulates (accumulate 2, step 0), leaves the average as it was.
+TEST(OptimizerKernels, EmaCopiesFirstThenAverages) {
+  auto run = [](double count, double skip, uint64_t step, int64_t accumulate = 1) {
+    return runKernel("ema_update",
+                     {vec(DType::F64, 2), vec(DType::F64, 2), scalarF32(), scalarF32()},
+                     {{4, -8}, {2, 8}, {count}, {skip}},
+                     {{"decay", Attribute(0.75)}, {"accumulate", Attribute(accumulate)}}, step);
+  };
+  KernelRun first = run(1, 0, 0), later = run(3, 0, 0), skipped = run(3, 1, 0),
+            accumulating = run(3, 0, 0, 2), applying = run(3, 0, 1, 2);
+  for (const KernelRun *r : {&first, &later, &skipped, &accumulating, &applying})
+    ASSERT_TRUE(r->ok) << r->error;
+  EXPECT_EQ(first.outputs[0], (std::vector<double>{2, 8}));
+  EXPECT_EQ(later.outputs[0], (std::vector<double>{3.5, -4}));
+  EXPECT_EQ(skipped.outputs[0], (std::vector<double>{4, -8}));
+  EXPECT_EQ(accumulating.outputs[0], (std::vector<double>{4, -8}));
+  EXPECT_EQ(applying.outputs[0], (std::vector<double>{3.5, -4}));
+  EXPECT_EQ(runKernel("ema_update", {vec(DType::F32, 1), vec(DType::F32, 1), scalarF32()},
+                      {{0}, {0}, {1}}, {{"decay", Attribute(1.0)}})
+                    .error.find("decay must be in [0, 1), got 1.0") != std::string::npos,
+            true);
+}
+
 TEST(OptimizerKernels, HalfParameterWithF32Moments) {
   // bf16 parameter, f32 state: the math runs in f32 and the parameter is
   // rounded once. 1 - 0.099999998 = 0.900000002 rounds to bf16 0.8984375.

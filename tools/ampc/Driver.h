@@ -207,6 +207,8 @@ struct InferenceOptions {
   /// The trained weights; without it, the model's own initial ones (an ONNX
   /// file's initializers, `init.from`, the seeded initialisation).
   std::optional<std::string> checkpoint;
+  /// --ema: the checkpoint's average of the weights (train.ema) instead.
+  bool ema = false;
   int64_t batch = 0;
   std::string device = "cpu";
   int64_t threads = 0; ///< 0: OpenMP's default
@@ -220,7 +222,8 @@ enum class WeightsReport {
 };
 /// Loads `checkpoint` into `program`; false after printing why not (a
 /// runtime failure, exit 1).
-bool loadWeights(api::Program &program, const std::string &checkpoint, WeightsReport report);
+bool loadWeights(api::Program &program, const std::string &checkpoint, WeightsReport report,
+                 api::Program::Weights weights = api::Program::Weights::Trained);
 
 /// Applies --threads N (N > 0) to the cpu device and warns, on stderr, when
 /// N is more than the cores free now.

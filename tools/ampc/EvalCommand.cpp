@@ -1,6 +1,6 @@
 //===- EvalCommand.cpp - `ampc eval`: a trained model's loss and metrics ---===//
 //
-// ampc eval MODEL [--checkpoint C] [--data SPEC] [--json]
+// ampc eval MODEL [--checkpoint C [--ema]] [--data SPEC] [--json]
 //
 // The loss and metrics (accuracy and top-5 for a classifier, the loss for a
 // regression) of the checkpoint's weights (else the model's initial ones)
@@ -23,6 +23,9 @@ void addInferenceOptions(CLI::App &app, InferenceOptions &o) {
   app.add_option("--checkpoint", o.checkpoint,
                  "the trained weights: a checkpoint of this model (any opt level); default: the "
                  "model's initial weights (an ONNX file's initializers, init.from, the seed)");
+  app.add_flag("--ema", o.ema,
+               "use the checkpoint's average of the weights (trained with train.ema) instead of "
+               "the weights as trained");
   app.add_option("--data", o.data,
                  "the data: a .csv file, or a data source as in train.data, e.g. "
                  "'{npy: {x: x.npy, y: y.npy}}' (paths relative to the current directory; "
@@ -42,6 +45,10 @@ int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model
                      std::optional<api::Program> &program, bool quiet) {
   if (o.checkpoint && o.checkpoint->empty()) {
     err() << "error: --checkpoint needs a file name, got an empty one\n";
+    return kBadInput;
+  }
+  if (o.ema && !o.checkpoint) {
+    err() << "error: --ema needs --checkpoint: the average is kept in a training checkpoint\n";
     return kBadInput;
   }
   if (o.batch < 0) {
@@ -86,8 +93,8 @@ int prepareInference(const InferenceOptions &o, std::optional<api::Model> &model
       out() << "weights: the model's initial ones (no --checkpoint)\n";
     return kSuccess;
   }
-  if (!loadWeights(*program, *o.checkpoint,
-                   quiet ? WeightsReport::Quiet : WeightsReport::LineNotes))
+  if (!loadWeights(*program, *o.checkpoint, quiet ? WeightsReport::Quiet : WeightsReport::LineNotes,
+                   o.ema ? api::Program::Weights::Average : api::Program::Weights::Trained))
     return kRuntimeFailure;
   return kSuccess;
 }

@@ -1,7 +1,7 @@
 //===- ExportCommand.cpp - `ampc export`: weights out of ampc -------------===//
 //
-// ampc export MODEL [--checkpoint C] --format npy -o DIR
-// ampc export MODEL [--checkpoint C] --format onnx [-O O1] -o FILE.onnx
+// ampc export MODEL [--checkpoint C [--ema]] --format npy -o DIR
+// ampc export MODEL [--checkpoint C [--ema]] --format onnx [-O O1] -o FILE.onnx
 //
 // Writes the model's weights -- a checkpoint's, or the initial ones -- in a
 // format another framework reads (docs/cli.md, "ampc export"). A thin client
@@ -22,7 +22,7 @@ namespace ampc::cli {
 
 int runExport(int argc, char **argv) {
   std::string model, checkpoint, format, output;
-  bool writeThrough = false;
+  bool writeThrough = false, ema = false;
   Options limits;
   CLI::App app{"write a model's weights in another format: every parameter and buffer, from a "
                "checkpoint or as initialised"};
@@ -38,6 +38,9 @@ int runExport(int argc, char **argv) {
   app.add_option("--checkpoint", checkpoint,
                  "take the weights from checkpoint FILE (of any opt level; default: the initial "
                  "weights)");
+  app.add_flag("--ema", ema,
+               "write the checkpoint's average of the weights (trained with train.ema) instead of "
+               "the weights as trained");
   app.add_option("--format", format, "what to write")->required()->check(CLI::IsMember(names));
   std::string optLevel, halfType = "f16";
   app.add_option("-O,--opt-level", optLevel,
@@ -72,6 +75,10 @@ int runExport(int argc, char **argv) {
       err() << "error: " << flag << " needs a file name, got an empty one\n";
       return kBadInput;
     }
+  if (ema && checkpoint.empty()) {
+    err() << "error: --ema needs --checkpoint: the average is kept in a training checkpoint\n";
+    return kBadInput;
+  }
 
   api::ExportOptions eopts;
   eopts.format = format;
@@ -117,7 +124,8 @@ int runExport(int argc, char **argv) {
     return program.status().outOfMemory() ? kRuntimeFailure : kBadInput;
   }
   if (!checkpoint.empty()) {
-    if (!loadWeights(*program, checkpoint, WeightsReport::Line))
+    if (!loadWeights(*program, checkpoint, WeightsReport::Line,
+                     ema ? api::Program::Weights::Average : api::Program::Weights::Trained))
       return kRuntimeFailure;
   } else {
     out() << "initial weights of " << m->name() << " (init.seed "

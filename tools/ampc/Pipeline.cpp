@@ -112,15 +112,18 @@ bool parseLevels(const std::string &list, std::vector<std::string> &levels) {
   return true;
 }
 
-bool loadWeights(api::Program &program, const std::string &checkpoint, WeightsReport report) {
-  api::Status s = program.loadCheckpoint(checkpoint);
+bool loadWeights(api::Program &program, const std::string &checkpoint, WeightsReport report,
+                 api::Program::Weights weights) {
+  api::Status s = program.loadCheckpoint(checkpoint, weights);
   if (!s) {
     printDiagnostics(s);
     return false;
   }
   if (report == WeightsReport::Quiet)
     return true;
-  out() << "weights from " << checkpoint << " (step " << program.stepsDone() << ")\n";
+  bool averaged = weights == api::Program::Weights::Average;
+  out() << (averaged ? "averaged weights (train.ema) from " : "weights from ") << checkpoint
+        << " (step " << program.stepsDone() << ")\n";
   if (report == WeightsReport::LineNotes)
     for (const api::Diagnostic &d : s.diagnostics())
       out() << d.str() << "\n";

@@ -1,6 +1,6 @@
 //===- PredictCommand.cpp - `ampc predict`: a trained model's outputs ------===//
 //
-// ampc predict MODEL [--checkpoint C] [--data SPEC] -o OUT.npy|OUT.csv [--argmax]
+// ampc predict MODEL [--checkpoint C [--ema]] [--data SPEC] -o OUT.npy|OUT.csv [--argmax]
 //
 // Runs every sample of the data through the model in inference mode and
 // writes the prediction (the loss's input: logits, or the regression

@@ -1010,9 +1010,15 @@ Status Program::saveCheckpoint(const std::string &path) const {
 }
 
 Status Program::loadCheckpoint(const std::string &path) {
+  return loadCheckpoint(path, Weights::Trained);
+}
+
+Status Program::loadCheckpoint(const std::string &path, Weights weights) {
   CheckpointInfo info;
   std::string err;
-  if (!ampc::loadCheckpoint(path, *impl_->program, info, err))
+  if (!ampc::loadCheckpoint(path, *impl_->program, info, err,
+                            weights == Weights::Average ? CheckpointWeights::Average
+                                                        : CheckpointWeights::Trained))
     return Status::error(err);
   impl_->stepsDone = static_cast<int64_t>(info.step);
   impl_->microSteps = info.microStep;

@@ -381,6 +381,14 @@ public:
   /// another level or dtypes succeeds with a note saying what was rebuilt
   /// from the fp32 masters, carried over, dropped or started afresh.
   Status loadCheckpoint(const std::string &path);
+  /// Which weights loadCheckpoint puts into the parameters.
+  enum class Weights {
+    Trained, ///< as trained
+    /// The average `train: {ema: ...}` kept of each trained parameter
+    /// (ampc eval/predict/export --ema); refused for a checkpoint without.
+    Average,
+  };
+  Status loadCheckpoint(const std::string &path, Weights weights);
 
   struct Impl;
 

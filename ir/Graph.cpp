@@ -473,3 +473,34 @@ void Graph::eraseNode(Node *n) {
 }
 
 } // namespace ampc
+
+namespace ampc {
+
+bool combinesLosses(const Node &n) {
+  if (n.role() != NodeRole::Loss || n.numOperands() == 0)
+    return false;
+  for (const Value *operand : n.operands())
+    if (!operand->isResult() || operand->definingNode()->role() != NodeRole::Loss)
+      return false;
+  return true;
+}
+
+std::vector<Value *> lossTerms(Value *total) {
+  std::vector<Value *> terms;
+  // Depth first, left to right: the terms in the order the sum lists them.
+  std::vector<Value *> pending = {total};
+  while (!pending.empty()) {
+    Value *v = pending.back();
+    pending.pop_back();
+    Node *def = v->isResult() ? v->definingNode() : nullptr;
+    if (def && def->kind() == OpKind::Add && combinesLosses(*def)) {
+      for (unsigned i = def->numOperands(); i-- > 0;)
+        pending.push_back(def->operand(i));
+      continue;
+    }
+    terms.push_back(v);
+  }
+  return terms;
+}
+
+} // namespace ampc

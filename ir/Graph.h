@@ -409,6 +409,16 @@ private:
   void unlinkName(llvm::StringMapEntry<Value *> &entry) { names_.remove(&entry); }
 };
 
+/// A list of losses (`loss: [...]` in a model file) is weighted and summed by
+/// loss-role nodes that read only loss results: they combine losses. The
+/// terms under them read the model's predictions (their operand 0).
+bool combinesLosses(const Node &n);
+
+/// The terms the loss `total` sums: the operands of its tree of loss-role
+/// `add` nodes, left to right (a weighted term is its `scale` node). A loss
+/// that is no sum is its own single term.
+std::vector<Value *> lossTerms(Value *total);
+
 } // namespace ampc
 
 #endif

@@ -3,6 +3,7 @@
 
 #include "ir/GradientBuilder.h"
 #include "ir/IdMap.h"
+#include "passes/PrecisionPolicy.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -56,6 +57,82 @@ void pruneDeadBackwardNodes(Graph &g) {
 
 } // namespace
 
+namespace {
+
+/// One reverse walk over the forward nodes (backward nodes are appended),
+/// from `seedAt` seeded with 1: fills `grads` with the gradient of `seedAt`
+/// for every value it reaches that depends on a trainable parameter.
+bool backpropagate(GradientBuilder &gb, Graph &g, Value *seedAt, llvm::ArrayRef<Node *> forward,
+                   const IdSet<Value> &dependsOnParam, IdMap<Value, Value *> &grads,
+                   DiagnosticEngine &diag) {
+  // The seed d(loss)/d(loss) = 1, in the loss's dtype.
+  gb.beginNode(*seedAt->definingNode(), {});
+  Value *seed = gb.build1(OpKind::Fill, {},
+                          {{"value", Attribute(1.0)},
+                           {"shape", Attribute(std::vector<int64_t>{})},
+                           {"dtype", Attribute(seedAt->dtype())}});
+  if (!seed)
+    return false;
+  g.renameValue(seed, g.uniqueName(gradientName(seedAt->name())));
+  grads[seedAt] = seed;
+
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    Node &n = **it;
+    llvm::SmallVector<Value *, 3> resultGrads;
+    bool anyResultGrad = false;
+    for (unsigned r = 0; r < n.numResults(); ++r) {
+      Value *gr = grads.lookup(n.result(r));
+      resultGrads.push_back(gr);
+      anyResultGrad |= gr != nullptr;
+    }
+    if (!anyResultGrad)
+      continue;
+    llvm::SmallBitVector needed(n.numOperands());
+    for (unsigned i = 0; i < n.numOperands(); ++i)
+      needed[i] = dependsOnParam.count(n.operand(i)) && differentiableOperand(n, i);
+    if (needed.none())
+      continue;
+    if (!n.op().gradient) {
+      diag.error(n.loc(), "autodiff: " + n.opName() + " has no gradient rule");
+      return false;
+    }
+    llvm::SmallVector<Value *, 4> operandGrads(n.numOperands(), nullptr);
+    gb.beginNode(n, needed);
+    n.op().gradient(gb, n, resultGrads, operandGrads);
+    if (gb.failed())
+      return false;
+    for (unsigned i = 0; i < n.numOperands(); ++i) {
+      if (!needed[i] || !operandGrads[i])
+        continue;
+      Value *operand = n.operand(i);
+      Value *grad = operandGrads[i];
+      if (grad->type().dims() != operand->type().dims()) {
+        diag.error(n.loc(), "autodiff: the gradient rule of " + n.opName() + " gave operand " +
+                                llvm::Twine(i) + " a gradient of type " + grad->type().str() +
+                                " for " + operand->type().str());
+        return false;
+      }
+      // A gradient always has its value's dtype (the backward of a cast is a
+      // cast back, so a parameter's gradient comes out in its storage dtype).
+      grad = gb.castTo(grad, operand->dtype());
+      grads[operand] = gb.add(grads.lookup(operand), grad);
+      if (gb.failed())
+        return false;
+    }
+  }
+  return true;
+}
+
+/// The number of separately scaled losses the policy asks for (1 when it
+/// cannot be read: the passes that need the policy report that).
+int64_t numLossesOf(const Graph &g) {
+  DiagnosticEngine quiet;
+  std::optional<PrecisionPolicy> policy = resolvePolicy(g, quiet);
+  return policy ? policy->numLosses : 1;
+}
+
+} // namespace
+
 PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
   // The loss and a backward pass already there, in one walk.
   Value *loss = nullptr;
@@ -78,6 +155,19 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
     ctx.diag.error(loss->loc(), "autodiff: the loss must be a scalar, got " + loss->type().str());
     return PassResult::Failed;
   }
+  // With amp.num_losses = N > 1 every term of the sum gets a backward walk
+  // of its own, so that the loss-scale pass can scale and check each one
+  // with its own scaler (Apex's num_losses: one backward per loss).
+  std::vector<Value *> seeds = {loss};
+  if (int64_t numLosses = numLossesOf(g); numLosses > 1) {
+    seeds = lossTerms(loss);
+    if (int64_t(seeds.size()) != numLosses) {
+      ctx.diag.error(loss->loc(), "autodiff: amp.num_losses is " + llvm::Twine(numLosses) +
+                                      " but the loss sums " + llvm::Twine(seeds.size()) +
+                                      " term(s); give one loss per scaler");
+      return PassResult::Failed;
+    }
+  }
 
   // Forward: which values depend on a trainable parameter.
   IdSet<Value> dependsOnParam(g.idBound());
@@ -94,74 +184,28 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
         break;
       }
   }
-  if (!dependsOnParam.count(loss)) {
-    ctx.diag.error(loss->loc(), "autodiff: the loss does not depend on any trainable parameter");
-    return PassResult::Failed;
-  }
+  for (Value *seed : seeds)
+    if (!dependsOnParam.count(seed)) {
+      std::string which = seed == loss ? "" : " term %" + seed->name().str();
+      ctx.diag.error(seed->loc(),
+                     "autodiff: the loss" + which + " does not depend on any trainable parameter");
+      return PassResult::Failed;
+    }
 
   GradientBuilder gb(g, ctx.diag);
-  // Keyed by forward values, nearly all of which get a gradient.
-  IdMap<Value, Value *> grads(g.idBound());
-  // The seed d(loss)/d(loss) = 1, in the loss's dtype.
-  gb.beginNode(*loss->definingNode(), {});
-  Value *seed = gb.build1(OpKind::Fill, {},
-                          {{"value", Attribute(1.0)},
-                           {"shape", Attribute(std::vector<int64_t>{})},
-                           {"dtype", Attribute(loss->dtype())}});
-  if (!seed)
-    return PassResult::Failed;
-  g.renameValue(seed, g.uniqueName(gradientName(loss->name())));
-  grads[loss] = seed;
-
-  // Reverse walk over the forward nodes only (backward nodes are appended).
-  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
-    Node &n = **it;
-    llvm::SmallVector<Value *, 3> resultGrads;
-    bool anyResultGrad = false;
-    for (unsigned r = 0; r < n.numResults(); ++r) {
-      Value *gr = grads.lookup(n.result(r));
-      resultGrads.push_back(gr);
-      anyResultGrad |= gr != nullptr;
-    }
-    if (!anyResultGrad)
-      continue;
-    llvm::SmallBitVector needed(n.numOperands());
-    for (unsigned i = 0; i < n.numOperands(); ++i)
-      needed[i] = dependsOnParam.count(n.operand(i)) && differentiableOperand(n, i);
-    if (needed.none())
-      continue;
-    if (!n.op().gradient) {
-      ctx.diag.error(n.loc(), "autodiff: " + n.opName() + " has no gradient rule");
+  // One walk per seed, each keyed by forward values, nearly all of which
+  // get a gradient.
+  std::vector<IdMap<Value, Value *>> walks;
+  for (Value *seed : seeds) {
+    walks.emplace_back(g.idBound());
+    if (!backpropagate(gb, g, seed, forward, dependsOnParam, walks.back(), ctx.diag))
       return PassResult::Failed;
-    }
-    llvm::SmallVector<Value *, 4> operandGrads(n.numOperands(), nullptr);
-    gb.beginNode(n, needed);
-    n.op().gradient(gb, n, resultGrads, operandGrads);
-    if (gb.failed())
-      return PassResult::Failed;
-    for (unsigned i = 0; i < n.numOperands(); ++i) {
-      if (!needed[i] || !operandGrads[i])
-        continue;
-      Value *operand = n.operand(i);
-      Value *grad = operandGrads[i];
-      if (grad->type().dims() != operand->type().dims()) {
-        ctx.diag.error(n.loc(), "autodiff: the gradient rule of " + n.opName() + " gave operand " +
-                                    llvm::Twine(i) + " a gradient of type " + grad->type().str() +
-                                    " for " + operand->type().str());
-        return PassResult::Failed;
-      }
-      // A gradient always has its value's dtype (the backward of a cast is a
-      // cast back, so a parameter's gradient comes out in its storage dtype).
-      grad = gb.castTo(grad, operand->dtype());
-      grads[operand] = gb.add(grads.lookup(operand), grad);
-      if (gb.failed())
-        return PassResult::Failed;
-    }
   }
 
   bool anyParameterGrad = false;
   for (Value *p : g.state(StateKind::Parameter))
-    anyParameterGrad |= p->trainable() && grads.lookup(p) != nullptr;
+    for (const IdMap<Value, Value *> &grads : walks)
+      anyParameterGrad |= p->trainable() && grads.lookup(p) != nullptr;
   if (!anyParameterGrad) {
     ctx.diag.error(loss->loc(), "autodiff: no trainable parameter receives a gradient from the "
                                 "loss (it depends on them only through non-differentiable paths)");
@@ -169,23 +213,51 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
   }
 
   IdSet<Value> claimed(g.idBound()); // gradients already named after a parameter
-  for (Value *p : g.state(StateKind::Parameter)) {
-    Value *grad = grads.lookup(p);
-    if (!p->trainable() || !grad)
-      continue;
-    std::string name = gradientName(p->name());
-    // A gradient that is another value's too (or a graph input) gets its own
-    // node so that %p.grad names exactly one thing.
+  // `grad` under `name`, or a copy of it when it is another value's too (or
+  // a graph input), so that the name names exactly one thing.
+  auto own = [&](Value *grad, const std::string &name) -> Value * {
     if (!grad->isResult() || grad->definingNode()->role() != NodeRole::Backward ||
         claimed.count(grad) || !g.isNameFree(name)) {
       gb.beginNode(*loss->definingNode(), {});
       grad = gb.scale(grad, 1.0);
       if (!grad)
-        return PassResult::Failed;
+        return nullptr;
     }
     if (g.isNameFree(name))
       g.renameValue(grad, name);
     claimed.insert(grad);
+    return grad;
+  };
+  for (Value *p : g.state(StateKind::Parameter)) {
+    if (!p->trainable())
+      continue;
+    std::string name = gradientName(p->name());
+    Value *grad = nullptr;
+    if (walks.size() == 1) {
+      grad = walks[0].lookup(p);
+    } else {
+      // %p.grad.<k> from loss k, summed into %p.grad (always a node of its
+      // own, which the loss-scale pass replaces by the unscaled sum).
+      llvm::SmallVector<Value *, 4> parts;
+      for (size_t k = 0; k < walks.size(); ++k)
+        if (Value *part = walks[k].lookup(p)) {
+          if (!(part = own(part, name + "." + std::to_string(k))))
+            return PassResult::Failed;
+          parts.push_back(part);
+        }
+      if (parts.empty())
+        continue;
+      gb.beginNode(*loss->definingNode(), {});
+      grad = parts.size() == 1 ? gb.scale(parts[0], 1.0) : parts[0];
+      for (size_t i = 1; i < parts.size(); ++i)
+        grad = gb.add(grad, parts[i]);
+      if (gb.failed() || !grad)
+        return PassResult::Failed;
+    }
+    if (!grad)
+      continue;
+    if (!(grad = own(grad, name)))
+      return PassResult::Failed;
     g.addOutput(grad);
   }
   pruneDeadBackwardNodes(g);

@@ -12,6 +12,11 @@ namespace ampc {
 /// times gets its gradients summed into one. The gradient of parameter %p is
 /// named %p.grad and becomes a graph output (the optimizer lowering consumes
 /// it). The loss's gradient seed is named %loss.grad.
+///
+/// With amp.num_losses = N > 1 the loss must sum N terms (lossTerms), and
+/// each term %t gets a walk of its own from its seed %t.grad: parameter %p
+/// receives %p.grad.<k> from term k, and %p.grad is their sum (a node of its
+/// own), so the loss-scale pass can scale each term by its own scaler.
 class AutodiffPass : public Pass {
 public:
   llvm::StringRef name() const override { return "autodiff"; }

@@ -77,27 +77,33 @@ private:
       n->setRole(NodeRole::LossScale);
     return n;
   }
-  bool scaleSeed(Value *scale);
+  bool scaleSeed(Value *seedOf, Value *scale);
   Node *insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *> grads, int64_t accumulate);
-  bool conditionOnFinite(const SkippableNodes &nodes, Node *check);
+  bool conditionOnFinite(const SkippableNodes &nodes, Value *skipped, Value *inverse, Node *after);
   Value *unscaledGradScale(Value *current, Value *inverse, Node *user);
   bool unscaleNorm(Node *norm, Value *inverse);
+  Node *buildScaleUpdate(Value *scale, Value *tracker, Value *skipped, int64_t accumulate,
+                         const std::string &scaleName, const std::string &trackerName);
+  bool runPerLoss(const SkippableNodes &nodes);
+  Value *unitGradScale(Node *before);
 
   Graph &g_;
   const PrecisionPolicy &policy_;
   DiagnosticEngine &diag_;
   Location loc_;
   Value *loss_ = nullptr;
+  Value *unit_ = nullptr; // the 1 of updates that had no grad_scale (runPerLoss)
 };
 
-/// The seed d(loss)/d(loss) = 1 (autodiff's fill) becomes the scale.
-bool LossScaleSplicer::scaleSeed(Value *scale) {
-  std::string seedName = gradientName(loss_->name());
+/// The seed d(loss)/d(loss) = 1 (autodiff's fill) of `seedOf` becomes the
+/// scale.
+bool LossScaleSplicer::scaleSeed(Value *seedOf, Value *scale) {
+  std::string seedName = gradientName(seedOf->name());
   Value *seed = g_.lookup(seedName);
   Node *fill = seed ? seed->definingNode() : nullptr;
   if (!fill || fill->kind() != OpKind::Fill || attrs::Fill(*fill).value() != 1.0)
-    return error(loss_->loc(), "the backward seed %" + seedName +
-                                   " is not a fill with 1 (run autodiff before loss-scale)");
+    return error(seedOf->loc(), "the backward seed %" + seedName +
+                                    " is not a fill with 1 (run autodiff before loss-scale)");
   Value *scaled = scale;
   if (seed->dtype() != scale->dtype()) {
     Node *cast = build(OpKind::Cast, {scale}, {{"to", Attribute(seed->dtype())}}, {""}, fill);
@@ -183,8 +189,11 @@ bool LossScaleSplicer::unscaleNorm(Node *norm, Value *inverse) {
 
 /// The grad_scale that unscales: 1 / scale where the update had none (or the
 /// unit placeholder); any other factor (a clip coefficient) times 1 / scale,
-/// computed just before its first user.
+/// computed just before its first user. Without `inverse` (gradients that are
+/// unscaled already) the factor stays, and an update without one gets 1.
 Value *LossScaleSplicer::unscaledGradScale(Value *current, Value *inverse, Node *user) {
+  if (!inverse)
+    return current ? current : unitGradScale(user);
   if (!current || current->name() == kUnitGradScaleName)
     return inverse;
   Node *mul = build(OpKind::Mul, {current, inverse}, {},
@@ -192,12 +201,24 @@ Value *LossScaleSplicer::unscaledGradScale(Value *current, Value *inverse, Node 
   return mul ? mul->result() : nullptr;
 }
 
-/// Gives every update and step counter skip = %skipped, moving the counters
-/// after the check (the optimizer pass puts them first).
-bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Node *check) {
-  Value *skipped = check->result(0);
+Value *LossScaleSplicer::unitGradScale(Node *before) {
+  if (unit_)
+    return unit_;
+  Node *one = build(OpKind::Fill, {},
+                    {{"value", Attribute(1.0)},
+                     {"shape", Attribute(std::vector<int64_t>{})},
+                     {"dtype", Attribute(DType::F32)}},
+                    {g_.uniqueName("loss_scale.unit")}, before);
+  return unit_ = one ? one->result() : nullptr;
+}
+
+/// Gives every update and step counter skip = `skipped`, moving the counters
+/// after `after`, the node that computes it (the optimizer pass puts them
+/// first); the updates' grad_scale takes `inverse` (see unscaledGradScale).
+bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Value *skipped,
+                                         Value *inverse, Node *after) {
   // The updates read the unscaled gradients, so they follow the check.
-  Node *afterCheck = nextNode(g_, check);
+  Node *afterCheck = nextNode(g_, after);
   assert(afterCheck && "the updates come after the unscale check");
   for (Node *counter : nodes.counters) {
     unsigned skipIndex = *counter->op().operandIndex("skip");
@@ -209,7 +230,6 @@ bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Node *chec
   }
   // Updates sharing a grad_scale (a clip coefficient) share its unscaled one.
   llvm::DenseMap<Value *, Value *> unscaledScales;
-  Value *inverse = check->result(2);
   for (Node *update : nodes.updates) {
     unsigned gradScaleIndex = *update->op().operandIndex("grad_scale");
     unsigned skipIndex = *update->op().operandIndex("skip");
@@ -238,6 +258,212 @@ bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Node *chec
   return true;
 }
 
+/// update_loss_scale at the end of the step, its results the scaler's next
+/// state.
+Node *LossScaleSplicer::buildScaleUpdate(Value *scale, Value *tracker, Value *skipped,
+                                         int64_t accumulate, const std::string &scaleName,
+                                         const std::string &trackerName) {
+  const DynamicLossScale &d = policy_.dynamic;
+  Node *update =
+      build(OpKind::UpdateLossScale, {scale, tracker, skipped},
+            {{"growth_factor", Attribute(d.growthFactor)},
+             {"backoff_factor", Attribute(d.backoffFactor)},
+             {"growth_interval", Attribute(d.growthInterval)},
+             {"min_scale", Attribute(d.minScale)},
+             {"max_scale", Attribute(d.maxScale)},
+             {"accumulate", Attribute(accumulate)}},
+            {g_.uniqueName(scaleName + ".next"), g_.uniqueName(trackerName + ".next")}, nullptr);
+  if (!update)
+    return nullptr;
+  g_.addStateUpdate(scale, update->result(0));
+  g_.addStateUpdate(tracker, update->result(1));
+  return update;
+}
+
+/// amp.num_losses = N > 1: autodiff walked back from each term %t_k of the
+/// loss on its own, giving %p.grad.<k>, and summed them into %p.grad. Each
+/// term gets its own scaler (Apex's num_losses):
+///
+///   scaler %loss_scale.scale (term 0), %loss_scale.<k>.scale (k > 0)
+///   the seed %t_k.grad becomes the scale of term k
+///   %skipped.<k>, %loss_scale[.<k>], %loss_scale[.<k>].inverse =
+///       unscale_check(<scale k>, %p.grad.<k>...)
+///   %skipped = max(%skipped.0, ..., %skipped.<N-1>)
+///   %p.grad = sum_k f32(%p.grad.<k>) * <inverse k>      (replaces the sum)
+///   updates and counters skip on %skipped; each scaler's update_loss_scale
+///   reads its own %skipped.<k>
+///
+/// A step is applied only when every loss's gradients are finite (a
+/// gradient with an inf cannot be applied), but only the scaler of the loss
+/// that overflowed backs off: the other keeps growing. The gradients the
+/// updates read are unscaled f32 sums, so grad_scale keeps only a clip
+/// coefficient, and a global_norm reads them as they are.
+bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
+  std::vector<Value *> terms = lossTerms(loss_);
+  size_t numLosses = size_t(policy_.numLosses);
+  if (terms.size() != numLosses)
+    return error(loss_->loc(), "amp.num_losses is " + llvm::Twine(numLosses) +
+                                   " but the loss sums " + llvm::Twine(terms.size()) + " term(s)");
+  for (Node *update : nodes.updates)
+    if (attrs::SgdUpdate(*update).accumulate() != 1)
+      return error(update->loc(), "amp.num_losses > 1 does not combine with gradient "
+                                  "accumulation yet");
+  bool dynamic = policy_.dynamicLossScale;
+  auto prefix = [](size_t k) {
+    return k == 0 ? std::string("loss_scale") : "loss_scale." + std::to_string(k);
+  };
+
+  // The sums the updates apply and, for each, its per-loss parts.
+  unsigned gradIndex = *nodes.updates.front()->op().operandIndex("grad");
+  std::vector<Value *> sums;
+  IdSet<Value> seenSums(g_.idBound());
+  for (Node *update : nodes.updates) {
+    Value *sum = update->operand(gradIndex);
+    if (seenSums.insert(sum))
+      sums.push_back(sum);
+  }
+  std::vector<std::vector<Value *>> partsOfSum(sums.size()); // null where loss k gives none
+  std::vector<std::vector<Value *>> partsOfLoss(numLosses);
+  IdSet<Node> sumNodes(g_.idBound());
+  for (size_t i = 0; i < sums.size(); ++i) {
+    Value *sum = sums[i];
+    bool any = false;
+    for (size_t k = 0; k < numLosses; ++k) {
+      Value *part = g_.lookup((sum->name() + "." + llvm::Twine(k)).str());
+      partsOfSum[i].push_back(part);
+      if (part) {
+        partsOfLoss[k].push_back(part);
+        any = true;
+      }
+    }
+    if (!any || !sum->isResult())
+      return error(sum->loc(), "%" + sum->name() +
+                                   " is not a sum of per-loss gradients (run "
+                                   "autodiff with the same amp.num_losses)");
+    sumNodes.insert(sum->definingNode());
+  }
+  // Checks and unscaled sums go before the first of autodiff's sums, after
+  // every per-loss gradient.
+  Node *firstSum = nullptr;
+  for (Node &n : g_.nodes())
+    if (sumNodes.count(&n)) {
+      firstSum = &n;
+      break;
+    }
+
+  InitSpec init;
+  init.kind = InitSpec::Kind::Constant;
+  init.a = dynamic ? policy_.dynamic.init : policy_.staticLossScale;
+  std::vector<Value *> scales, inverses, skips;
+  std::vector<Node *> checks;
+  for (size_t k = 0; k < numLosses; ++k) {
+    if (partsOfLoss[k].empty())
+      return error(terms[k]->loc(),
+                   "loss term %" + terms[k]->name() +
+                       " gives no gradient to a parameter that an optimizer updates");
+    std::string scaleName = prefix(k) + ".scale";
+    for (const std::string &name : {scaleName, prefix(k)})
+      if (!requireFreeName(name))
+        return false;
+    Value *scale =
+        g_.addState(scaleName, TensorType(DType::F32, {}), StateKind::ScalerState, init, loc_);
+    if (!scaleSeed(terms[k], scale))
+      return false;
+    llvm::SmallVector<Value *, 8> operands = {scale};
+    operands.append(partsOfLoss[k].begin(), partsOfLoss[k].end());
+    Node *check = build(OpKind::UnscaleCheck, operands, {{"accumulate", Attribute(int64_t(1))}},
+                        {g_.uniqueName("skipped." + std::to_string(k)), prefix(k),
+                         g_.uniqueName(prefix(k) + ".inverse")},
+                        firstSum);
+    if (!check)
+      return false;
+    scales.push_back(scale);
+    checks.push_back(check);
+    skips.push_back(check->result(0));
+    inverses.push_back(check->result(2));
+  }
+  Node *anySkipped = nullptr;
+  Value *skipped = skips[0];
+  for (size_t k = 1; k < numLosses; ++k) {
+    std::string name = k + 1 == numLosses ? "skipped" : g_.uniqueName("skipped.any");
+    if (!(anySkipped = build(OpKind::Max, {skipped, skips[k]}, {}, {name}, firstSum)))
+      return false;
+    skipped = anySkipped->result();
+  }
+
+  // Each sum again, of the unscaled parts in f32 (all built before
+  // firstSum, which goes with autodiff's sums below).
+  std::vector<Value *> unscaledSums;
+  for (size_t i = 0; i < sums.size(); ++i) {
+    Value *unscaled = nullptr;
+    for (size_t k = 0; k < numLosses; ++k) {
+      Value *part = partsOfSum[i][k];
+      if (!part)
+        continue;
+      if (part->dtype() != DType::F32) {
+        Node *widen = build(OpKind::Cast, {part}, {{"to", Attribute(DType::F32)}}, {""}, firstSum);
+        if (!widen)
+          return false;
+        part = widen->result();
+      }
+      Node *mul = build(OpKind::Mul, {part, inverses[k]}, {}, {""}, firstSum);
+      if (!mul)
+        return false;
+      Value *term = mul->result();
+      if (unscaled) {
+        Node *add = build(OpKind::Add, {unscaled, term}, {}, {""}, firstSum);
+        if (!add)
+          return false;
+        term = add->result();
+      }
+      unscaled = term;
+    }
+    unscaledSums.push_back(unscaled);
+  }
+  for (size_t i = 0; i < sums.size(); ++i) {
+    Value *sum = sums[i], *unscaled = unscaledSums[i];
+    std::string name = sum->name().str();
+    sum->replaceAllUsesWith(unscaled);
+    std::vector<Value *> outputs(g_.outputs().begin(), g_.outputs().end());
+    std::replace(outputs.begin(), outputs.end(), sum, unscaled);
+    g_.setOutputs(std::move(outputs));
+    // autodiff's sum (a chain of adds, or a copy) reads nothing else now.
+    std::vector<Node *> dead = {sum->definingNode()};
+    while (!dead.empty()) {
+      Node *n = dead.back();
+      dead.pop_back();
+      llvm::SmallVector<Value *, 2> operands(n->operands().begin(), n->operands().end());
+      g_.eraseNode(n);
+      for (Value *operand : operands)
+        if (operand->isResult() && !operand->hasUses() &&
+            !llvm::is_contained(partsOfSum[i], operand) &&
+            operand->definingNode()->role() == NodeRole::Backward)
+          dead.push_back(operand->definingNode());
+    }
+    g_.renameValue(unscaled, name);
+  }
+
+  Node *after = anySkipped ? anySkipped : checks.back();
+  if (!conditionOnFinite(nodes, skipped, nullptr, after))
+    return false;
+  if (dynamic)
+    for (size_t k = 0; k < numLosses; ++k) {
+      std::string trackerName = prefix(k) + ".growth_tracker";
+      if (!requireFreeName(trackerName))
+        return false;
+      InitSpec zeros;
+      zeros.kind = InitSpec::Kind::Zeros;
+      Value *tracker =
+          g_.addState(trackerName, TensorType(DType::F32, {}), StateKind::ScalerState, zeros, loc_);
+      if (!buildScaleUpdate(scales[k], tracker, skips[k], 1, prefix(k) + ".scale", trackerName))
+        return false;
+    }
+  for (Node *check : checks)
+    g_.addOutput(check->result(1));
+  g_.addOutput(skipped);
+  return true;
+}
+
 bool LossScaleSplicer::run() {
   SkippableNodes nodes = findSkippable(g_);
   if (nodes.lossScaling)
@@ -249,6 +475,8 @@ bool LossScaleSplicer::run() {
   if (nodes.updates.empty())
     return error(g_.loc(), "the graph has no optimizer updates (run the optimizer pass "
                            "before loss-scale)");
+  if (policy_.numLosses > 1)
+    return requireFreeName("skipped") && runPerLoss(nodes);
   bool dynamic = policy_.dynamicLossScale;
   const char *scaleName = "loss_scale.scale", *trackerName = "loss_scale.growth_tracker";
   for (const char *name : {scaleName, "loss_scale", "skipped"})
@@ -262,7 +490,7 @@ bool LossScaleSplicer::run() {
   init.a = dynamic ? policy_.dynamic.init : policy_.staticLossScale;
   Value *scale =
       g_.addState(scaleName, TensorType(DType::F32, {}), StateKind::ScalerState, init, loc_);
-  if (!scaleSeed(scale))
+  if (!scaleSeed(loss_, scale))
     return false;
 
   // The gradients the updates apply, in update order.
@@ -278,7 +506,7 @@ bool LossScaleSplicer::run() {
       grads.push_back(grad);
   }
   Node *check = insertUnscaleCheck(scale, grads, accumulate);
-  if (!check || !conditionOnFinite(nodes, check))
+  if (!check || !conditionOnFinite(nodes, check->result(0), check->result(2), check))
     return false;
 
   if (dynamic) {
@@ -286,21 +514,8 @@ bool LossScaleSplicer::run() {
     zeros.kind = InitSpec::Kind::Zeros;
     Value *tracker =
         g_.addState(trackerName, TensorType(DType::F32, {}), StateKind::ScalerState, zeros, loc_);
-    const DynamicLossScale &d = policy_.dynamic;
-    Node *update = build(OpKind::UpdateLossScale, {scale, tracker, check->result(0)},
-                         {{"growth_factor", Attribute(d.growthFactor)},
-                          {"backoff_factor", Attribute(d.backoffFactor)},
-                          {"growth_interval", Attribute(d.growthInterval)},
-                          {"min_scale", Attribute(d.minScale)},
-                          {"max_scale", Attribute(d.maxScale)},
-                          {"accumulate", Attribute(accumulate)}},
-                         {g_.uniqueName(std::string(scaleName) + ".next"),
-                          g_.uniqueName(std::string(trackerName) + ".next")},
-                         nullptr);
-    if (!update)
+    if (!buildScaleUpdate(scale, tracker, check->result(0), accumulate, scaleName, trackerName))
       return false;
-    g_.addStateUpdate(scale, update->result(0));
-    g_.addStateUpdate(tracker, update->result(1));
   }
   g_.addOutput(check->result(1));
   g_.addOutput(check->result(0));

@@ -37,6 +37,13 @@ namespace ampc {
 ///   graph outputs "loss_scale" (the scale this step used) and "skipped"
 ///   (1 when the step was skipped, on the last micro-step of a group)
 ///
+/// With amp.num_losses = N > 1 (Apex's num_losses) each term of a list of
+/// losses has its own scaler, check and update_loss_scale, autodiff having
+/// walked back from each term separately; the updates then read the
+/// unscaled f32 sum of the terms' gradients and skip when any term
+/// overflowed, while only that term's scaler backs off (LossScale.cpp,
+/// runPerLoss).
+///
 /// The new nodes have role loss-scale. A static scale never changes but
 /// still skips non-finite steps (Apex's static scaler would apply them and
 /// ruin the weights).

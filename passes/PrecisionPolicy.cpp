@@ -32,6 +32,7 @@ constexpr llvm::StringRef kProperties[] = {
     "fp32_ops",
     "half_ops",
     "allow_banned",
+    "num_losses",
 };
 
 bool isDynamicSetting(llvm::StringRef property) {
@@ -45,7 +46,7 @@ PropertyType propertyType(llvm::StringRef p) {
   if (p == "per_op_casting" || p == "keep_batchnorm_fp32" || p == "master_weights" ||
       p == "allow_banned")
     return PropertyType::Bool;
-  if (p == "loss_scale.growth_interval")
+  if (p == "loss_scale.growth_interval" || p == "num_losses")
     return PropertyType::Int;
   if (p.startswith("loss_scale."))
     return PropertyType::Number;
@@ -143,14 +144,7 @@ public:
         !(p.dynamic.backoffFactor > 0.0 && p.dynamic.backoffFactor < 1.0))
       bad("loss_scale.backoff_factor",
           "must be between 0 and 1 (exclusive), got " + formatDouble(p.dynamic.backoffFactor));
-    if (const Attribute *a = find("loss_scale.growth_interval")) {
-      if (!a->is(AttrType::Int))
-        bad("loss_scale.growth_interval", "must be an int, got " + describe(*a));
-      else if (a->getInt() < 1)
-        bad("loss_scale.growth_interval", "must be at least 1, got " + a->str());
-      else
-        p.dynamic.growthInterval = a->getInt();
-    }
+    readPositiveInt("loss_scale.growth_interval", p.dynamic.growthInterval);
     if (p.dynamicLossScale && diag_.numErrors() == errorsBefore) {
       if (p.dynamic.minScale > p.dynamic.maxScale)
         bad("loss_scale.min", "(" + formatDouble(p.dynamic.minScale) +
@@ -161,6 +155,8 @@ public:
                                    formatDouble(p.dynamic.minScale) + ", " +
                                    formatDouble(p.dynamic.maxScale) + "]");
     }
+
+    readPositiveInt("num_losses", p.numLosses);
 
     readOpList("fp32_ops", p.fp32Ops);
     readOpList("half_ops", p.halfOps);
@@ -215,6 +211,17 @@ private:
     }
     out = a->getNumber();
     return true;
+  }
+  void readPositiveInt(llvm::StringRef property, int64_t &out) {
+    const Attribute *a = find(property);
+    if (!a)
+      return;
+    if (!a->is(AttrType::Int))
+      bad(property, "must be an int, got " + describe(*a));
+    else if (a->getInt() < 1)
+      bad(property, "must be at least 1, got " + a->str());
+    else
+      out = a->getInt();
   }
   void readPositive(llvm::StringRef property, double &out) {
     if (readNumber(property, out) && !(out > 0 && std::isfinite(out)))
@@ -398,6 +405,9 @@ void printPolicy(const PrecisionPolicy &p, llvm::raw_ostream &os) {
   line("fp32_ops", p.fp32Ops.empty() ? "(none)" : joined(p.fp32Ops), isSet("fp32_ops"));
   line("half_ops", p.halfOps.empty() ? "(none)" : joined(p.halfOps), isSet("half_ops"));
   line("allow_banned", flag(p.allowBanned), isSet("allow_banned"));
+  // Shown only where it matters, so one-loss models print as they always did.
+  if (p.numLosses != 1 || isSet("num_losses"))
+    line("num_losses", llvm::Twine(p.numLosses), isSet("num_losses"));
 }
 
 bool setPolicyOverride(AttrMap &meta, llvm::StringRef property, llvm::StringRef value,

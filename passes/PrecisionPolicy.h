@@ -66,6 +66,9 @@ struct PrecisionPolicy {
   std::vector<std::string> fp32Ops, halfOps;
   /// Banned ops run in fp32 instead of being an error.
   bool allowBanned = false;
+  /// Apex's num_losses: with N > 1 each of the N terms of a list of losses
+  /// gets its own backward walk and its own loss scaler.
+  int64_t numLosses = 1;
 
   /// The "amp.*" meta keys that were present (overriding the preset).
   std::set<std::string> overridden;

@@ -22,6 +22,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
 #include <exception>
 
 namespace ampc {
@@ -305,15 +306,117 @@ private:
     return true;
   }
 
+  /// `loss:` is one loss, `{cross_entropy: {input: logits, target: y}}`, or
+  /// a list of them with optional weights, summed:
+  ///   loss:
+  ///     - cross_entropy: {input: logits, target: y}
+  ///     - mse_loss: {input: recon, target: x}
+  ///       weight: 0.5
+  /// The terms are %loss.0, %loss.1, ... (a weighted one scaled into
+  /// %loss.<k>.weighted) and their sum is %loss; every one of these nodes has
+  /// role loss, so they run in fp32 and inference drops them.
   bool readLoss(ModelContext &ctx, const MapEntry &lossEntry,
                 const llvm::StringMap<Value *> &names) {
-    MapEntry loss;
-    if (!r_.readOneKeyMap(lossEntry.value, "'loss'", loss))
-      return false;
+    if (!ctx.g.isNameFree("loss"))
+      return r_.error(lossEntry.keyNode,
+                      "the name 'loss' is taken by a layer; the loss result needs it");
+    if (!lossEntry.value.node.IsSequence()) {
+      MapEntry loss;
+      if (!r_.readOneKeyMap(lossEntry.value, "'loss'", loss))
+        return false;
+      Node *node = readLossTerm(ctx, loss, names, "loss");
+      if (!node)
+        return false;
+      ctx.g.addOutput(node->result(0));
+      ctx.g.meta()["loss"] = Attribute(loss.key);
+      return true;
+    }
+    const YAML::Node &list = lossEntry.value.node;
+    if (list.size() == 0)
+      return r_.error(lossEntry.value, "'loss' must be one loss or a non-empty list of losses");
+    std::vector<Value *> terms;
+    std::string kinds;
+    for (size_t k = 0; k < list.size(); ++k) {
+      Bound item{list[k], lossEntry.value.env, lossEntry.value.fallback};
+      std::string what = "loss " + std::to_string(k);
+      MapEntries fields;
+      if (!r_.readMap(item, "'" + what + "'", fields))
+        return false;
+      const MapEntry *kind = nullptr;
+      double weight = 1.0;
+      for (const MapEntry &f : fields) {
+        if (f.key == "weight") {
+          if (!r_.readFloat(f.value, "'weight'", weight))
+            return false;
+          if (!std::isfinite(weight))
+            return r_.error(f.value, "'weight' of " + what + " must be finite");
+          continue;
+        }
+        if (kind)
+          return r_.error(f.keyNode, what + " has two keys '" + kind->key + "' and '" + f.key +
+                                         "'; give one loss and an optional 'weight'");
+        kind = &f;
+      }
+      if (!kind)
+        return r_.error(item, what + " names no loss; expected mse_loss, cross_entropy or "
+                                     "binary_cross_entropy");
+      std::string name = "loss." + std::to_string(k);
+      if (!ctx.g.isNameFree(name))
+        return r_.error(kind->keyNode,
+                        "the name '" + name + "' is taken by a layer; " + what + " needs it");
+      Node *node = readLossTerm(ctx, *kind, names, name);
+      if (!node)
+        return false;
+      Value *term = node->result(0);
+      ctx.g.addOutput(term); // so a trainer can log each loss
+      if (weight != 1.0) {
+        Node *scaled = buildNode(ctx.g, OpRegistry::builtin().get(OpKind::Scale), {term},
+                                 {{"factor", Attribute(weight)}}, node->loc(), r_.diag(),
+                                 {ctx.g.uniqueName(name + ".weighted")});
+        if (!scaled)
+          return false;
+        scaled->setRole(NodeRole::Loss);
+        term = scaled->result(0);
+      }
+      terms.push_back(term);
+      kinds += (kinds.empty() ? "" : ",") + kind->key;
+    }
+    // The sum, left to right (lossTerms reads the terms back in this order).
+    Value *total = terms[0];
+    for (size_t k = 1; k < terms.size(); ++k) {
+      std::string name = k + 1 == terms.size() ? "loss" : ctx.g.uniqueName("loss.sum");
+      Node *add = buildNode(ctx.g, OpRegistry::builtin().get(OpKind::Add), {total, terms[k]}, {},
+                            r_.loc(lossEntry.keyNode), r_.diag(), {name});
+      if (!add)
+        return false;
+      add->setRole(NodeRole::Loss);
+      total = add->result(0);
+    }
+    if (terms.size() == 1) {
+      // One term: %loss is that term (its weight applied), as for `loss: {...}`.
+      Node *same =
+          buildNode(ctx.g, OpRegistry::builtin().get(OpKind::Scale), {total},
+                    {{"factor", Attribute(1.0)}}, r_.loc(lossEntry.keyNode), r_.diag(), {"loss"});
+      if (!same)
+        return false;
+      same->setRole(NodeRole::Loss);
+      total = same->result(0);
+    }
+    ctx.g.addOutput(total);
+    ctx.g.meta()["loss"] = Attribute(kinds);
+    return true;
+  }
+
+  /// One loss `{kind: {input: a, target: b, <attrs>}}`, built under `name`
+  /// with role loss.
+  static Node *none(bool) { return nullptr; }
+
+  Node *readLossTerm(ModelContext &ctx, const MapEntry &loss, const llvm::StringMap<Value *> &names,
+                     const std::string &name) {
     if (!llvm::is_contained(kLossKinds, loss.key))
-      return r_.error(loss.keyNode, "unknown loss '" + loss.key +
-                                        "'; expected mse_loss, cross_entropy or "
-                                        "binary_cross_entropy");
+      return none(r_.error(loss.keyNode, "unknown loss '" + loss.key +
+                                             "'; expected mse_loss, cross_entropy or "
+                                             "binary_cross_entropy"));
     const OpInfo *op = OpRegistry::builtin().lookup(loss.key);
     assert(op && "loss kinds are built-in ops");
     MapEntries args;
@@ -322,7 +425,7 @@ private:
       known.push_back(a.name);
     if (!r_.readMap(loss.value, "the arguments of " + loss.key, args) ||
         !r_.checkKnownKeys(args, known, "argument", " for " + loss.key))
-      return false;
+      return nullptr;
     Location loc = r_.loc(loss.keyNode);
     llvm::SmallVector<Value *, 2> operands;
     for (llvm::StringRef role : {"input", "target"}) {
@@ -331,16 +434,17 @@ private:
         if (a.key == role)
           e = &a;
       if (!e)
-        return r_.error(loc, "missing argument '" + role + "' for " + loss.key);
+        return none(r_.error(loc, "missing argument '" + role + "' for " + loss.key));
       std::string ref;
       if (!r_.readString(e->value, "'" + role + "'", ref))
-        return false;
+        return nullptr;
       Value *v = names.lookup(ref);
       if (!v)
         if (Value *any = ctx.g.lookup(ref); any && !any->isState())
           v = any;
       if (!v)
-        return r_.error(e->value, "unknown name '" + ref + "' (not a graph input or a layer)");
+        return none(
+            r_.error(e->value, "unknown name '" + ref + "' (not a graph input or a layer)"));
       operands.push_back(v);
     }
     AttrMap attrs;
@@ -350,20 +454,15 @@ private:
         continue;
       Attribute value;
       if (!r_.readAttribute(a.value, a.key, spec->type, value))
-        return false;
+        return nullptr;
       attrs[a.key] = std::move(value);
     }
     if (loss.key == "cross_entropy" && !flattenTokens(ctx, operands, loc))
-      return false;
-    if (!ctx.g.isNameFree("loss"))
-      return r_.error(loc, "the name 'loss' is taken by a layer; the loss result needs it");
-    Node *node = buildNode(ctx.g, *op, operands, std::move(attrs), loc, r_.diag(), {"loss"});
-    if (!node)
-      return false;
-    node->setRole(NodeRole::Loss);
-    ctx.g.addOutput(node->result(0));
-    ctx.g.meta()["loss"] = Attribute(loss.key);
-    return true;
+      return nullptr;
+    Node *node = buildNode(ctx.g, *op, operands, std::move(attrs), loc, r_.diag(), {name});
+    if (node)
+      node->setRole(NodeRole::Loss);
+    return node;
   }
 
   /// A language model's cross entropy: logits [B, T, ..., V] (classes last)

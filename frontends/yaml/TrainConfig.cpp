@@ -730,7 +730,8 @@ bool readAmp(Reader &r, const Bound &node, AttrMap &meta) {
   MapEntries args;
   const llvm::StringRef known[] = {
       "opt_level",      "half_type",  "cast_model_type", "per_op_casting", "keep_batchnorm_fp32",
-      "master_weights", "loss_scale", "fp32_ops",        "half_ops",       "allow_banned"};
+      "master_weights", "loss_scale", "fp32_ops",        "half_ops",       "allow_banned",
+      "num_losses"};
   if (!r.readMap(node, "'amp'", args) || !r.checkKnownKeys(args, known, "key", " in 'amp'"))
     return false;
   std::vector<std::string> fp32Ops, halfOps;
@@ -742,6 +743,15 @@ bool readAmp(Reader &r, const Bound &node, AttrMap &meta) {
       if (!r.readBool(e.value, "'" + e.key + "'", b))
         return false;
       meta[key] = Attribute(b);
+      continue;
+    }
+    if (e.key == "num_losses") {
+      int64_t n = 0;
+      if (!r.readInt(e.value, "'num_losses'", n))
+        return false;
+      if (n < 1)
+        return r.error(e.value, "'num_losses' must be at least 1, got " + llvm::Twine(n));
+      meta[key] = Attribute(n);
       continue;
     }
     if (e.key == "loss_scale") {

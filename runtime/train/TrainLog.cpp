@@ -47,6 +47,16 @@ std::string stepRecordJson(const StepRecord &r) {
     s += ", \"loss_scale\": " + jsonNumber(*r.lossScale);
   if (r.skipped)
     s += std::string(", \"skipped\": ") + (*r.skipped ? "true" : "false");
+  auto list = [&](const char *key, const std::vector<double> &values) {
+    if (values.empty())
+      return;
+    s += std::string(", \"") + key + "\": [";
+    for (size_t i = 0; i < values.size(); ++i)
+      s += (i ? ", " : "") + jsonNumber(values[i]);
+    s += "]";
+  };
+  list("losses", r.lossTerms);
+  list("loss_scales", r.lossScales);
   s += ", \"step_ms\": " + jsonNumber(r.stepMs);
   s += ", \"data_ms\": " + jsonNumber(r.dataMs);
   s += ", \"samples_per_s\": " + jsonNumber(r.samplesPerSecond);
@@ -144,10 +154,18 @@ void TrainLog::printLine(const StepRecord &r) {
   int width = static_cast<int>(std::to_string(totalSteps_).size());
   out_ << "step " << llvm::format_decimal(r.step, width) << "/" << totalSteps_ << "  "
        << epochText(r) << "loss " << llvm::format("%.6f", r.loss);
+  for (size_t k = 0; k < r.lossTerms.size(); ++k)
+    out_ << (k ? " " : " (") << llvm::format("%.4g", r.lossTerms[k])
+         << (k + 1 == r.lossTerms.size() ? ")" : "");
   if (r.lr)
     out_ << "  lr " << llvm::format("%.3e", *r.lr);
-  if (r.lossScale)
+  if (!r.lossScales.empty()) {
+    out_ << "  scales";
+    for (double scale : r.lossScales)
+      out_ << " " << llvm::format("%g", scale);
+  } else if (r.lossScale) {
     out_ << "  scale " << llvm::format("%g", *r.lossScale);
+  }
   if (r.skipped && *r.skipped)
     out_ << "  (skipped: overflow)";
   out_ << "  " << llvm::format("%.2f", r.stepMs) << " ms/step  "

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace ampc {
 
@@ -21,6 +22,9 @@ struct StepRecord {
   /// the step was skipped because a gradient overflowed.
   std::optional<double> lossScale;
   std::optional<bool> skipped;
+  /// With a list of losses: each term's value (unweighted), and with
+  /// amp.num_losses > 1 each term's loss scale.
+  std::vector<double> lossTerms, lossScales;
   double stepMs = 0;
   /// Of stepMs, the time spent waiting for the step's batches (loading them,
   /// when not prefetched) and binding them.

@@ -60,7 +60,16 @@ const Node *lossNode(const Graph &g) {
 /// first operand holds logits with the classes along the last dimension.
 bool isClassification(const Node &loss) {
   return loss.numOperands() >= 2 && isIntegral(loss.operand(1)->dtype()) &&
-         loss.operand(0)->type().rank() >= 1;
+         loss.operand(0)->type().rank() >= 1 && !combinesLosses(loss);
+}
+
+/// The loss whose predictions accuracy is counted on: the first
+/// classification among the loss terms, or null.
+const Node *classifierNode(const Graph &g) {
+  for (const Node &n : g.nodes())
+    if (n.role() == NodeRole::Loss && isClassification(n))
+      return &n;
+  return nullptr;
 }
 
 /// Correct predictions and counted targets of the first `samples` of the
@@ -218,7 +227,8 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
   }
   double lossSum = 0;
   int64_t correct = 0, counted = 0, correct5 = 0, samples = 0;
-  bool classification = isClassification(*loss);
+  const Node *classifier = classifierNode(eg);
+  bool classification = classifier != nullptr;
   for (int64_t b = 0; b < batches; ++b) {
     int64_t rows = 0;
     if (!batcher.next(batch, rows, err))
@@ -230,7 +240,7 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
       // batch.
       paddedBatchLoss(full, *loss, batch, rows, lossSum, [&] {
         if (classification)
-          countCorrect(full, *loss, rows, opts.batchSize, correct, counted, correct5);
+          countCorrect(full, *classifier, rows, opts.batchSize, correct, counted, correct5);
       });
       samples += rows;
       continue;
@@ -254,7 +264,8 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
     lossSum += readScalar(*ev, l->result(0)) * double(rows);
     samples += rows;
     if (classification)
-      countCorrect(*ev, *l, rows, rows, correct, counted, correct5);
+      countCorrect(*ev, ev == &full ? *classifier : *classifierNode(ev->graph()), rows, rows,
+                   correct, counted, correct5);
   }
   result.loss = lossSum / double(samples);
   result.samples = samples;
@@ -262,7 +273,7 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
   result.top5.reset();
   if (classification && counted > 0) {
     result.accuracy = double(correct) / counted;
-    if (loss->operand(0)->type().dims().back() >= 5)
+    if (classifier->operand(0)->type().dims().back() >= 5)
       result.top5 = double(correct5) / counted;
   }
   return true;
@@ -280,6 +291,20 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
   const Value *scaleValue = g.lookup("loss_scale");
   const Value *skippedValue = g.lookup("skipped");
   const int64_t k = std::max<int64_t>(1, options_.accumulate);
+  // A list of losses: its terms %loss.0, %loss.1, ... (graph outputs) and,
+  // with a scaler per loss, %loss_scale, %loss_scale.1, ...
+  std::vector<const Value *> termValues, termScales;
+  for (size_t t = 0;; ++t) {
+    const Value *term = g.lookup("loss." + std::to_string(t));
+    if (!term || term->type().rank() != 0 || !llvm::is_contained(g.outputs(), term))
+      break;
+    termValues.push_back(term);
+  }
+  if (scaleValue && g.lookup("loss_scale.1")) {
+    termScales.push_back(scaleValue);
+    for (size_t t = 1; const Value *scale = g.lookup("loss_scale." + std::to_string(t)); ++t)
+      termScales.push_back(scale);
+  }
 
   // Micro-batches are counted in int64 (the batcher's position, the
   // dropout streams).
@@ -404,6 +429,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       train_.setProfiling(true, options_.traceSteps);
     auto start = std::chrono::steady_clock::now();
     double lossSum = 0, dataMs = 0;
+    std::vector<double> termSums(termValues.size(), 0.0);
     for (int64_t m = 0; m < k; ++m) {
       int64_t rows = 0;
       auto dataStart = std::chrono::steady_clock::now();
@@ -422,6 +448,8 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
                                "a step whose all-reduces run on the GPU (NCCL)");
         train_.run(static_cast<uint64_t>((step - 1) * k + m));
         lossSum += readScalar(train_, lossValue);
+        for (size_t t = 0; t < termValues.size(); ++t)
+          termSums[t] += readScalar(train_, termValues[t]);
       }
     }
     double ms =
@@ -439,6 +467,14 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       rec.lr = readScalar(train_, lrValue);
     if (scaleValue)
       rec.lossScale = readScalar(train_, scaleValue);
+    for (double sum : termSums)
+      rec.lossTerms.push_back(sum / k);
+    if (comm && !rec.lossTerms.empty() &&
+        !comm->allReduce(rec.lossTerms.data(), rec.lossTerms.size(), DType::F64,
+                         dist::ReduceOp::Mean, err))
+      return false;
+    for (const Value *scale : termScales)
+      rec.lossScales.push_back(readScalar(train_, scale));
     if (skippedValue) {
       rec.skipped = readScalar(train_, skippedValue) != 0;
       result.skippedSteps += *rec.skipped;
@@ -457,6 +493,7 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       result.firstLoss = rec.loss;
     result.finalLoss = rec.loss;
     result.finalLossScale = rec.lossScale;
+    result.finalLossScales = rec.lossScales;
     result.steps = step;
     if (eval_.program && options_.evalEvery > 0 &&
         (step % options_.evalEvery == 0 || step == options_.steps)) {
@@ -538,10 +575,17 @@ void printTrainSummary(const TrainResult &result, llvm::raw_ostream &out) {
       out << ", top-5 " << llvm::format("%.2f%%", 100 * *result.eval->top5);
     out << "\n";
   }
-  if (result.finalLossScale)
+  if (result.finalLossScale) {
     out << "loss scaling: " << result.skippedSteps << " of " << result.steps - result.firstStep
-        << " steps skipped for overflow, final scale " << llvm::format("%g", *result.finalLossScale)
-        << "\n";
+        << " steps skipped for overflow, final scale";
+    if (result.finalLossScales.empty())
+      out << " " << llvm::format("%g", *result.finalLossScale);
+    else
+      out << "s (one per loss)";
+    for (double scale : result.finalLossScales)
+      out << " " << llvm::format("%g", scale);
+    out << "\n";
+  }
   out << "mean step time " << llvm::format("%.2f", result.meanStepMs)
       << " ms (first step excluded), of which waiting for data "
       << llvm::format("%.2f", result.meanDataMs) << " ms\n";

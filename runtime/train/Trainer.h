@@ -97,6 +97,8 @@ struct TrainResult {
   /// scale after the last step.
   int64_t skippedSteps = 0;
   std::optional<double> finalLossScale;
+  /// With amp.num_losses > 1: each loss's final scale.
+  std::vector<double> finalLossScales;
   std::optional<EvalResult> eval; ///< the last evaluation
   double meanStepMs = 0;          ///< over the steps this run did, the first excluded
   /// Of meanStepMs, waiting for batches and binding them (with prefetch,

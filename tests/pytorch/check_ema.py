@@ -22,7 +22,6 @@ weights, each later one averages. Checked:
 Exit 0 pass, 1 fail, 77 without torch.
 """
 import argparse
-import collections
 import json
 import math
 import os
@@ -34,9 +33,9 @@ import warnings
 try:
     import numpy as np
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
     from torch.optim.swa_utils import AveragedModel
+    from recipe_support import check, distance, exit_code, mlp, run
 except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
     sys.exit(77)
@@ -45,20 +44,6 @@ STEPS = 8
 LR = 1e-2
 DECAY = 0.75
 TOLERANCE = 1e-6
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILURES.append(what)
-
-
-def mlp():
-    torch.manual_seed(0)
-    return nn.Sequential(collections.OrderedDict([
-        ("fc1", nn.Linear(32, 64)), ("relu1", nn.ReLU()), ("fc2", nn.Linear(64, 64)),
-        ("relu2", nn.ReLU()), ("head", nn.Linear(64, 8))]))
 
 
 def torch_run(start, x, y, accumulate):
@@ -83,14 +68,6 @@ def torch_run(start, x, y, accumulate):
         eval_trained = F.mse_loss(model(x), y).item()
         eval_averaged = F.mse_loss(ema.module(x), y).item()
     return trained, averaged, eval_trained, eval_averaged
-
-
-def run(cmd, work):
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
-    if r.returncode:
-        print(" ".join(cmd))
-        print(r.stdout[-600:], r.stderr[-600:])
-    return r
 
 
 class Ampc:
@@ -144,14 +121,6 @@ train:
         cmd = [self.ampc, "eval", model, "--checkpoint", ckpt, "--json", "--batch", "16"]
         r = run(cmd + (["--ema"] if ema else []), self.work)
         return math.inf if r.returncode else json.loads(r.stdout)["loss"]
-
-
-def distance(a, b):
-    if set(a) != set(b):
-        return math.inf
-    num = sum(float(((a[n] - b[n]) ** 2).sum()) for n in b)
-    den = sum(float((b[n] ** 2).sum()) for n in b)
-    return math.sqrt(num / den)
 
 
 def main():
@@ -224,10 +193,7 @@ def main():
             check(r.returncode != 0 and "no averaged weights" in r.stderr,
                   f"eval --ema of a checkpoint trained without ema fails (exit {r.returncode}: "
                   f"{r.stderr.strip()[-120:]})")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed")
-        return 1
-    return 0
+    return exit_code()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ clip must act (the global norm above max_grad_norm).
 Exit 0 pass, 1 fail, 77 without torch.
 """
 import argparse
-import collections
 import json
 import math
 import os
@@ -30,14 +29,13 @@ import warnings
 try:
     import numpy as np
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
+    from recipe_support import check, exit_code, mlp
 except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
     sys.exit(77)
 
 STEPS = 5
-FAILURES = []
 CONFIGS = {
     "adamw-mode": dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, adam_w_mode=True,
                        grad_averaging=True, bias_correction=True, max_grad_norm=0.25,
@@ -48,17 +46,8 @@ CONFIGS = {
 }
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILURES.append(what)
-
-
 def make_mlp():
-    torch.manual_seed(0)
-    return nn.Sequential(collections.OrderedDict([
-        ("fc1", nn.Linear(32, 48)), ("relu1", nn.ReLU()), ("fc2", nn.Linear(48, 48)),
-        ("relu2", nn.ReLU()), ("head", nn.Linear(48, 16))]))
+    return mlp(inputs=32, hidden=48, outputs=16)
 
 
 def weight_decay_of(name, cfg):
@@ -173,10 +162,7 @@ def main():
             check(min(norms) > cfg["max_grad_norm"],
                   f"{name}: the global norm clips every step ({min(norms):.3f} > "
                   f"{cfg['max_grad_norm']})")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed")
-        return 1
-    return 0
+    return exit_code()
 
 
 if __name__ == "__main__":

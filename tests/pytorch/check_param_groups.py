@@ -18,7 +18,6 @@ can fail).
 Exit 0 pass, 1 fail, 77 without torch.
 """
 import argparse
-import collections
 import json
 import math
 import os
@@ -31,9 +30,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 try:
     import numpy as np
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
     from zoo_models import NanoGpt
+    from recipe_support import check, distance, exit_code
+    from recipe_support import mlp as recipe_mlp
 except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
     sys.exit(77)
@@ -41,20 +41,10 @@ except ImportError as e:  # pragma: no cover
 STEPS = 5
 LR, WEIGHT_DECAY, HEAD_LR = 3e-3, 0.1, 1e-2
 TOLERANCE = 1e-6
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILURES.append(what)
 
 
 def mlp():
-    torch.manual_seed(0)
-    return nn.Sequential(collections.OrderedDict([
-        ("fc1", nn.Linear(64, 64)), ("relu1", nn.ReLU()), ("fc2", nn.Linear(64, 64)),
-        ("relu2", nn.ReLU()), ("head", nn.Linear(64, 64))]))
+    return recipe_mlp(inputs=64, hidden=64, outputs=64)
 
 
 def gpt():
@@ -162,12 +152,6 @@ train:
     return losses, weights
 
 
-def distance(a, b):
-    num = sum(float(((a[n] - b[n]) ** 2).sum()) for n in b)
-    den = sum(float((b[n] ** 2).sum()) for n in b)
-    return math.sqrt(num / den)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ampc", required=True)
@@ -236,10 +220,7 @@ def main():
             check(moved > 100 * TOLERANCE,
                   f"{name}: without the groups the parameters are {moved:.1e} from PyTorch's "
                   f"grouped run (the check resolves the groups)")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed")
-        return 1
-    return 0
+    return exit_code()
 
 
 if __name__ == "__main__":

@@ -298,6 +298,19 @@ TEST(PrecisionPolicyTest, CommandLineOverridesAreCheckedAndTyped) {
   EXPECT_EQ(resolveOk(meta).staticLossScale, 128.0);
 }
 
+TEST(PrecisionPolicyTest, NumLossesIsAnIntShownOnlyWhenSet) {
+  EXPECT_EQ(resolveOk({}).numLosses, 1);
+  EXPECT_EQ(printed(resolveOk({})).find("num_losses"), std::string::npos);
+  PrecisionPolicy two =
+      resolveOk({{"amp.opt_level", Attribute("O1")}, {"amp.num_losses", Attribute(int64_t(2))}});
+  EXPECT_EQ(two.numLosses, 2);
+  EXPECT_NE(printed(two).find("num_losses: 2  (override)\n"), std::string::npos) << printed(two);
+  EXPECT_EQ(resolveErrors({{"amp.num_losses", Attribute(int64_t(0))}}),
+            "error: amp.num_losses must be at least 1, got 0\n");
+  EXPECT_EQ(resolveErrors({{"amp.num_losses", Attribute(1.5)}}),
+            "error: amp.num_losses must be an int, got float 1.5\n");
+}
+
 TEST(PrecisionPolicyTest, BadCommandLineValuesAreErrors) {
   auto error = [](llvm::StringRef property, llvm::StringRef value) {
     AttrMap meta;

@@ -14,7 +14,7 @@ namespace ampc::api {
 const ampc::Value *predictionValue(const ampc::Graph &g) {
   const ampc::Value *pred = nullptr;
   for (const ampc::Node &n : g.nodes())
-    if (n.role() == ampc::NodeRole::Loss && n.numOperands() > 0)
+    if (n.role() == ampc::NodeRole::Loss && n.numOperands() > 0 && !ampc::combinesLosses(n))
       pred = n.operand(0);
   if (!pred && !g.outputs().empty())
     pred = g.outputs()[0];

@@ -201,7 +201,8 @@ bool buildEvalProgram(Program::Impl &p, std::optional<int64_t> batch, Diagnostic
       return false;
   } else {
     for (Node &n : g->nodes())
-      if (n.role() == ampc::NodeRole::Loss && n.numOperands() > 0)
+      if (n.role() == ampc::NodeRole::Loss && n.numOperands() > 0 && !ampc::combinesLosses(n) &&
+          !llvm::is_contained(g->outputs(), n.operand(0)))
         g->addOutput(n.operand(0));
   }
   std::unique_ptr<ampc::Program> ev =
@@ -795,7 +796,10 @@ Result<EvalReport> evaluateOn(Program::Impl &p, DataSource &data, DiagnosticEngi
   std::string err;
   if (!trainer.evaluate(r, err))
     return Status::error(err);
-  return EvalReport{r.loss, r.accuracy, r.top5, r.samples, loss->opName().str()};
+  // A sum of losses is named by its terms' kinds ("cross_entropy,mse_loss").
+  std::string kind =
+      ampc::combinesLosses(*loss) ? metaString(p.graph(), "loss", "losses") : loss->opName().str();
+  return EvalReport{r.loss, r.accuracy, r.top5, r.samples, kind};
 }
 
 Status checkEvaluable(const Program::Impl &p, const char *what) {
@@ -1120,28 +1124,47 @@ bool toInferenceGraph(const Program::Impl &p, ampc::Graph &g, ampc::DiagnosticEn
   for (const auto &[key, value] : p.graph().meta())
     if (llvm::StringRef(key).startswith("amp."))
       g.meta()[key] = value;
-  auto isLoss = [](const ampc::Value *o) {
-    const ampc::Node *def = o->definingNode();
-    return def && def->role() == ampc::NodeRole::Loss;
+  // An output that is a loss stands for the predictions it reads: those of
+  // each of its terms for a sum of losses.
+  auto predictionsOf = [](ampc::Value *o) {
+    std::vector<ampc::Value *> preds;
+    const ampc::Node *def = o->isResult() ? o->definingNode() : nullptr;
+    if (!def || def->role() != ampc::NodeRole::Loss)
+      return std::vector<ampc::Value *>{o};
+    for (ampc::Value *term : ampc::lossTerms(o)) {
+      const ampc::Node *n = term->definingNode();
+      while (ampc::combinesLosses(*n)) // a weighted term
+        n = n->operand(0)->definingNode();
+      if (!llvm::is_contained(preds, n->operand(0)))
+        preds.push_back(n->operand(0));
+    }
+    return preds;
+  };
+  auto expandOutputs = [&] {
+    std::vector<ampc::Value *> outputs;
+    for (ampc::Value *o : g.outputs())
+      for (ampc::Value *v : predictionsOf(o))
+        if (!llvm::is_contained(outputs, v))
+          outputs.push_back(v);
+    return outputs;
   };
   std::vector<std::string> names;
-  for (const ampc::Value *o : g.outputs())
-    names.push_back((isLoss(o) ? o->definingNode()->operand(0) : o)->name().str());
+  for (const ampc::Value *o : expandOutputs())
+    names.push_back(o->name().str());
   PassManager pm;
   pm.add(std::make_unique<EvalModePass>());
   if (!addStandardPipeline(pm, PipelineStage::Forward, diag) || !pm.run(g, diag))
     return false;
   std::vector<ampc::Node *> losses;
-  std::vector<ampc::Value *> outputs;
   for (ampc::Node &n : g.nodes())
     if (n.role() == ampc::NodeRole::Loss)
       losses.push_back(&n);
-  for (ampc::Value *o : g.outputs())
-    outputs.push_back(isLoss(o) ? o->definingNode()->operand(0) : o);
+  std::vector<ampc::Value *> outputs = expandOutputs();
   g.setOutputs(outputs);
-  for (ampc::Node *n : losses)
-    if (!n->result()->hasUses())
-      g.eraseNode(n);
+  // Sums before their terms.
+  for (auto it = losses.rbegin(); it != losses.rend(); ++it)
+    if (!(*it)->result()->hasUses())
+      g.eraseNode(*it);
   if (names.size() == outputs.size())
     for (size_t i = 0; i < outputs.size(); ++i)
       restoreOutputName(g, outputs[i], names[i]);

@@ -11,7 +11,10 @@
 # report fails the test it happens in (-fno-sanitize-recover, halt_on_error).
 #
 # Environment: AMPC_SANITIZE_BUILD (build dir, default build-asan),
-# AMPC_SANITIZE_JOBS (build and test jobs, default 2).
+# AMPC_SANITIZE_JOBS (build and test jobs, default 2), AMPC_SANITIZE_TARGETS
+# (space-separated build targets, default all: on 2 cores the whole
+# instrumented build takes more than an hour, so a session that only needs
+# the unit tests builds `ampc-unit-tests` and runs `-L unit -R ...`).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -30,7 +33,11 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compilers[@
   -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
   -DAMPC_WITH_CUDA=OFF -DAMPC_BUILD_BENCH=OFF >"$build/configure.log" 2>&1 \
   || { cat "$build/configure.log"; exit 1; }
-cmake --build "$build" -j"$jobs"
+targets=()
+for t in ${AMPC_SANITIZE_TARGETS:-}; do
+  targets+=(--target "$t")
+done
+cmake --build "$build" -j"$jobs" "${targets[@]}"
 
 # allocator_may_return_null: an impossible allocation throws std::bad_alloc,
 # as it does without ASan, so the tests that expect "out of memory" as an

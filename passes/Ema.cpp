@@ -1,5 +1,6 @@
 //===- Ema.cpp --------------------------------------------------------------===//
 #include "passes/Ema.h"
+#include "passes/Optimizer.h"
 
 #include "ir/Builder.h"
 #include "ir/MetaReader.h"
@@ -123,7 +124,7 @@ PassResult EmaLowering::run() {
 
   AttrMap attrs = {{"decay", Attribute(decay)}, {"accumulate", Attribute(accumulate)}};
   for (const Averaged &t : trained) {
-    DType dtype = t.newValue->dtype() == DType::F64 ? DType::F64 : DType::F32;
+    DType dtype = optimizerStateDType(t.newValue->dtype());
     Value *average = addZeroState((t.param->name() + ".ema").str(),
                                   TensorType(dtype, t.param->type().dims()), t.param->loc());
     if (!average)

@@ -120,12 +120,6 @@ std::optional<AttrMap> readSchedule(MetaReader &m, int64_t accumulate) {
   return attrs;
 }
 
-/// The f32 state dtype for a parameter (f64 parameters keep f64 state, so the
-/// reference runs in f64 end to end).
-DType stateDType(const Value *param) {
-  return param->dtype() == DType::F64 ? DType::F64 : DType::F32;
-}
-
 /// The pass's phases over one graph, in the order they build: the settings,
 /// the learning rate, the step counter, the gradients the updates use
 /// (accumulated, clipped), the updates, the outputs.
@@ -263,7 +257,7 @@ Value *OptimizerLowering::addZeroState(const Value *param, llvm::StringRef suffi
     return nullptr;
   InitSpec zeros;
   zeros.kind = InitSpec::Kind::Zeros;
-  return g_.addState(name, TensorType(stateDType(param), param->type().dims()),
+  return g_.addState(name, TensorType(optimizerStateDType(param->dtype()), param->type().dims()),
                      StateKind::OptimizerState, zeros, param->loc());
 }
 

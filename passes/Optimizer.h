@@ -36,6 +36,13 @@ public:
   PassResult run(Graph &g, PassContext &ctx) override;
 };
 
+/// The dtype of optimizer state kept for a parameter (or its master) of
+/// dtype `param`: f32, but f64 for f64 parameters, so the reference runs in
+/// f64 end to end. The EMA pass keeps its averages the same way.
+inline DType optimizerStateDType(DType param) {
+  return param == DType::F64 ? DType::F64 : DType::F32;
+}
+
 } // namespace ampc
 
 #endif

@@ -335,7 +335,7 @@ def check_training(entry, args, work, result):
     ours = update_error(update, exact_update)
     theirs = max(update_error(want_update, exact_update),
                  update_error(reordered_update, exact_update))
-    if ours > max(TRAIN_O0, 2 * theirs):
+    if ours > max(TRAIN_O0, (3 if noise > TRAIN_O0 else 2) * theirs):
         # On an ill-conditioned model (DenseNet's last batchnorm over 2x2
         # pixels) PyTorch's error moves by 4x with its thread count (its
         # kernels pick other algorithms): one more order, with two threads
@@ -344,8 +344,14 @@ def check_training(entry, args, work, result):
         _, threaded_update, _ = torch_training(entry, module, target, torch.float32)
         torch.set_num_threads(1)
         theirs = max(theirs, update_error(threaded_update, exact_update))
-    updates_ok = len(update) == len(exact_update) and ours <= max(TRAIN_O0, 2 * theirs)
     ill = noise > TRAIN_O0
+    # Where f32 itself is far from f64 (ill), two or three summation orders
+    # sample PyTorch's error scale loosely: vgg11_bn's first-step error was
+    # 2.25x PyTorch's sampled one on one machine (3.22e-03 against 1.43e-03)
+    # and 1.3x on another (4.86e-04 against 3.79e-04), so such models get 3x.
+    # A wrong gradient is off by O(1), far outside either bound.
+    factor = 3 if ill else 2
+    updates_ok = len(update) == len(exact_update) and ours <= max(TRAIN_O0, factor * theirs)
     result.cells["train O0"] = (f"{diff:.1e}" + (f" (f32 itself {noise:.0e})" if ill else "")
                                 + f"; step 1 updates {ours:.0e}")
     print(f"  train O0: ampc {['%.6f' % v for v in got]} torch f32 {['%.6f' % v for v in want]} "

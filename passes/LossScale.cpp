@@ -8,6 +8,7 @@
 
 #include "ir/Builder.h"
 #include "ir/IdMap.h"
+#include "ir/MetaReader.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -308,6 +309,10 @@ bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
     if (attrs::SgdUpdate(*update).accumulate() != 1)
       return error(update->loc(), "amp.num_losses > 1 does not combine with gradient "
                                   "accumulation yet");
+  // The checks would read each rank's own gradients, and the ranks could
+  // disagree on a skip.
+  if (metaInt(g_, "dist.ranks", 1) > 1)
+    return error(g_.loc(), "amp.num_losses > 1 does not combine with data-parallel training yet");
   bool dynamic = policy_.dynamicLossScale;
   auto prefix = [](size_t k) {
     return k == 0 ? std::string("loss_scale") : "loss_scale." + std::to_string(k);

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
+#include "kernels/EmaRule.h"
 #include "kernels/common/LossScaleMath.h"
 #include "kernels/common/OptimizerMath.h"
 #include "kernels/cpu/LoopFamilies.h"
@@ -323,10 +324,7 @@ template <DType A, DType G> void accumulateGradLoop(const KernelArgs &a, const L
 /// The f32 average of a parameter stored as P (the f32 master under master
 /// weights, else the parameter itself).
 template <DType P> void emaLoop(const KernelArgs &a, const LoopPlan &) {
-  bool apply = endsAccumulation(a.step, attrs::EmaUpdate(*a.node).accumulate());
-  if (a.inputs.size() > 3 && readScalar(a.in(3)) != 0)
-    apply = false;
-  if (!apply) {
+  if (!emaApplies(a)) {
     copyTensor(a.in(0), a.out());
     a.reportStateUnchanged();
     return;

@@ -13,6 +13,7 @@
 // rounded, as the new model weight in the same loop.
 //
 //===----------------------------------------------------------------------===//
+#include "kernels/EmaRule.h"
 #include "kernels/common/OptimizerAttrs.h"
 #include "kernels/common/OptimizerMath.h"
 #include "kernels/common/Storage.h"
@@ -146,12 +147,7 @@ void accumulateGrad(const KernelArgs &a) {
 }
 
 void emaUpdate(const KernelArgs &a) {
-  // Not on the micro-steps that accumulate, nor on a skipped step: the
-  // parameter did not change.
-  bool apply = endsAccumulation(a.step, attrs::EmaUpdate(*a.node).accumulate());
-  if (a.inputs.size() > 3 && readScalar(a.in(3)) != 0)
-    apply = false;
-  if (!apply) {
+  if (!emaApplies(a)) {
     copyTensor(a.in(0), a.out());
     a.reportStateUnchanged();
     return;

@@ -78,8 +78,23 @@ llvm::DenseMap<const Value *, uint64_t> computeStructuralKeys(const Graph &g) {
   llvm::DenseMap<uint64_t, unsigned> seen;
   for (const Value *v : g.inputs())
     keys[v] = keyOfName("value", v->name());
+  // With a loss scaler per loss term (amp.num_losses), term k's seed is
+  // the k-th unit fill at O0 and %loss_scale.<k>.scale under scaling: both
+  // get the k-th seed key, so they pair.
+  auto kthSeedKey = [&](unsigned k) {
+    return k == 0 ? seedKey : static_cast<uint64_t>(llvm::hash_combine(seedKey, k));
+  };
+  auto scalerTerm = [](llvm::StringRef name) -> unsigned {
+    unsigned k = 0;
+    if (name.consume_front("loss_scale.") && name.consume_back(".scale") &&
+        !name.getAsInteger(10, k))
+      return k;
+    return 0;
+  };
   for (const Value *v : g.state())
-    keys[v] = v->stateKind() == StateKind::ScalerState ? seedKey : keyOfName("value", v->name());
+    keys[v] = v->stateKind() == StateKind::ScalerState ? kthSeedKey(scalerTerm(v->name()))
+                                                       : keyOfName("value", v->name());
+  unsigned seeds = 0;
   // The graph's order is topological: operands are keyed before users.
   for (const Node &n : g.nodes()) {
     if (n.role() == NodeRole::LossScale) {
@@ -92,7 +107,7 @@ llvm::DenseMap<const Value *, uint64_t> computeStructuralKeys(const Graph &g) {
       continue;
     }
     if (isUnitSeed(n)) {
-      keys[n.result()] = seedKey;
+      keys[n.result()] = kthSeedKey(seeds++);
       continue;
     }
     llvm::hash_code key = hashOpAndAttributes(n);

@@ -87,6 +87,10 @@ private:
                          const std::string &scaleName, const std::string &trackerName);
   bool runPerLoss(const SkippableNodes &nodes);
   Value *unitGradScale(Node *before);
+  Value *unscaledSum(llvm::ArrayRef<Value *> parts, llvm::ArrayRef<Value *> inverses, Node *before);
+  void replaceEverywhere(Value *old, Value *by);
+  Value *addScale(const std::string &name);
+  Value *addTracker(const std::string &name);
 
   Graph &g_;
   const PrecisionPolicy &policy_;
@@ -179,13 +183,57 @@ bool LossScaleSplicer::unscaleNorm(Node *norm, Value *inverse) {
   Node *mul = build(OpKind::Mul, {scaled, inverse}, {}, {name}, nextNode(g_, norm));
   if (!mul)
     return false;
-  Value *unscaled = mul->result();
-  scaled->replaceAllUsesWith(unscaled);
+  replaceEverywhere(scaled, mul->result());
   mul->setOperand(0, scaled);
-  std::vector<Value *> outputs(g_.outputs().begin(), g_.outputs().end());
-  std::replace(outputs.begin(), outputs.end(), scaled, unscaled);
-  g_.setOutputs(std::move(outputs));
   return true;
+}
+
+/// `by` in place of `old` for every reader and among the graph's outputs.
+void LossScaleSplicer::replaceEverywhere(Value *old, Value *by) {
+  old->replaceAllUsesWith(by);
+  std::vector<Value *> outputs(g_.outputs().begin(), g_.outputs().end());
+  std::replace(outputs.begin(), outputs.end(), old, by);
+  g_.setOutputs(std::move(outputs));
+}
+
+/// A scaler's scale (the policy's initial or static value) and its growth
+/// tracker (zeros), f32 scalars.
+Value *LossScaleSplicer::addScale(const std::string &name) {
+  InitSpec init;
+  init.kind = InitSpec::Kind::Constant;
+  init.a = policy_.dynamicLossScale ? policy_.dynamic.init : policy_.staticLossScale;
+  return g_.addState(name, TensorType(DType::F32, {}), StateKind::ScalerState, init, loc_);
+}
+Value *LossScaleSplicer::addTracker(const std::string &name) {
+  InitSpec zeros;
+  zeros.kind = InitSpec::Kind::Zeros;
+  return g_.addState(name, TensorType(DType::F32, {}), StateKind::ScalerState, zeros, loc_);
+}
+
+/// sum_k f32(parts[k]) * inverses[k] over the parts that are there (a null
+/// part: that loss gives this parameter no gradient), built before `before`.
+Value *LossScaleSplicer::unscaledSum(llvm::ArrayRef<Value *> parts,
+                                     llvm::ArrayRef<Value *> inverses, Node *before) {
+  Value *sum = nullptr;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    Value *part = parts[k];
+    if (!part)
+      continue;
+    if (part->dtype() != DType::F32) {
+      Node *widen = build(OpKind::Cast, {part}, {{"to", Attribute(DType::F32)}}, {""}, before);
+      if (!widen)
+        return nullptr;
+      part = widen->result();
+    }
+    Node *mul = build(OpKind::Mul, {part, inverses[k]}, {}, {""}, before);
+    if (!mul)
+      return nullptr;
+    Node *add = sum ? build(OpKind::Add, {sum, mul->result()}, {}, {""}, before) : mul;
+    if (!add)
+      return nullptr;
+    sum = add->result();
+  }
+  return sum;
 }
 
 /// The grad_scale that unscales: 1 / scale where the update had none (or the
@@ -356,9 +404,6 @@ bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
       break;
     }
 
-  InitSpec init;
-  init.kind = InitSpec::Kind::Constant;
-  init.a = dynamic ? policy_.dynamic.init : policy_.staticLossScale;
   std::vector<Value *> scales, inverses, skips;
   std::vector<Node *> checks;
   for (size_t k = 0; k < numLosses; ++k) {
@@ -370,8 +415,7 @@ bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
     for (const std::string &name : {scaleName, prefix(k)})
       if (!requireFreeName(name))
         return false;
-    Value *scale =
-        g_.addState(scaleName, TensorType(DType::F32, {}), StateKind::ScalerState, init, loc_);
+    Value *scale = addScale(scaleName);
     if (!scaleSeed(terms[k], scale))
       return false;
     llvm::SmallVector<Value *, 8> operands = {scale};
@@ -399,39 +443,15 @@ bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
   // Each sum again, of the unscaled parts in f32 (all built before
   // firstSum, which goes with autodiff's sums below).
   std::vector<Value *> unscaledSums;
-  for (size_t i = 0; i < sums.size(); ++i) {
-    Value *unscaled = nullptr;
-    for (size_t k = 0; k < numLosses; ++k) {
-      Value *part = partsOfSum[i][k];
-      if (!part)
-        continue;
-      if (part->dtype() != DType::F32) {
-        Node *widen = build(OpKind::Cast, {part}, {{"to", Attribute(DType::F32)}}, {""}, firstSum);
-        if (!widen)
-          return false;
-        part = widen->result();
-      }
-      Node *mul = build(OpKind::Mul, {part, inverses[k]}, {}, {""}, firstSum);
-      if (!mul)
-        return false;
-      Value *term = mul->result();
-      if (unscaled) {
-        Node *add = build(OpKind::Add, {unscaled, term}, {}, {""}, firstSum);
-        if (!add)
-          return false;
-        term = add->result();
-      }
-      unscaled = term;
-    }
-    unscaledSums.push_back(unscaled);
+  for (const std::vector<Value *> &parts : partsOfSum) {
+    unscaledSums.push_back(unscaledSum(parts, inverses, firstSum));
+    if (!unscaledSums.back())
+      return false;
   }
   for (size_t i = 0; i < sums.size(); ++i) {
     Value *sum = sums[i], *unscaled = unscaledSums[i];
     std::string name = sum->name().str();
-    sum->replaceAllUsesWith(unscaled);
-    std::vector<Value *> outputs(g_.outputs().begin(), g_.outputs().end());
-    std::replace(outputs.begin(), outputs.end(), sum, unscaled);
-    g_.setOutputs(std::move(outputs));
+    replaceEverywhere(sum, unscaled);
     // autodiff's sum (a chain of adds, or a copy) reads nothing else now.
     std::vector<Node *> dead = {sum->definingNode()};
     while (!dead.empty()) {
@@ -456,11 +476,8 @@ bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
       std::string trackerName = prefix(k) + ".growth_tracker";
       if (!requireFreeName(trackerName))
         return false;
-      InitSpec zeros;
-      zeros.kind = InitSpec::Kind::Zeros;
-      Value *tracker =
-          g_.addState(trackerName, TensorType(DType::F32, {}), StateKind::ScalerState, zeros, loc_);
-      if (!buildScaleUpdate(scales[k], tracker, skips[k], 1, prefix(k) + ".scale", trackerName))
+      if (!buildScaleUpdate(scales[k], addTracker(trackerName), skips[k], 1, prefix(k) + ".scale",
+                            trackerName))
         return false;
     }
   for (Node *check : checks)
@@ -490,11 +507,7 @@ bool LossScaleSplicer::run() {
   if (dynamic && !requireFreeName(trackerName))
     return false;
 
-  InitSpec init;
-  init.kind = InitSpec::Kind::Constant;
-  init.a = dynamic ? policy_.dynamic.init : policy_.staticLossScale;
-  Value *scale =
-      g_.addState(scaleName, TensorType(DType::F32, {}), StateKind::ScalerState, init, loc_);
+  Value *scale = addScale(scaleName);
   if (!scaleSeed(loss_, scale))
     return false;
 
@@ -515,10 +528,7 @@ bool LossScaleSplicer::run() {
     return false;
 
   if (dynamic) {
-    InitSpec zeros;
-    zeros.kind = InitSpec::Kind::Zeros;
-    Value *tracker =
-        g_.addState(trackerName, TensorType(DType::F32, {}), StateKind::ScalerState, zeros, loc_);
+    Value *tracker = addTracker(trackerName);
     if (!buildScaleUpdate(scale, tracker, check->result(0), accumulate, scaleName, trackerName))
       return false;
   }

@@ -407,10 +407,11 @@ private:
     return true;
   }
 
-  /// One loss `{kind: {input: a, target: b, <attrs>}}`, built under `name`
-  /// with role loss.
+  /// An error's `false` as readLossTerm's null result.
   static Node *none(bool) { return nullptr; }
 
+  /// One loss `{kind: {input: a, target: b, <attrs>}}`, built under `name`
+  /// with role loss.
   Node *readLossTerm(ModelContext &ctx, const MapEntry &loss, const llvm::StringMap<Value *> &names,
                      const std::string &name) {
     if (!llvm::is_contained(kLossKinds, loss.key))

@@ -1,8 +1,10 @@
 //===- Autodiff.cpp ---------------------------------------------------------===//
 #include "passes/Autodiff.h"
+#include "passes/OptimizerSets.h"
 
 #include "ir/GradientBuilder.h"
 #include "ir/IdMap.h"
+#include "ir/MetaReader.h"
 #include "passes/PrecisionPolicy.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -158,10 +160,13 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
   // With amp.num_losses = N > 1 every term of the sum gets a backward walk
   // of its own, so that the loss-scale pass can scale and check each one
   // with its own scaler (Apex's num_losses: one backward per loss).
+  // Several optimizers (OptimizerSets.h) each apply the gradients of their
+  // own term, so every term gets a walk of its own too.
   std::vector<Value *> seeds = {loss};
-  if (int64_t numLosses = numLossesOf(g); numLosses > 1) {
+  const bool severalOptimizers = hasOptimizerSets(g);
+  if (int64_t numLosses = numLossesOf(g); numLosses > 1 || severalOptimizers) {
     seeds = lossTerms(loss);
-    if (int64_t(seeds.size()) != numLosses) {
+    if (numLosses > 1 && int64_t(seeds.size()) != numLosses) {
       ctx.diag.error(loss->loc(), "autodiff: amp.num_losses is " + llvm::Twine(numLosses) +
                                       " but the loss sums " + llvm::Twine(seeds.size()) +
                                       " term(s); give one loss per scaler");
@@ -233,7 +238,30 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
       continue;
     std::string name = gradientName(p->name());
     Value *grad = nullptr;
-    if (walks.size() == 1) {
+    if (severalOptimizers) {
+      // Only the term of the parameter's own optimizer: the others' walks
+      // may reach it (a GAN's discriminator loss reaches the generator) but
+      // their gradients are not applied to it.
+      int64_t optimizer = optimizerIndexOf(g, p);
+      if (optimizer < 0)
+        continue;
+      int64_t term = metaInt(g, "optimizers." + std::to_string(optimizer) + ".loss", 0);
+      if (term < 0 || term >= int64_t(walks.size())) {
+        ctx.diag.error(p->loc(), "autodiff: the optimizer of parameter '" + p->name() +
+                                     "' steps on loss term " + llvm::Twine(term) +
+                                     " but the loss has " + llvm::Twine(walks.size()) + " term(s)");
+        return PassResult::Failed;
+      }
+      grad = walks[size_t(term)].lookup(p);
+      if (grad && walks.size() > 1) {
+        // %p.grad.<k> and its copy %p.grad, as for a scaler per loss.
+        if (!(grad = own(grad, name + "." + std::to_string(term))))
+          return PassResult::Failed;
+        gb.beginNode(*loss->definingNode(), {});
+        if (!(grad = gb.scale(grad, 1.0)))
+          return PassResult::Failed;
+      }
+    } else if (walks.size() == 1) {
       grad = walks[0].lookup(p);
     } else {
       // %p.grad.<k> from loss k, summed into %p.grad (always a node of its

@@ -4,6 +4,7 @@
 
 #include "passes/Autodiff.h"
 #include "passes/MasterWeights.h"
+#include "passes/OptimizerSets.h"
 #include "passes/PrecisionPolicy.h"
 
 #include "ir/Builder.h"
@@ -80,7 +81,12 @@ private:
   }
   bool scaleSeed(Value *seedOf, Value *scale);
   Node *insertUnscaleCheck(Value *scale, llvm::ArrayRef<Value *> grads, int64_t accumulate);
-  bool conditionOnFinite(const SkippableNodes &nodes, Value *skipped, Value *inverse, Node *after);
+  /// The non-finite flag an update skips on (per update: with several
+  /// optimizers each skips on its own loss's check).
+  using SkipOf = llvm::function_ref<Value *(Node *update)>;
+  bool conditionOnFinite(const SkippableNodes &nodes, SkipOf skipOf, Value *inverse, Node *after);
+  Value *withTurn(Value *existing, Value *skipped, Node *before);
+  Value *reportedSkip(Value *anySkipped);
   Value *unscaledGradScale(Value *current, Value *inverse, Node *user);
   bool unscaleNorm(Node *norm, Value *inverse);
   Node *buildScaleUpdate(Value *scale, Value *tracker, Value *skipped, int64_t accumulate,
@@ -98,6 +104,11 @@ private:
   Location loc_;
   Value *loss_ = nullptr;
   Value *unit_ = nullptr; // the 1 of updates that had no grad_scale (runPerLoss)
+  /// max(off-turn flag, non-finite flag), one per pair (withTurn).
+  llvm::DenseMap<std::pair<Value *, Value *>, Value *> withTurn_;
+  /// The (off-turn flag or null, non-finite flag) pairs the updates skip
+  /// on, in the order first seen (reportedSkip).
+  std::vector<std::pair<Value *, Value *>> skipSources_;
 };
 
 /// The seed d(loss)/d(loss) = 1 (autodiff's fill) of `seedOf` becomes the
@@ -261,19 +272,114 @@ Value *LossScaleSplicer::unitGradScale(Node *before) {
   return unit_ = one ? one->result() : nullptr;
 }
 
-/// Gives every update and step counter skip = `skipped`, moving the counters
-/// after `after`, the node that computes it (the optimizer pass puts them
-/// first); the updates' grad_scale takes `inverse` (see unscaledGradScale).
-bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Value *skipped,
-                                         Value *inverse, Node *after) {
+/// The skip of an update or step counter that had `existing` (an
+/// optimizer's off-turn flag, several optimizers on a schedule) as well as
+/// `skipped`: their max, built before `before`; `skipped` alone when
+/// existing is none or master weights' constant 0.
+Value *LossScaleSplicer::withTurn(Value *existing, Value *skipped, Node *before) {
+  if (!existing || existing == skipped || existing->name() == kNoSkipName)
+    existing = nullptr;
+  std::pair<Value *, Value *> source = {existing, skipped};
+  if (!llvm::is_contained(skipSources_, source))
+    skipSources_.push_back(source);
+  if (!existing)
+    return skipped;
+  Value *&combined = withTurn_[{existing, skipped}];
+  if (!combined && existing->isResult() && existing->definingNode()->numOperands() == 0) {
+    // The optimizer pass built the flag (turn_skip, reading nothing) with
+    // the updates, after the checks; it moves up to where max reads it.
+    Node *def = existing->definingNode();
+    bool defined = false;
+    for (Node &n : g_.nodes()) {
+      if (&n == before)
+        break;
+      defined = defined || &n == def;
+    }
+    if (!defined)
+      g_.moveNode(def, before);
+  }
+  if (!combined) {
+    Node *max = build(OpKind::Max, {existing, skipped}, {},
+                      {g_.uniqueName((existing->name() + ".or_skipped").str())}, before);
+    combined = max ? max->result() : nullptr;
+  }
+  return combined;
+}
+
+/// Several optimizers with a scaler per term: the graph's %skipped, 1 when
+/// an optimizer whose turn it is skipped its step for an overflow in its
+/// own term (an overflow in another's term, off its turn, skips nothing):
+/// the max over the updates' sources of relu(non-finite - off-turn).
+/// `anySkipped` (any term overflowed) is renamed %skipped.any.
+Value *LossScaleSplicer::reportedSkip(Value *anySkipped) {
+  g_.renameValue(anySkipped, g_.uniqueName("skipped.any"));
+  std::vector<Value *> parts;
+  for (auto [offTurn, nonFinite] : skipSources_) {
+    if (!offTurn) {
+      parts.push_back(nonFinite);
+      continue;
+    }
+    std::string base = (offTurn->name() + ".overflow").str();
+    Node *sub = build(OpKind::Sub, {nonFinite, offTurn}, {}, {""}, nullptr);
+    Node *relu =
+        sub ? build(OpKind::Relu, {sub->result()}, {}, {g_.uniqueName(base)}, nullptr) : nullptr;
+    if (!relu)
+      return nullptr;
+    parts.push_back(relu->result());
+  }
+  Value *reported = parts.front();
+  for (size_t i = 1; i < parts.size(); ++i) {
+    std::string name = i + 1 == parts.size() ? "skipped" : g_.uniqueName("skipped.reported");
+    Node *max = build(OpKind::Max, {reported, parts[i]}, {}, {name}, nullptr);
+    if (!max)
+      return nullptr;
+    reported = max->result();
+  }
+  if (reported->name() != "skipped") {
+    Node *copy =
+        build(OpKind::Scale, {reported}, {{"factor", Attribute(1.0)}}, {"skipped"}, nullptr);
+    reported = copy ? copy->result() : nullptr;
+  }
+  return reported;
+}
+
+/// Gives every update skip = skipOf(update) (with its off-turn flag, if it
+/// has one) and every step counter the skip of the updates that read its
+/// count, moving the counters after `after`, the node that computes the
+/// flags (the optimizer pass puts them first); the updates' grad_scale takes
+/// `inverse` (see unscaledGradScale).
+bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, SkipOf skipOf, Value *inverse,
+                                         Node *after) {
   // The updates read the unscaled gradients, so they follow the check.
   Node *afterCheck = nextNode(g_, after);
   assert(afterCheck && "the updates come after the unscale check");
+  // Each update's skip, before any node is rebuilt.
+  llvm::DenseMap<Node *, Value *> skipOfUpdate;
+  for (Node *update : nodes.updates) {
+    unsigned skipIndex = *update->op().operandIndex("skip");
+    Value *existing = update->numOperands() > skipIndex ? update->operand(skipIndex) : nullptr;
+    Value *skip = withTurn(existing, skipOf(update), afterCheck);
+    if (!skip)
+      return false;
+    skipOfUpdate[update] = skip;
+  }
   for (Node *counter : nodes.counters) {
     unsigned skipIndex = *counter->op().operandIndex("skip");
+    Value *skip = nullptr;
+    for (const Use &use : counter->result()->uses())
+      if (auto it = skipOfUpdate.find(use.user); it != skipOfUpdate.end()) {
+        skip = it->second;
+        break;
+      }
+    if (!skip) {
+      // A count no update reads: it skips on the first update's flags.
+      Value *existing = counter->numOperands() > skipIndex ? counter->operand(skipIndex) : nullptr;
+      if (!(skip = withTurn(existing, skipOf(nodes.updates.front()), afterCheck)))
+        return false;
+    }
     llvm::SmallVector<Value *, 2> operands(counter->operands().begin(),
                                            counter->operands().begin() + skipIndex);
-    operands.push_back(skipped);
+    operands.push_back(skip);
     if (!rebuildNode(g_, counter, operands, {}, diag_, afterCheck))
       return false;
   }
@@ -282,13 +388,15 @@ bool LossScaleSplicer::conditionOnFinite(const SkippableNodes &nodes, Value *ski
   for (Node *update : nodes.updates) {
     unsigned gradScaleIndex = *update->op().operandIndex("grad_scale");
     unsigned skipIndex = *update->op().operandIndex("skip");
+    Value *skipped = skipOfUpdate[update];
     Value *current =
         update->numOperands() > gradScaleIndex ? update->operand(gradScaleIndex) : nullptr;
     Value *&unscaled = unscaledScales[current];
     if (!unscaled && !(unscaled = unscaledGradScale(current, inverse, update)))
       return false;
     if (update->numOperands() > skipIndex) {
-      // The master-weights pass's placeholders (or an earlier skip).
+      // The master-weights pass's placeholders, an off-turn flag (or an
+      // earlier skip).
       update->setOperand(gradScaleIndex, unscaled);
       update->setOperand(skipIndex, skipped);
       continue;
@@ -349,7 +457,9 @@ Node *LossScaleSplicer::buildScaleUpdate(Value *scale, Value *tracker, Value *sk
 /// coefficient, and a global_norm reads them as they are.
 bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
   std::vector<Value *> terms = lossTerms(loss_);
-  size_t numLosses = size_t(policy_.numLosses);
+  // Several optimizers: a scaler for each term, whatever num_losses says.
+  const bool severalOptimizers = hasOptimizerSets(g_);
+  size_t numLosses = severalOptimizers ? terms.size() : size_t(policy_.numLosses);
   if (terms.size() != numLosses)
     return error(loss_->loc(), "amp.num_losses is " + llvm::Twine(numLosses) +
                                    " but the loss sums " + llvm::Twine(terms.size()) + " term(s)");
@@ -469,7 +579,36 @@ bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
   }
 
   Node *after = anySkipped ? anySkipped : checks.back();
-  if (!conditionOnFinite(nodes, skipped, nullptr, after))
+  // One optimizer skips when any loss overflowed (Apex's num_losses); each
+  // of several skips on the checks of the terms its gradients come from.
+  llvm::DenseMap<Value *, size_t> sumIndex;
+  for (size_t i = 0; i < sums.size(); ++i)
+    sumIndex[unscaledSums[i]] = i;
+  llvm::DenseMap<Value *, Value *> skipOfSum;
+  bool failed = false;
+  auto skipOf = [&](Node *update) -> Value * {
+    if (!severalOptimizers)
+      return skipped;
+    auto it = sumIndex.find(update->operand(gradIndex));
+    if (it == sumIndex.end())
+      return skipped;
+    const std::vector<Value *> &parts = partsOfSum[it->second];
+    Value *own = nullptr;
+    for (size_t k = 0; k < numLosses && !failed; ++k) {
+      if (!parts[k])
+        continue;
+      if (!own) {
+        own = skips[k];
+        continue;
+      }
+      Node *max = build(OpKind::Max, {own, skips[k]}, {}, {g_.uniqueName("skipped.any")},
+                        nextNode(g_, after));
+      failed = !max;
+      own = max ? max->result() : nullptr;
+    }
+    return failed ? nullptr : own;
+  };
+  if (!conditionOnFinite(nodes, skipOf, nullptr, after))
     return false;
   if (dynamic)
     for (size_t k = 0; k < numLosses; ++k) {
@@ -482,6 +621,8 @@ bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
     }
   for (Node *check : checks)
     g_.addOutput(check->result(1));
+  if (severalOptimizers && !(skipped = reportedSkip(skipped)))
+    return false;
   g_.addOutput(skipped);
   return true;
 }
@@ -497,7 +638,7 @@ bool LossScaleSplicer::run() {
   if (nodes.updates.empty())
     return error(g_.loc(), "the graph has no optimizer updates (run the optimizer pass "
                            "before loss-scale)");
-  if (policy_.numLosses > 1)
+  if (policy_.numLosses > 1 || (hasOptimizerSets(g_) && lossTerms(loss_).size() > 1))
     return requireFreeName("skipped") && runPerLoss(nodes);
   bool dynamic = policy_.dynamicLossScale;
   const char *scaleName = "loss_scale.scale", *trackerName = "loss_scale.growth_tracker";
@@ -524,7 +665,9 @@ bool LossScaleSplicer::run() {
       grads.push_back(grad);
   }
   Node *check = insertUnscaleCheck(scale, grads, accumulate);
-  if (!check || !conditionOnFinite(nodes, check->result(0), check->result(2), check))
+  Value *skipped = check ? check->result(0) : nullptr;
+  if (!check || !conditionOnFinite(
+                    nodes, [skipped](Node *) { return skipped; }, check->result(2), check))
     return false;
 
   if (dynamic) {

@@ -3,6 +3,8 @@
 #include "ir/OpAttrs.h"
 
 #include "passes/Autodiff.h"
+#include "passes/MasterWeights.h"
+#include "passes/OptimizerSets.h"
 
 #include "ir/Builder.h"
 #include "ir/IdMap.h"
@@ -123,9 +125,18 @@ std::optional<AttrMap> readSchedule(MetaReader &m, int64_t accumulate) {
 /// The pass's phases over one graph, in the order they build: the settings,
 /// the learning rate, the step counter, the gradients the updates use
 /// (accumulated, clipped), the updates, the outputs.
+///
+/// With several optimizers (OptimizerSets.h) it runs once for each, over
+/// the parameters that optimizer holds and with its settings as the
+/// optimizer's; the values it creates for all of them take its name
+/// (%lr.<name>, %optimizer.<name>.step, %grad_norm.<name>), and on the
+/// turns of the schedule that are not its own its updates and step count
+/// skip (%optimizer.<name>.off_turn, a turn_skip node).
 class OptimizerLowering {
 public:
-  OptimizerLowering(Graph &g, DiagnosticEngine &diag) : g_(g), diag_(diag) {}
+  OptimizerLowering(Graph &g, DiagnosticEngine &diag) : g_(g), diag_(diag), meta_(g.meta()) {}
+  OptimizerLowering(Graph &g, DiagnosticEngine &diag, const OptimizerSet &set, int64_t index)
+      : g_(g), diag_(diag), meta_(set.meta), set_(&set), setIndex_(index) {}
 
   bool run();
 
@@ -158,6 +169,11 @@ private:
         return true;
     return false;
   }
+  /// `base` with this optimizer's name: "lr" -> "lr.<name>".
+  std::string ownName(llvm::StringRef base) const {
+    return set_ ? (base + "." + set_->name).str() : base.str();
+  }
+  bool addTurnSkip();
   bool addStepCounter();
   bool accumulateGrads();
   bool addClipping();
@@ -166,6 +182,13 @@ private:
 
   Graph &g_;
   DiagnosticEngine &diag_;
+  /// The settings: the graph's meta, or one of several optimizers' view of it.
+  const AttrMap &meta_;
+  const OptimizerSet *set_ = nullptr;
+  int64_t setIndex_ = -1;
+  /// 1 on the steps that are not this optimizer's turn (several optimizers
+  /// on a schedule), else null.
+  Value *offTurn_ = nullptr;
   /// The parameters to update and their gradients, in state order.
   std::vector<std::pair<Value *, Value *>> paramGrads_;
   /// A parameter group's update and learning rate (meta optimizer.groups.*);
@@ -199,14 +222,14 @@ bool OptimizerLowering::readSettings() {
   IdSet<Value> outputs(g_.idBound());
   outputs.insertAll(g_.outputs());
   for (Value *p : g_.state(StateKind::Parameter)) {
-    if (!p->trainable())
+    if (!p->trainable() || (set_ && optimizerIndexOf(g_, p) != setIndex_))
       continue;
     Value *grad = g_.lookup(gradientName(p->name()));
     if (grad && outputs.count(grad))
       paramGrads_.push_back({p, grad});
   }
 
-  MetaReader meta(g_.meta(), diag_, "optimizer: ");
+  MetaReader meta(meta_, diag_, "optimizer: ");
   accumulate_ = meta.integer("train.accumulate", 1);
   if (!meta.failed() && accumulate_ < 1)
     meta.error("meta 'train.accumulate' must be >= 1, got " + llvm::Twine(accumulate_));
@@ -219,10 +242,10 @@ bool OptimizerLowering::readSettings() {
     return false;
   for (int64_t i = -1; i < groups; ++i) {
     // A group's settings stand in for the optimizer's, the rest are shared.
-    AttrMap settings = g_.meta();
+    AttrMap settings = meta_;
     if (i >= 0) {
       std::string prefix = "optimizer.groups." + std::to_string(i) + ".";
-      for (const auto &[key, value] : g_.meta())
+      for (const auto &[key, value] : meta_)
         if (llvm::StringRef(key).startswith(prefix) && !llvm::StringRef(key).endswith(".params"))
           settings[("optimizer." + llvm::StringRef(key).substr(prefix.size())).str()] = value;
     }
@@ -247,7 +270,11 @@ bool OptimizerLowering::readSettings() {
     groupOf_.push_back(static_cast<size_t>(group + 1));
   }
   if (paramGrads_.empty())
-    return error(g_.loc(), "the graph has no parameter gradients (run autodiff first)");
+    return error(g_.loc(), set_ ? "optimizer '" + set_->name + "' has no parameter gradients"
+                                : std::string("the graph has no parameter gradients (run "
+                                              "autodiff first)"));
+  if (set_ && accumulate_ > 1)
+    return error(g_.loc(), "several optimizers do not combine with gradient accumulation yet");
   return true;
 }
 
@@ -261,21 +288,45 @@ Value *OptimizerLowering::addZeroState(const Value *param, llvm::StringRef suffi
                      StateKind::OptimizerState, zeros, param->loc());
 }
 
-/// One step count shared by every update that needs it.
+/// The off-turn flag of an optimizer that does not step on every step.
+bool OptimizerLowering::addTurnSkip() {
+  if (!set_ || int64_t(set_->turns.size()) == set_->period)
+    return true;
+  std::string name = "optimizer." + set_->name + ".off_turn";
+  if (!requireFreeName(name))
+    return false;
+  Node *n = build(OpKind::TurnSkip, {},
+                  {{"period", Attribute(set_->period)},
+                   {"turns", Attribute(set_->turns)},
+                   {"accumulate", Attribute(accumulate_)}},
+                  {name}, stepLoc_);
+  if (!n)
+    return false;
+  offTurn_ = n->result();
+  return true;
+}
+
+/// One step count shared by every update that needs it (of one optimizer,
+/// when there are several: each counts its own steps, as each PyTorch
+/// optimizer's state['step']).
 bool OptimizerLowering::addStepCounter() {
   bool needed = false;
   for (const Group &group : groups_)
     needed = needed || group.recipe->takesStepCount;
   if (!needed)
     return true;
-  const std::string counterName = "optimizer.step";
+  const std::string counterName =
+      set_ ? "optimizer." + set_->name + ".step" : std::string("optimizer.step");
   if (!requireFreeName(counterName))
     return false;
   InitSpec zeros;
   zeros.kind = InitSpec::Kind::Zeros;
   Value *counter = g_.addState(counterName, TensorType(DType::F32, {}), StateKind::OptimizerState,
                                zeros, stepLoc_);
-  Node *n = build(OpKind::StepCounter, {counter}, {{"accumulate", Attribute(accumulate_)}},
+  llvm::SmallVector<Value *, 2> operands = {counter};
+  if (offTurn_)
+    operands.push_back(offTurn_);
+  Node *n = build(OpKind::StepCounter, operands, {{"accumulate", Attribute(accumulate_)}},
                   {nextName(counterName)}, stepLoc_);
   if (!n)
     return false;
@@ -314,7 +365,7 @@ bool OptimizerLowering::addClipping() {
                            "remove train.clip_grad_norm");
   if (lamb) {
     // FusedLAMB's global norm, of every gradient before any clipping.
-    Node *norm = build(OpKind::GlobalNorm, grads_, {}, {"grad_norm"}, stepLoc_);
+    Node *norm = build(OpKind::GlobalNorm, grads_, {}, {ownName("grad_norm")}, stepLoc_);
     if (!norm)
       return false;
     gradNorm_ = norm->result();
@@ -322,7 +373,7 @@ bool OptimizerLowering::addClipping() {
   }
   if (!clip_)
     return true;
-  Node *norm = build(OpKind::GlobalNorm, grads_, {}, {"grad_norm"}, stepLoc_);
+  Node *norm = build(OpKind::GlobalNorm, grads_, {}, {ownName("grad_norm")}, stepLoc_);
   if (!norm)
     return false;
   gradNorm_ = norm->result();
@@ -355,8 +406,16 @@ bool OptimizerLowering::addUpdates() {
     if (recipe.takesGradNorm)
       operands.push_back(gradNorm_);
     operands.push_back(group.lr);
-    if (gradScale_)
+    if (gradScale_) {
       operands.push_back(gradScale_);
+    } else if (offTurn_) {
+      Value *one = optimizerConstant(g_, kUnitGradScaleName, 1.0, diag_);
+      if (!one)
+        return false;
+      operands.push_back(one);
+    }
+    if (offTurn_)
+      operands.push_back(offTurn_);
     Node *n = build(recipe.op, operands, recipe.attrs, names, param->loc());
     if (!n)
       return false;
@@ -383,16 +442,13 @@ void OptimizerLowering::replaceOutputs() {
 bool OptimizerLowering::run() {
   // Nodes that belong to no one parameter point at the loss: the training
   // objective they serve (and a location keeps the textual IR round-trip).
-  // One walk finds it and refuses a graph already lowered.
-  for (Node &n : g_.nodes()) {
-    if (n.role() == NodeRole::Optimizer)
-      return error(n.loc(), "the graph already has optimizer nodes");
+  for (Node &n : g_.nodes())
     if (n.role() == NodeRole::Loss)
       stepLoc_ = n.loc();
-  }
   if (!readSettings())
     return false;
-  if (!requireFreeName("lr") || ((clip_ || takesGradNorm()) && !requireFreeName("grad_norm")))
+  if (!requireFreeName(ownName("lr")) ||
+      ((clip_ || takesGradNorm()) && !requireFreeName(ownName("grad_norm"))))
     return false;
   // One learning rate for the optimizer's settings, and one for each group
   // whose schedule differs from it (its own lr).
@@ -402,7 +458,7 @@ bool OptimizerLowering::run() {
       group.lr = lr_;
       continue;
     }
-    std::string name = i == 0 ? "lr" : "lr.group" + std::to_string(i - 1);
+    std::string name = i == 0 ? ownName("lr") : ownName("lr") + ".group" + std::to_string(i - 1);
     if (i > 0 && !requireFreeName(name))
       return false;
     Node *lrNode = build(OpKind::LearningRate, {}, *group.schedule, {name}, stepLoc_);
@@ -412,7 +468,7 @@ bool OptimizerLowering::run() {
     if (i == 0)
       lr_ = group.lr;
   }
-  if (!addStepCounter() || !accumulateGrads() || !addClipping() || !addUpdates())
+  if (!addTurnSkip() || !addStepCounter() || !accumulateGrads() || !addClipping() || !addUpdates())
     return false;
   replaceOutputs();
   return true;
@@ -421,7 +477,30 @@ bool OptimizerLowering::run() {
 } // namespace
 
 PassResult OptimizerPass::run(Graph &g, PassContext &ctx) {
-  return OptimizerLowering(g, ctx.diag).run() ? PassResult::Changed : PassResult::Failed;
+  for (Node &n : g.nodes())
+    if (n.role() == NodeRole::Optimizer) {
+      ctx.diag.error(n.loc(), "optimizer: the graph already has optimizer nodes");
+      return PassResult::Failed;
+    }
+  if (!hasOptimizerSets(g))
+    return OptimizerLowering(g, ctx.diag).run() ? PassResult::Changed : PassResult::Failed;
+  std::optional<std::vector<OptimizerSet>> sets = readOptimizerSets(g, ctx.diag);
+  if (!sets)
+    return PassResult::Failed;
+  // Each optimizer's average would have to skip as its own updates do.
+  if (g.meta().count("train.ema.decay")) {
+    ctx.diag.error(g.loc(), "optimizer: train.ema does not combine with several optimizers yet");
+    return PassResult::Failed;
+  }
+  if (metaInt(g, "dist.ranks", 1) > 1) {
+    ctx.diag.error(g.loc(), "optimizer: several optimizers do not combine with data-parallel "
+                            "training yet");
+    return PassResult::Failed;
+  }
+  for (size_t i = 0; i < sets->size(); ++i)
+    if (!OptimizerLowering(g, ctx.diag, (*sets)[i], int64_t(i)).run())
+      return PassResult::Failed;
+  return PassResult::Changed;
 }
 
 } // namespace ampc

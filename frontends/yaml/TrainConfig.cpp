@@ -10,6 +10,7 @@
 #include "frontends/yaml/ModelLoader.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/GlobPattern.h"
 
@@ -104,7 +105,9 @@ std::vector<llvm::StringRef> settingNames(llvm::ArrayRef<Setting> settings) {
 /// the group gives, and optimizer.group_of.<parameter> = i for each
 /// parameter a group holds (the others take the optimizer's settings).
 bool readParamGroups(Reader &r, const MapEntry &groups, llvm::ArrayRef<Setting> settings,
-                     llvm::StringRef optimizer, const Graph &g, AttrMap &meta) {
+                     llvm::StringRef optimizer, const Graph &g, AttrMap &meta,
+                     const std::string &metaPrefix,
+                     llvm::function_ref<bool(const Value *)> eligible) {
   Bound list;
   if (!r.resolve(groups.value, list))
     return false;
@@ -131,7 +134,7 @@ bool readParamGroups(Reader &r, const MapEntry &groups, llvm::ArrayRef<Setting> 
     std::vector<Bound> globs;
     if (!r.readStringList(params->value, "'params'", globs))
       return false;
-    std::string prefix = "optimizer.groups." + std::to_string(index);
+    std::string prefix = metaPrefix + ".groups." + std::to_string(index);
     std::string written;
     for (const Bound &b : globs) {
       std::string text;
@@ -142,7 +145,7 @@ bool readParamGroups(Reader &r, const MapEntry &groups, llvm::ArrayRef<Setting> 
         return r.error(b, "bad parameter glob '" + text + "': " + llvm::toString(glob.takeError()));
       int64_t matches = 0;
       for (const Value *p : g.state(StateKind::Parameter)) {
-        if (!glob->match(p->name()))
+        if (!glob->match(p->name()) || !eligible(p))
           continue;
         ++matches;
         auto [it, fresh] = owner.try_emplace(p->name(), index, r.loc(b));
@@ -150,7 +153,7 @@ bool readParamGroups(Reader &r, const MapEntry &groups, llvm::ArrayRef<Setting> 
           return r.error(b, "parameter '" + p->name() +
                                 "' is in two groups: " + llvm::Twine(it->second.first) + " (" +
                                 it->second.second.str() + ") and " + llvm::Twine(index));
-        meta["optimizer.group_of." + p->name().str()] = Attribute(index);
+        meta[metaPrefix + ".group_of." + p->name().str()] = Attribute(index);
       }
       if (matches == 0) {
         std::string example;
@@ -179,16 +182,16 @@ bool readParamGroups(Reader &r, const MapEntry &groups, llvm::ArrayRef<Setting> 
     meta[prefix + ".params"] = Attribute(written);
     ++index;
   }
-  meta["optimizer.groups"] = Attribute(index);
+  meta[metaPrefix + ".groups"] = Attribute(index);
   return true;
 }
 
-} // namespace
-
-bool readOptimizer(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
-  MapEntry opt;
-  if (!r.readOneKeyMap(node, "'optimizer'", opt))
-    return false;
+/// One optimizer `{<kind>: {settings..., groups: [...]}}` into meta under
+/// `prefix` ("optimizer", or "optimizers.<i>" for one of several): its
+/// kind at `prefix`, each setting at `prefix.<setting>`. Its groups match
+/// only the parameters `eligible` admits (the ones it holds).
+bool readOneOptimizer(Reader &r, const MapEntry &opt, const Graph &g, AttrMap &meta,
+                      const std::string &prefix, llvm::function_ref<bool(const Value *)> eligible) {
   const std::vector<Setting> sgd = {
       {"lr", AttrType::Float, std::nullopt, 0, true},
       {"momentum", AttrType::Float, 0.0},
@@ -234,20 +237,208 @@ bool readOptimizer(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) 
   if (!r.readMap(opt.value, "the arguments of " + opt.key, args) ||
       !r.checkKnownKeys(args, known, "argument", " for " + opt.key))
     return false;
-  meta["optimizer"] = Attribute(opt.key);
-  if (!readSettings(r, args, settings, "optimizer", r.loc(opt.keyNode), opt.key, meta))
+  meta[prefix] = Attribute(opt.key);
+  if (!readSettings(r, args, settings, prefix, r.loc(opt.keyNode), opt.key, meta))
     return false;
   if (const MapEntry *groups = findEntry(args, "groups"))
-    if (!readParamGroups(r, *groups, settings, opt.key, g, meta))
+    if (!readParamGroups(r, *groups, settings, opt.key, g, meta, prefix, eligible))
       return false;
   if (const MapEntry *b = findEntry(args, "betas"))
-    if (meta["optimizer.betas"].getFloats().size() != 2)
+    if (meta[prefix + ".betas"].getFloats().size() != 2)
       return r.error(b->value, "'betas' must be a list of 2 numbers");
-  if (opt.key == "sgd" && meta["optimizer.nesterov"].getBool() &&
-      (meta["optimizer.momentum"].getFloat() <= 0 || meta["optimizer.dampening"].getFloat() != 0))
+  if (opt.key == "sgd" && meta[prefix + ".nesterov"].getBool() &&
+      (meta[prefix + ".momentum"].getFloat() <= 0 || meta[prefix + ".dampening"].getFloat() != 0))
     return r.error(findEntry(args, "nesterov")->value,
                    "nesterov momentum needs momentum > 0 and dampening 0");
   return true;
+}
+
+/// `schedule: [NAME, ...]`: which of several optimizers steps on each
+/// optimizer step, repeating (a GAN's [discriminator, generator]; an
+/// optimizer may appear more than once, every one at least once). Into meta
+/// as optimizers.period (the length) and optimizers.<i>.turns (the slots
+/// where optimizer i steps), and train.schedule (the names, for reports).
+bool readOptimizerSchedule(Reader &r, const MapEntry &schedule, AttrMap &meta) {
+  auto count = meta.find("optimizers");
+  if (count == meta.end())
+    return r.error(schedule.keyNode, "'schedule' needs several optimizers (a list under "
+                                     "'optimizer:', each with a 'name')");
+  int64_t optimizers = count->second.getInt();
+  std::vector<Bound> items;
+  if (!r.readStringList(schedule.value, "'schedule'", items))
+    return false;
+  if (items.empty() || items.size() > 64)
+    return r.error(schedule.value, "'schedule' must name 1 to 64 optimizer steps, got " +
+                                       llvm::Twine(items.size()));
+  std::vector<std::vector<int64_t>> turns(static_cast<size_t>(optimizers));
+  std::string written;
+  for (size_t slot = 0; slot < items.size(); ++slot) {
+    std::string name;
+    if (!r.readString(items[slot], "an optimizer name", name))
+      return false;
+    int64_t found = -1;
+    std::vector<llvm::StringRef> names;
+    for (int64_t i = 0; i < optimizers; ++i) {
+      const std::string &n = meta["optimizers." + std::to_string(i) + ".name"].getString();
+      names.push_back(n);
+      if (n == name)
+        found = i;
+    }
+    if (found < 0) {
+      std::string hint = Reader::closest(name, names);
+      return r.error(items[slot], "'schedule' names no optimizer '" + name + "'" +
+                                      (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+    }
+    turns[size_t(found)].push_back(int64_t(slot));
+    written += (written.empty() ? "" : ",") + name;
+  }
+  for (int64_t i = 0; i < optimizers; ++i) {
+    std::string prefix = "optimizers." + std::to_string(i);
+    if (turns[size_t(i)].empty())
+      return r.error(schedule.value, "optimizer '" + meta[prefix + ".name"].getString() +
+                                         "' never steps: 'schedule' does not name it");
+    meta[prefix + ".turns"] = Attribute(turns[size_t(i)]);
+  }
+  meta["optimizers.period"] = Attribute(int64_t(items.size()));
+  meta["train.schedule"] = Attribute(written);
+  return true;
+}
+
+/// The number of terms of the model's loss: 0 without one, 1 for one loss,
+/// N for a list (its terms %loss.0 ... %loss.<N-1>).
+int64_t lossTermCount(const Graph &g) {
+  if (!g.lookup("loss"))
+    return 0;
+  int64_t n = 0;
+  while (g.lookup("loss." + std::to_string(n)))
+    ++n;
+  return std::max<int64_t>(n, 1);
+}
+
+/// Several optimizers, a list of
+///   {name: NAME, params: [GLOB, ...], loss: K, <kind>: {settings...}}
+/// over disjoint sets of parameters, each stepping on loss term K (0 when
+/// the model has one loss); into meta as passes/OptimizerSets.h describes.
+/// Every trainable parameter must be in exactly one; meta `optimizer` lists
+/// the kinds (adam,sgd), as meta `loss` lists a list's losses.
+bool readOptimizerList(Reader &r, const Bound &list, const Graph &g, AttrMap &meta) {
+  if (list.node.size() == 0)
+    return r.error(list, "'optimizer' must be one optimizer or a non-empty list of them");
+  int64_t terms = lossTermCount(g);
+  llvm::StringMap<std::pair<int64_t, Location>> owner; // parameter -> optimizer
+  llvm::StringMap<int64_t> byName;
+  std::string kinds;
+  int64_t index = 0;
+  for (const YAML::Node &node : list.node) {
+    std::string what = "optimizer " + std::to_string(index);
+    Bound item;
+    MapEntries fields;
+    if (!r.resolve(Bound{node, list.env, list.fallback}, item) ||
+        !r.readMap(item, "'" + what + "'", fields))
+      return false;
+    const MapEntry *kind = nullptr, *name = nullptr, *params = nullptr, *loss = nullptr;
+    for (const MapEntry &f : fields) {
+      const MapEntry **slot = f.key == "name"     ? &name
+                              : f.key == "params" ? &params
+                              : f.key == "loss"   ? &loss
+                                                  : &kind;
+      if (slot == &kind && kind)
+        return r.error(f.keyNode, what + " has two optimizers '" + kind->key + "' and '" + f.key +
+                                      "'; give one with its 'name', 'params' and 'loss'");
+      *slot = &f;
+    }
+    if (!kind)
+      return r.error(item, what + " names no optimizer; expected sgd, adam, adamw or lamb");
+    if (!name)
+      return r.error(item, what + " has no 'name' (train.schedule and the logs use it)");
+    if (!params)
+      return r.error(item, what + " has no 'params' (the globs of the parameters it updates)");
+    std::string prefix = "optimizers." + std::to_string(index);
+    std::string optName;
+    if (!r.readString(name->value, "'name'", optName))
+      return false;
+    if (optName.empty() ||
+        !llvm::all_of(optName, [](char c) { return llvm::isAlnum(c) || c == '_' || c == '-'; }))
+      return r.error(name->value, "optimizer name '" + optName +
+                                      "' must be letters, digits, '_' and '-' (it names values)");
+    if (!byName.try_emplace(optName, index).second)
+      return r.error(name->value, "two optimizers are named '" + optName + "'");
+    int64_t term = 0;
+    if (loss) {
+      if (!r.readInt(loss->value, "'loss'", term))
+        return false;
+      if (term < 0 || term >= terms)
+        return r.error(loss->value, "'loss' of " + what + " is " + llvm::Twine(term) +
+                                        ", but the model's loss has " + llvm::Twine(terms) +
+                                        " term(s) (0-based, in the order of 'loss:')");
+    } else if (terms > 1) {
+      return r.error(item, what + " has no 'loss': give the index of the loss term it steps "
+                                  "on (0-based, in the order of 'loss:')");
+    }
+    // Its parameters, by glob (as a parameter group's).
+    std::vector<Bound> globs;
+    if (!r.readStringList(params->value, "'params'", globs))
+      return false;
+    std::string written;
+    for (const Bound &b : globs) {
+      std::string text;
+      if (!r.readString(b, "a parameter glob", text))
+        return false;
+      llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(text);
+      if (!glob)
+        return r.error(b, "bad parameter glob '" + text + "': " + llvm::toString(glob.takeError()));
+      int64_t matches = 0;
+      for (const Value *p : g.state(StateKind::Parameter)) {
+        if (!glob->match(p->name()) || !p->trainable())
+          continue;
+        ++matches;
+        auto [it, fresh] = owner.try_emplace(p->name(), index, r.loc(b));
+        if (!fresh && it->second.first != index)
+          return r.error(b, "parameter '" + p->name() +
+                                "' is in two optimizers: " + llvm::Twine(it->second.first) + " (" +
+                                it->second.second.str() + ") and " + llvm::Twine(index));
+        meta["optimizer.of." + p->name().str()] = Attribute(index);
+      }
+      if (matches == 0)
+        return r.error(b, "parameter glob '" + text + "' matches no trainable parameter");
+      written += (written.empty() ? "" : ", ") + text;
+    }
+    auto holds = [&, index](const Value *p) {
+      auto it = owner.find(p->name());
+      return it != owner.end() && it->second.first == index;
+    };
+    if (!readOneOptimizer(r, *kind, g, meta, prefix, holds))
+      return false;
+    meta[prefix + ".name"] = Attribute(optName);
+    meta[prefix + ".params"] = Attribute(written);
+    meta[prefix + ".loss"] = Attribute(term);
+    meta[prefix + ".turns"] = Attribute(std::vector<int64_t>{0});
+    kinds += (kinds.empty() ? "" : ",") + kind->key;
+    ++index;
+  }
+  for (const Value *p : g.state(StateKind::Parameter))
+    if (p->trainable() && !owner.count(p->name()))
+      return r.error(list, "parameter '" + p->name() +
+                               "' is in no optimizer; add it to one's 'params' or freeze it "
+                               "(trainable: false)");
+  meta["optimizers"] = Attribute(index);
+  meta["optimizers.period"] = Attribute(int64_t(1));
+  meta["optimizer"] = Attribute(kinds);
+  return true;
+}
+
+} // namespace
+
+bool readOptimizer(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
+  Bound resolved;
+  if (!r.resolve(node, resolved))
+    return false;
+  if (resolved.node.IsSequence())
+    return readOptimizerList(r, resolved, g, meta);
+  MapEntry opt;
+  if (!r.readOneKeyMap(node, "'optimizer'", opt))
+    return false;
+  return readOneOptimizer(r, opt, g, meta, "optimizer", [](const Value *) { return true; });
 }
 
 /// Whether idx data may go without its labels file: the input it feeds
@@ -575,6 +766,7 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   known.push_back("clip_grad_norm");
   known.push_back("non_finite_data");
   known.push_back("ema");
+  known.push_back("schedule");
   if (!r.readMap(node, "'train'", args) || !r.checkKnownKeys(args, known, "key", " in 'train'"))
     return false;
   const MapEntry *steps = findEntry(args, "steps"), *epochs = findEntry(args, "epochs");
@@ -603,6 +795,9 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
         !readSettings(r, emaArgs, emaSettings, "train.ema", r.loc(ema->keyNode), "'ema'", meta))
       return false;
   }
+  if (const MapEntry *schedule = findEntry(args, "schedule"))
+    if (!readOptimizerSchedule(r, *schedule, meta))
+      return false;
   if (const MapEntry *policy = findEntry(args, "non_finite_data")) {
     std::string value;
     if (!r.readString(policy->value, "'non_finite_data'", value))

@@ -183,6 +183,25 @@ bool inferStepCounter(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &resu
   return true;
 }
 
+// turn_skip() -> f32[]: 1 on the optimizer steps that are not one of an
+// optimizer's turns in train.schedule, else 0 (its updates' skip operand).
+bool inferTurnSkip(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
+  attrs::TurnSkip a(ctx.attrs());
+  int64_t period = a.period();
+  if (period < 1 || period > 64)
+    return ctx.error("period must be in [1, 64], got " + llvm::Twine(period));
+  if (a.turns().empty())
+    return ctx.error("turns must name at least one step of the period");
+  for (int64_t t : a.turns())
+    if (t < 0 || t >= period)
+      return ctx.error("turn " + llvm::Twine(t) + " is outside the period [0, " +
+                       llvm::Twine(period) + ")");
+  if (!requireAccumulate(ctx))
+    return false;
+  results.push_back(TensorType(DType::F32, {}));
+  return true;
+}
+
 // accumulate_grad(acc, grad) -> the running sum (the mean on the last
 // micro-step), in the accumulator's type.
 bool inferAccumulateGrad(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &results) {
@@ -219,6 +238,7 @@ bool inferClipCoefficient(InferContext &ctx, llvm::SmallVectorImpl<TensorType> &
 
 void registerOptimizerOps(OpRegistry &r) {
   OpRow(r.define(OpKind::LearningRate)).infer(inferLearningRate);
+  OpRow(r.define(OpKind::TurnSkip)).infer(inferTurnSkip);
   OpRow(r.define(OpKind::StepCounter))
       .fp32Operand("count")
       .optionalOperand("skip")

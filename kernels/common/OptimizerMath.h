@@ -41,6 +41,15 @@ AMPC_HD inline bool endsAccumulation(uint64_t step, int64_t accumulate) {
   return step % k == k - 1;
 }
 
+/// Several optimizers on a schedule (train.schedule): of every `period`
+/// optimizer steps, an optimizer steps on the slots set in `turnMask` (bit
+/// i: slot i, period <= 64) and skips the others, as its update ops and
+/// step count skip a non-finite step.
+AMPC_HD inline bool offTurn(uint64_t optimizerStep, int64_t period, uint64_t turnMask) {
+  uint64_t slot = optimizerStep % static_cast<uint64_t>(period);
+  return ((turnMask >> slot) & 1u) == 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Learning-rate schedules (closed forms of the optimizer step s, 0-based)
 //===----------------------------------------------------------------------===//

@@ -617,6 +617,16 @@ std::unique_ptr<kernels::NodeKernel> prepareCudaKernel(CudaContext &ctx, const N
       return kc::learningRate(l, mutableOf(a.out()), p, accumulate);
     });
   }
+  case OpKind::TurnSkip: {
+    attrs::TurnSkip t(n);
+    uint64_t mask = 0;
+    for (int64_t turn : t.turns())
+      mask |= uint64_t(1) << turn;
+    int64_t period = t.period(), accumulate = t.accumulate();
+    return make(ctx, n, [period, mask, accumulate](const KernelArgs &a, const kc::Launch &l) {
+      return kc::turnSkip(l, mutableOf(a.out()), period, mask, accumulate);
+    });
+  }
   case OpKind::StepCounter: {
     int64_t accumulate = attrs::StepCounter(n).accumulate();
     return make(ctx, n, [accumulate](const KernelArgs &a, const kc::Launch &l) {

@@ -246,6 +246,10 @@ struct Scalar {
 
 cudaError_t learningRate(const Launch &l, MutableTensor out, const LrScheduleParams &p,
                          int64_t accumulate);
+/// out = 1 when the optimizer step is not one of the turns in turnMask
+/// (kernels::offTurn), else 0.
+cudaError_t turnSkip(const Launch &l, MutableTensor out, int64_t period, uint64_t turnMask,
+                     int64_t accumulate);
 /// out = count + 1 on the last micro-step of a group unless skip != 0.
 cudaError_t stepCounter(const Launch &l, Scalar count, Scalar skip, MutableTensor out,
                         int64_t accumulate);

@@ -142,6 +142,12 @@ __global__ void learningRateKernel(MutableTensor out, LrScheduleParams p, int64_
                   scheduledLearningRate(p, optimizerStepOf(*step, accumulate)));
 }
 
+__global__ void turnSkipKernel(MutableTensor out, int64_t period, uint64_t turnMask,
+                               int64_t accumulate, const uint64_t *step) {
+  bool off = offTurn(optimizerStepOf(*step, accumulate), period, turnMask);
+  storeFromDouble(out.dtype, out.data, 0, off ? 1.0 : 0.0);
+}
+
 __global__ void stepCounterKernel(Scalar count, Scalar skip, MutableTensor out, int64_t accumulate,
                                   const uint64_t *step) {
   bool apply = endsAccumulation(*step, accumulate);
@@ -243,6 +249,12 @@ __global__ void updateLossScaleKernel(Scalar scale, Scalar tracker, Scalar found
 cudaError_t learningRate(const Launch &l, MutableTensor out, const LrScheduleParams &p,
                          int64_t accumulate) {
   learningRateKernel<<<1, 1, 0, l.stream>>>(out, p, accumulate, l.step);
+  return cudaGetLastError();
+}
+
+cudaError_t turnSkip(const Launch &l, MutableTensor out, int64_t period, uint64_t turnMask,
+                     int64_t accumulate) {
+  turnSkipKernel<<<1, 1, 0, l.stream>>>(out, period, turnMask, accumulate, l.step);
   return cudaGetLastError();
 }
 

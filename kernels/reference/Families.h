@@ -90,6 +90,7 @@ void layerNormGrad(const KernelArgs &a);
 // Optimizer.cpp
 void learningRate(const KernelArgs &a);
 void stepCounter(const KernelArgs &a);
+void turnSkip(const KernelArgs &a);
 void accumulateGrad(const KernelArgs &a);
 void globalNorm(const KernelArgs &a);
 void clipCoefficient(const KernelArgs &a);

@@ -126,6 +126,15 @@ void learningRate(const KernelArgs &a) {
   storeFromDouble(a.out().dtype(), a.out().data, 0, scheduledLearningRate(p, optimizerStep));
 }
 
+void turnSkip(const KernelArgs &a) {
+  attrs::TurnSkip t(*a.node);
+  uint64_t mask = 0;
+  for (int64_t turn : t.turns())
+    mask |= uint64_t(1) << turn;
+  bool off = offTurn(optimizerStepOf(a.step, t.accumulate()), t.period(), mask);
+  storeFromDouble(a.out().dtype(), a.out().data, 0, off ? 1.0 : 0.0);
+}
+
 void stepCounter(const KernelArgs &a) {
   bool apply = endsAccumulation(a.step, attrs::StepCounter(*a.node).accumulate());
   if (a.inputs.size() > 1 && readScalar(a.in(1)) != 0)

@@ -140,6 +140,8 @@ KernelFn referenceKernel(OpKind kind) {
     return ref::learningRate;
   case OpKind::StepCounter:
     return ref::stepCounter;
+  case OpKind::TurnSkip:
+    return ref::turnSkip;
   case OpKind::AccumulateGrad:
     return ref::accumulateGrad;
   case OpKind::GlobalNorm:

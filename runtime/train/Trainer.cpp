@@ -8,6 +8,7 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/TrainLog.h"
 
+#include "ir/MetaReader.h"
 #include "ir/Printer.h"
 #include "ir/support/Hash.h"
 #include "runtime/dist/Communicator.h"
@@ -287,6 +288,9 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     return false;
   }
   const Value *lrValue = g.lookup("lr");
+  // Several optimizers: the first one's (%lr.<name>, passes/OptimizerSets.h).
+  if (!lrValue && metaInt(g, "optimizers", 0) > 0)
+    lrValue = g.lookup("lr." + metaString(g, "optimizers.0.name", ""));
   // Outputs of the loss-scale pass (absent without loss scaling).
   const Value *scaleValue = g.lookup("loss_scale");
   const Value *skippedValue = g.lookup("skipped");

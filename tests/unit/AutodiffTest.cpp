@@ -296,8 +296,9 @@ TEST(Autodiff, EveryForwardOpHasAGradientRule) {
       // Backward ops of padding and resizing.
       "pad_grad", "resize_grad",
       // Optimizer ops.
-      "learning_rate", "step_counter", "accumulate_grad", "global_norm", "clip_coefficient",
-      "sgd_update", "sgd_momentum_update", "adam_update", "lamb_update", "ema_update",
+      "learning_rate", "step_counter", "turn_skip", "accumulate_grad", "global_norm",
+      "clip_coefficient", "sgd_update", "sgd_momentum_update", "adam_update", "lamb_update",
+      "ema_update",
       // Loss-scaling ops.
       "unscale_check", "update_loss_scale"};
   std::set<std::string> seenWithoutRule;

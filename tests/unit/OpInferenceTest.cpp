@@ -255,6 +255,7 @@ std::vector<ValidCase> validCases() {
       // returns the new parameter, then one new tensor per state operand.
       {"learning_rate", {}, {{"lr", 0.1}}, "f32[]"},
       {"step_counter", {"f32[]"}, {}, "f32[]"},
+      {"turn_skip", {}, {{"period", 2}, {"turns", Ints{1}}}, "f32[]"},
       {"accumulate_grad", {"f32[8,4]", "f16[8,4]"}, {{"accumulate", 4}}, "f32[8,4]"},
       {"global_norm", {"f16[8,4]", "f32[4]"}, {}, "f32[]"},
       {"clip_coefficient", {"f32[]"}, {{"max_norm", 1.0}}, "f32[]"},

@@ -386,6 +386,49 @@ TEST(OptimizerKernels, ScheduleAttributesAreChecked) {
   EXPECT_NE(r.error.find("must be greater than warmup_steps"), std::string::npos) << r.error;
 }
 
+// turn_skip: several optimizers on train.schedule; 1 where a step is not
+// one of the optimizer's turns.
+double offTurnAt(AttrMap attrs, uint64_t step) {
+  KernelRun r = runKernel("turn_skip", {}, {}, std::move(attrs), step);
+  EXPECT_TRUE(r.ok) << r.error;
+  return r.ok ? r.outputs[0][0] : NAN;
+}
+
+TEST(OptimizerKernels, TurnSkipFollowsTheSchedule) {
+  // A WGAN-like round of four: the critic on slots 0-2, the generator on 3.
+  AttrMap critic = {{"period", Attribute(4)}, {"turns", Attribute(std::vector<int64_t>{0, 1, 2})}};
+  AttrMap generator = {{"period", Attribute(4)}, {"turns", Attribute(std::vector<int64_t>{3})}};
+  for (uint64_t step = 0; step < 12; ++step) {
+    bool generatorsTurn = step % 4 == 3;
+    EXPECT_EQ(offTurnAt(critic, step), generatorsTurn ? 1.0 : 0.0) << step;
+    EXPECT_EQ(offTurnAt(generator, step), generatorsTurn ? 0.0 : 1.0) << step;
+  }
+  // With accumulation the turns count optimizer steps (groups of micro-steps).
+  AttrMap first = {{"period", Attribute(2)},
+                   {"turns", Attribute(std::vector<int64_t>{0})},
+                   {"accumulate", Attribute(3)}};
+  for (uint64_t step = 0; step < 12; ++step)
+    EXPECT_EQ(offTurnAt(first, step), (step / 3) % 2 == 0 ? 0.0 : 1.0) << step;
+  // A step far into a run (the step index is 64-bit).
+  EXPECT_EQ(offTurnAt(generator, (uint64_t(1) << 40) + 3), 0.0);
+}
+
+TEST(OptimizerKernels, TurnSkipAttributesAreChecked) {
+  KernelRun r =
+      runKernel("turn_skip", {}, {},
+                {{"period", Attribute(2)}, {"turns", Attribute(std::vector<int64_t>{2})}});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("turn 2 is outside the period [0, 2)"), std::string::npos) << r.error;
+  r = runKernel("turn_skip", {}, {},
+                {{"period", Attribute(65)}, {"turns", Attribute(std::vector<int64_t>{0})}});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("period must be in [1, 64]"), std::string::npos) << r.error;
+  r = runKernel("turn_skip", {}, {},
+                {{"period", Attribute(2)}, {"turns", Attribute(std::vector<int64_t>{})}});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("turns must name at least one step"), std::string::npos) << r.error;
+}
+
 //===----------------------------------------------------------------------===//
 // Clipping
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 #include "ir/Verifier.h"
 #include "passes/AssignPrecision.h"
 #include "passes/GraphDot.h"
+#include "passes/OptimizerSets.h"
 #include "passes/PrecisionReport.h"
 #include "passes/StructuralKeys.h"
 
@@ -213,19 +214,29 @@ std::string GraphView::collectives() const {
   return s;
 }
 
-std::string GraphView::parameterGroups() const {
-  const ampc::AttrMap &meta = g_->meta();
-  const Attribute *count = findMeta(*g_, "optimizer.groups", AttrType::Int);
-  const Attribute *kind = findMeta(*g_, "optimizer", AttrType::String);
-  if (!count || !kind)
+namespace {
+
+/// One optimizer's settings and parameter groups, read from `meta` (the
+/// graph's, or one of several optimizers' view of it, OptimizerSets.h),
+/// over the trainable parameters `holds` admits; "" without an optimizer.
+std::string describeOptimizer(const ampc::Graph &g, const ampc::AttrMap &meta,
+                              const std::string &title,
+                              llvm::function_ref<bool(const ampc::Value *)> holds) {
+  auto find = [&](const std::string &key, AttrType t) -> const Attribute * {
+    auto it = meta.find(key);
+    return it != meta.end() && it->second.is(t) ? &it->second : nullptr;
+  };
+  const Attribute *count = find("optimizer.groups", AttrType::Int);
+  const Attribute *kind = find("optimizer", AttrType::String);
+  if (!kind)
     return "";
-  int64_t groups = count->getInt();
+  int64_t groups = count ? count->getInt() : 0;
   std::vector<std::vector<std::string>> members(static_cast<size_t>(groups + 1));
-  for (const ampc::Value *p : g_->state(ampc::StateKind::Parameter)) {
-    if (!p->trainable())
+  for (const ampc::Value *p : g.state(ampc::StateKind::Parameter)) {
+    if (!p->trainable() || !holds(p))
       continue;
-    const Attribute *g = findMeta(*g_, "optimizer.group_of." + p->name().str(), AttrType::Int);
-    int64_t group = g ? g->getInt() : -1;
+    const Attribute *in = find("optimizer.group_of." + p->name().str(), AttrType::Int);
+    int64_t group = in ? in->getInt() : -1;
     if (group >= -1 && group < groups)
       members[static_cast<size_t>(group + 1)].push_back(p->name().str());
   }
@@ -243,7 +254,7 @@ std::string GraphView::parameterGroups() const {
     if (k.consume_front("optimizer.") && !k.contains('.') && k != "groups")
       settings += (settings.empty() ? "" : ", ") + k.str() + " " + value.str();
   }
-  std::string s = "optimizer " + kind->getString() + " (" + settings + "): " + list(members[0]);
+  std::string s = title + kind->getString() + " (" + settings + "): " + list(members[0]);
   for (int64_t i = 0; i < groups; ++i) {
     std::string prefix = "optimizer.groups." + std::to_string(i) + ".";
     std::string globs, changes;
@@ -259,6 +270,39 @@ std::string GraphView::parameterGroups() const {
     s += "\n  group " + std::to_string(i) + " (" + globs +
          "): " + (changes.empty() ? "the optimizer's settings" : changes) + "; " +
          list(members[static_cast<size_t>(i + 1)]);
+  }
+  return s;
+}
+
+} // namespace
+
+std::string GraphView::parameterGroups() const {
+  if (!ampc::hasOptimizerSets(*g_)) {
+    if (!findMeta(*g_, "optimizer.groups", AttrType::Int))
+      return "";
+    return describeOptimizer(*g_, g_->meta(), "optimizer ",
+                             [](const ampc::Value *) { return true; });
+  }
+  ampc::DiagnosticEngine quiet;
+  std::optional<std::vector<ampc::OptimizerSet>> sets = ampc::readOptimizerSets(*g_, quiet);
+  if (!sets)
+    return "";
+  std::string s;
+  for (size_t i = 0; i < sets->size(); ++i) {
+    const ampc::OptimizerSet &set = (*sets)[i];
+    std::string turns;
+    if (int64_t(set.turns.size()) != set.period) {
+      for (int64_t t : set.turns)
+        turns += (turns.empty() ? "" : ",") + std::to_string(t + 1);
+      turns = ", steps " + turns + " of every " + std::to_string(set.period);
+    }
+    std::string title = "optimizer " + set.name + " (" + set.params + "; loss term " +
+                        std::to_string(set.lossTerm) + turns + "): ";
+    int64_t index = int64_t(i);
+    s += (s.empty() ? "" : "\n") +
+         describeOptimizer(*g_, set.meta, title, [&](const ampc::Value *p) {
+           return ampc::optimizerIndexOf(*g_, p) == index;
+         });
   }
   return s;
 }

@@ -525,8 +525,15 @@ Status Model::rewrite(const PipelineOptions &opts) {
       g.meta().count("train.epochs"))
     if (Result<DataInfo> plan = planTraining(); !plan)
       return plan.status();
-  if (!pm.run(g, diag) && !diag.hasErrors())
-    diag.error(Location(), "the pass pipeline failed");
+  if (!pm.run(g, diag)) {
+    if (!diag.hasErrors())
+      diag.error(Location(), "the pass pipeline failed");
+  } else if (!opts.verifyEach && !verifyGraph(g, diag)) {
+    // The rewritten graph is checked once even without --verify-each: a
+    // pass that left it malformed (a value read before the node that makes
+    // it) must stop here, not run on stale buffers. O(nodes), once.
+    diag.error(g.loc(), "the graph is invalid after the pass pipeline");
+  }
   // Either way the graph has changed: it cannot be rewritten again.
   impl_->rewritten = opts.stage;
   return toStatus(diag);

@@ -43,7 +43,12 @@ STEPS = 5
 BATCH = 32
 LR = 2e-4
 BETAS = (0.5, 0.999)
-TOLERANCE = 1e-5
+# O0 against PyTorch's f32 run: within 1e-6, or within 3x PyTorch's own f32
+# distance from an f64 run where that is larger. Adam's first steps divide
+# by the root of tiny second moments, which magnifies f32 rounding in the
+# smallest gradients (batchnorm biases here), so f32 runs differ by more
+# than rounding, by an amount that depends on the machine's kernels.
+TOLERANCE = 1e-6
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "dcgan.yaml")
 
@@ -83,14 +88,16 @@ class DCGAN(nn.Module):
 def losses(p):
     """The discriminator's and the generator's loss on the verdicts p."""
     b = p.shape[0] // 2
-    ones, zeros = torch.ones(b, 1), torch.zeros(b, 1)
+    ones, zeros = torch.ones(b, 1, dtype=p.dtype), torch.zeros(b, 1, dtype=p.dtype)
     return (F.binary_cross_entropy(p, torch.cat([ones, zeros])),
             F.binary_cross_entropy(p[b:], ones))
 
 
-def torch_run(start, xs, zs, steps, autocast=False):
+def torch_run(start, xs, zs, steps, autocast=False, f64=False):
     model = DCGAN()
     model.load_state_dict(start)
+    if f64:
+        model, xs, zs = model.double(), xs.double(), zs.double()
     params = dict(model.named_parameters())
     opt_d = torch.optim.Adam([p for n, p in params.items() if n.startswith("disc_")], lr=LR,
                              betas=BETAS)
@@ -101,7 +108,7 @@ def torch_run(start, xs, zs, steps, autocast=False):
         x, z = xs[step * BATCH:(step + 1) * BATCH], zs[step * BATCH:(step + 1) * BATCH]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             p = model(x, z)
-        d_loss, g_loss = losses(p.float())
+        d_loss, g_loss = losses(p if f64 else p.float())
         logged.append([d_loss.item(), g_loss.item()])
         opt, loss = (opt_d, d_loss) if step % 2 == 0 else (opt_g, g_loss)
         opt.zero_grad()
@@ -168,6 +175,7 @@ def main():
     xs = torch.randn(STEPS * BATCH, 3, 8, 8, generator=g)
     zs = torch.randn(STEPS * BATCH, 64, generator=g)
     want, want_losses = torch_run(start, xs, zs, STEPS)
+    exact, _ = torch_run(start, xs, zs, STEPS, f64=True)
     autocast, _ = torch_run(start, xs, zs, STEPS, autocast=True)
     autocast_distance = distance(autocast, want)
     initial = {n: t.double() for n, t in start.items() if n in want}
@@ -184,8 +192,12 @@ def main():
         got, logged = ampc.train("O0", STEPS)
         for prefix in ("disc_", "gen_"):
             d = distance(part(got, prefix), part(want, prefix)) if got else float("inf")
-            check(d <= TOLERANCE, f"O0: the {prefix}* weights after {STEPS} alternating Adam steps "
-                  f"are within {d:.1e} of PyTorch's")
+            floor = distance(part(want, prefix), part(exact, prefix))
+            bound = max(TOLERANCE, 3 * floor)
+            own = distance(part(got, prefix), part(exact, prefix)) if got else float("inf")
+            check(d <= bound, f"O0: the {prefix}* weights after {STEPS} alternating Adam steps "
+                  f"are within {d:.1e} of PyTorch's (bound {bound:.1e}; from an f64 run: "
+                  f"ampc {own:.1e}, PyTorch f32 {floor:.1e})")
         got_losses = [s.get("losses", []) for s in logged]
         close = len(got_losses) == STEPS and all(
             len(a) == 2 and all(abs(x - y) <= 1e-4 * abs(y) for x, y in zip(a, b))

@@ -57,6 +57,7 @@ std::string stepRecordJson(const StepRecord &r) {
   };
   list("losses", r.lossTerms);
   list("loss_scales", r.lossScales);
+  list("lrs", r.lrs);
   s += ", \"step_ms\": " + jsonNumber(r.stepMs);
   s += ", \"data_ms\": " + jsonNumber(r.dataMs);
   s += ", \"samples_per_s\": " + jsonNumber(r.samplesPerSecond);

@@ -25,6 +25,9 @@ struct StepRecord {
   /// With a list of losses: each term's value (unweighted), and with
   /// amp.num_losses > 1 each term's loss scale.
   std::vector<double> lossTerms, lossScales;
+  /// With several optimizers: each one's learning rate, in the model
+  /// file's order (lr is the first one's).
+  std::vector<double> lrs;
   double stepMs = 0;
   /// Of stepMs, the time spent waiting for the step's batches (loading them,
   /// when not prefetched) and binding them.

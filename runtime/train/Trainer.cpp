@@ -288,9 +288,15 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
     return false;
   }
   const Value *lrValue = g.lookup("lr");
-  // Several optimizers: the first one's (%lr.<name>, passes/OptimizerSets.h).
-  if (!lrValue && metaInt(g, "optimizers", 0) > 0)
-    lrValue = g.lookup("lr." + metaString(g, "optimizers.0.name", ""));
+  // Several optimizers: each one's %lr.<name> (passes/OptimizerSets.h);
+  // the progress line shows the first one's.
+  std::vector<const Value *> optimizerLrs;
+  for (int64_t i = 0, n = metaInt(g, "optimizers", 0); i < n; ++i)
+    if (const Value *v =
+            g.lookup("lr." + metaString(g, "optimizers." + std::to_string(i) + ".name", "")))
+      optimizerLrs.push_back(v);
+  if (!lrValue && !optimizerLrs.empty())
+    lrValue = optimizerLrs.front();
   // Outputs of the loss-scale pass (absent without loss scaling).
   const Value *scaleValue = g.lookup("loss_scale");
   const Value *skippedValue = g.lookup("skipped");
@@ -479,6 +485,8 @@ bool Trainer::run(llvm::raw_ostream &out, TrainResult &result, std::string &err)
       return false;
     for (const Value *scale : termScales)
       rec.lossScales.push_back(readScalar(train_, scale));
+    for (const Value *lr : optimizerLrs)
+      rec.lrs.push_back(readScalar(train_, lr));
     if (skippedValue) {
       rec.skipped = readScalar(train_, skippedValue) != 0;
       result.skippedSteps += *rec.skipped;

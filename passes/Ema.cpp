@@ -1,6 +1,7 @@
 //===- Ema.cpp --------------------------------------------------------------===//
 #include "passes/Ema.h"
 #include "passes/Optimizer.h"
+#include "passes/OptimizerSets.h"
 
 #include "ir/Builder.h"
 #include "ir/MetaReader.h"
@@ -107,29 +108,49 @@ PassResult EmaLowering::run() {
     return PassResult::Failed;
   }
 
-  // One count of the steps averaged, skipped as the updates skip.
-  Location loc = trained.front().newValue->definingNode()->loc();
-  Value *skip = skipOf(trained.front().newValue);
-  Value *counter = addZeroState("ema.count", TensorType(DType::F32, {}), loc);
-  if (!counter)
-    return PassResult::Failed;
-  llvm::SmallVector<Value *, 2> counterOperands = {counter};
-  if (skip)
-    counterOperands.push_back(skip);
-  Node *count = build(OpKind::StepCounter, counterOperands, {{"accumulate", Attribute(accumulate)}},
-                      g_.uniqueName("ema.count.next"), loc);
-  if (!count)
-    return PassResult::Failed;
-  g_.addStateUpdate(counter, count->result());
+  // One count of the steps averaged, skipped as the updates skip; with
+  // several optimizers one per optimizer (%ema.<name>.count), each
+  // counting the steps its own updates took (a GAN's generator average
+  // moves on the generator's turns only).
+  const bool severalOptimizers = hasOptimizerSets(g_);
+  llvm::DenseMap<int64_t, Value *> countOf; // optimizer index (-1: the one) -> count
+  auto countFor = [&](const Averaged &t) -> Value * {
+    int64_t optimizer = severalOptimizers ? optimizerIndexOf(g_, t.param) : -1;
+    if (Value *c = countOf.lookup(optimizer))
+      return c;
+    std::string name = optimizer < 0
+                           ? std::string("ema.count")
+                           : "ema." +
+                                 metaString(g_, "optimizers." + std::to_string(optimizer) + ".name",
+                                            std::to_string(optimizer)) +
+                                 ".count";
+    Location loc = t.newValue->definingNode()->loc();
+    Value *counter = addZeroState(name, TensorType(DType::F32, {}), loc);
+    if (!counter)
+      return nullptr;
+    llvm::SmallVector<Value *, 2> counterOperands = {counter};
+    if (Value *skip = skipOf(t.newValue))
+      counterOperands.push_back(skip);
+    Node *count =
+        build(OpKind::StepCounter, counterOperands, {{"accumulate", Attribute(accumulate)}},
+              g_.uniqueName(name + ".next"), loc);
+    if (!count)
+      return nullptr;
+    g_.addStateUpdate(counter, count->result());
+    return countOf[optimizer] = count->result();
+  };
 
   AttrMap attrs = {{"decay", Attribute(decay)}, {"accumulate", Attribute(accumulate)}};
   for (const Averaged &t : trained) {
+    Value *count = countFor(t);
+    if (!count)
+      return PassResult::Failed;
     DType dtype = optimizerStateDType(t.newValue->dtype());
     Value *average = addZeroState((t.param->name() + ".ema").str(),
                                   TensorType(dtype, t.param->type().dims()), t.param->loc());
     if (!average)
       return PassResult::Failed;
-    llvm::SmallVector<Value *, 4> operands = {average, t.newValue, count->result()};
+    llvm::SmallVector<Value *, 4> operands = {average, t.newValue, count};
     if (Value *s = skipOf(t.newValue))
       operands.push_back(s);
     Node *n = build(OpKind::EmaUpdate, operands, attrs,

@@ -21,7 +21,10 @@ namespace ampc {
 /// for f64 parameters): %p.ema per trained parameter and one shared
 /// %ema.count, the steps averaged. A step that does not update (a
 /// micro-step that accumulates, or one skipped for non-finite gradients)
-/// leaves the average as it is. Runs after the optimizer, master-weights and
+/// leaves the average as it is. With several optimizers (OptimizerSets.h)
+/// each has its own count, %ema.<name>.count, skipped as its updates skip
+/// (off its turns too), so each network's average moves on its own steps.
+/// Runs after the optimizer, master-weights and
 /// loss-scale passes, whose updates it reads; a graph without the meta key
 /// is left unchanged.
 class EmaPass : public Pass {

@@ -487,11 +487,6 @@ PassResult OptimizerPass::run(Graph &g, PassContext &ctx) {
   std::optional<std::vector<OptimizerSet>> sets = readOptimizerSets(g, ctx.diag);
   if (!sets)
     return PassResult::Failed;
-  // Each optimizer's average would have to skip as its own updates do.
-  if (g.meta().count("train.ema.decay")) {
-    ctx.diag.error(g.loc(), "optimizer: train.ema does not combine with several optimizers yet");
-    return PassResult::Failed;
-  }
   if (metaInt(g, "dist.ranks", 1) > 1) {
     ctx.diag.error(g.loc(), "optimizer: several optimizers do not combine with data-parallel "
                             "training yet");

@@ -4,7 +4,6 @@
 
 #include "ir/GradientBuilder.h"
 #include "ir/IdMap.h"
-#include "ir/MetaReader.h"
 #include "passes/PrecisionPolicy.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -125,12 +124,11 @@ bool backpropagate(GradientBuilder &gb, Graph &g, Value *seedAt, llvm::ArrayRef<
   return true;
 }
 
-/// The number of separately scaled losses the policy asks for (1 when it
-/// cannot be read: the passes that need the policy report that).
-int64_t numLossesOf(const Graph &g) {
+/// The graph's precision policy, or nullopt when it cannot be read (the
+/// passes that need it report that).
+std::optional<PrecisionPolicy> policyOf(const Graph &g) {
   DiagnosticEngine quiet;
-  std::optional<PrecisionPolicy> policy = resolvePolicy(g, quiet);
-  return policy ? policy->numLosses : 1;
+  return resolvePolicy(g, quiet);
 }
 
 } // namespace
@@ -163,8 +161,12 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
   // Several optimizers (OptimizerSets.h) each apply the gradients of their
   // own term, so every term gets a walk of its own too.
   std::vector<Value *> seeds = {loss};
-  const bool severalOptimizers = hasOptimizerSets(g);
-  if (int64_t numLosses = numLossesOf(g); numLosses > 1 || severalOptimizers) {
+  std::optional<PrecisionPolicy> policy = policyOf(g);
+  std::optional<std::vector<OptimizerSet>> sets = readOptimizerSets(g, ctx.diag);
+  if (!sets)
+    return PassResult::Failed;
+  const bool severalOptimizers = !sets->empty();
+  if (int64_t numLosses = policy ? policy->numLosses : 1; numLosses > 1 || severalOptimizers) {
     seeds = lossTerms(loss);
     if (numLosses > 1 && int64_t(seeds.size()) != numLosses) {
       ctx.diag.error(loss->loc(), "autodiff: amp.num_losses is " + llvm::Twine(numLosses) +
@@ -245,7 +247,7 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
       int64_t optimizer = optimizerIndexOf(g, p);
       if (optimizer < 0)
         continue;
-      int64_t term = metaInt(g, "optimizers." + std::to_string(optimizer) + ".loss", 0);
+      int64_t term = optimizer < int64_t(sets->size()) ? (*sets)[size_t(optimizer)].lossTerm : 0;
       if (term < 0 || term >= int64_t(walks.size())) {
         ctx.diag.error(p->loc(), "autodiff: the optimizer of parameter '" + p->name() +
                                      "' steps on loss term " + llvm::Twine(term) +
@@ -253,8 +255,10 @@ PassResult AutodiffPass::run(Graph &g, PassContext &ctx) {
         return PassResult::Failed;
       }
       grad = walks[size_t(term)].lookup(p);
-      if (grad && walks.size() > 1) {
-        // %p.grad.<k> and its copy %p.grad, as for a scaler per loss.
+      if (grad && walks.size() > 1 && policy && policy->scalesLoss()) {
+        // %p.grad.<k> and its copy %p.grad, which the loss-scale pass
+        // replaces by the unscaled part (a scaler per term); unscaled, the
+        // part is %p.grad itself, with no copy a step.
         if (!(grad = own(grad, name + "." + std::to_string(term))))
           return PassResult::Failed;
         gb.beginNode(*loss->definingNode(), {});

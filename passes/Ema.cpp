@@ -112,18 +112,18 @@ PassResult EmaLowering::run() {
   // several optimizers one per optimizer (%ema.<name>.count), each
   // counting the steps its own updates took (a GAN's generator average
   // moves on the generator's turns only).
-  const bool severalOptimizers = hasOptimizerSets(g_);
+  std::optional<std::vector<OptimizerSet>> sets = readOptimizerSets(g_, diag_);
+  if (!sets)
+    return PassResult::Failed;
+  const bool severalOptimizers = !sets->empty();
   llvm::DenseMap<int64_t, Value *> countOf; // optimizer index (-1: the one) -> count
   auto countFor = [&](const Averaged &t) -> Value * {
     int64_t optimizer = severalOptimizers ? optimizerIndexOf(g_, t.param) : -1;
     if (Value *c = countOf.lookup(optimizer))
       return c;
-    std::string name = optimizer < 0
-                           ? std::string("ema.count")
-                           : "ema." +
-                                 metaString(g_, "optimizers." + std::to_string(optimizer) + ".name",
-                                            std::to_string(optimizer)) +
-                                 ".count";
+    std::string name = optimizer >= 0 && optimizer < int64_t(sets->size())
+                           ? "ema." + (*sets)[size_t(optimizer)].name + ".count"
+                           : std::string("ema.count");
     Location loc = t.newValue->definingNode()->loc();
     Value *counter = addZeroState(name, TensorType(DType::F32, {}), loc);
     if (!counter)

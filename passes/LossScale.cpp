@@ -580,33 +580,20 @@ bool LossScaleSplicer::runPerLoss(const SkippableNodes &nodes) {
 
   Node *after = anySkipped ? anySkipped : checks.back();
   // One optimizer skips when any loss overflowed (Apex's num_losses); each
-  // of several skips on the checks of the terms its gradients come from.
+  // of several skips on the check of its own term (autodiff gave each of
+  // its parameters that term's part alone).
   llvm::DenseMap<Value *, size_t> sumIndex;
   for (size_t i = 0; i < sums.size(); ++i)
     sumIndex[unscaledSums[i]] = i;
-  llvm::DenseMap<Value *, Value *> skipOfSum;
-  bool failed = false;
   auto skipOf = [&](Node *update) -> Value * {
-    if (!severalOptimizers)
-      return skipped;
-    auto it = sumIndex.find(update->operand(gradIndex));
+    auto it = severalOptimizers ? sumIndex.find(update->operand(gradIndex)) : sumIndex.end();
     if (it == sumIndex.end())
       return skipped;
     const std::vector<Value *> &parts = partsOfSum[it->second];
-    Value *own = nullptr;
-    for (size_t k = 0; k < numLosses && !failed; ++k) {
-      if (!parts[k])
-        continue;
-      if (!own) {
-        own = skips[k];
-        continue;
-      }
-      Node *max = build(OpKind::Max, {own, skips[k]}, {}, {g_.uniqueName("skipped.any")},
-                        nextNode(g_, after));
-      failed = !max;
-      own = max ? max->result() : nullptr;
-    }
-    return failed ? nullptr : own;
+    if (llvm::count_if(parts, [](Value *p) { return p != nullptr; }) != 1)
+      return skipped;
+    return skips[size_t(llvm::find_if(parts, [](Value *p) { return p != nullptr; }) -
+                        parts.begin())];
   };
   if (!conditionOnFinite(nodes, skipOf, nullptr, after))
     return false;

@@ -96,6 +96,49 @@ std::vector<llvm::StringRef> settingNames(llvm::ArrayRef<Setting> settings) {
   return names;
 }
 
+/// Which set (parameter group, or one of several optimizers) claimed each
+/// parameter, and where in the file.
+using ParamOwners = llvm::StringMap<std::pair<int64_t, Location>>;
+
+/// A `params:` list of globs (`llvm::GlobPattern`) matched against `g`'s
+/// parameters that `eligible` admits, each match claimed for set `index` in
+/// `owner` and passed to `claim`; `written` gets the globs as written. A
+/// parameter another set claimed is an error naming both (`sets`: "groups",
+/// "optimizers"); so is a glob that matches nothing (`noMatch` completes
+/// the message).
+bool claimParams(Reader &r, const Bound &params, const Graph &g, int64_t index,
+                 llvm::StringRef sets, llvm::function_ref<bool(const Value *)> eligible,
+                 ParamOwners &owner, llvm::function_ref<void(const Value *)> claim,
+                 const std::string &noMatch, std::string &written) {
+  std::vector<Bound> globs;
+  if (!r.readStringList(params, "'params'", globs))
+    return false;
+  for (const Bound &b : globs) {
+    std::string text;
+    if (!r.readString(b, "a parameter glob", text))
+      return false;
+    llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(text);
+    if (!glob)
+      return r.error(b, "bad parameter glob '" + text + "': " + llvm::toString(glob.takeError()));
+    int64_t matches = 0;
+    for (const Value *p : g.state(StateKind::Parameter)) {
+      if (!glob->match(p->name()) || !eligible(p))
+        continue;
+      ++matches;
+      auto [it, fresh] = owner.try_emplace(p->name(), index, r.loc(b));
+      if (!fresh && it->second.first != index)
+        return r.error(b, "parameter '" + p->name() + "' is in two " + sets + ": " +
+                              llvm::Twine(it->second.first) + " (" + it->second.second.str() +
+                              ") and " + llvm::Twine(index));
+      claim(p);
+    }
+    if (matches == 0)
+      return r.error(b, "parameter glob '" + text + "' matches no " + noMatch);
+    written += (written.empty() ? "" : ", ") + text;
+  }
+  return true;
+}
+
 /// `groups: [{params: [GLOB, ...], <setting>: value, ...}, ...]`, PyTorch's
 /// parameter groups: each group's globs are matched against the names of
 /// `g`'s parameters (ONNX initializer names included), and its settings
@@ -117,8 +160,7 @@ bool readParamGroups(Reader &r, const MapEntry &groups, llvm::ArrayRef<Setting> 
                              Reader::describe(list.node));
   std::vector<llvm::StringRef> known = settingNames(settings);
   known.insert(known.begin(), "params");
-  // Which group claimed each parameter, and where.
-  llvm::StringMap<std::pair<int64_t, Location>> owner;
+  ParamOwners owner;
   int64_t index = 0;
   for (const YAML::Node &item : list.node) {
     Bound group;
@@ -131,39 +173,18 @@ bool readParamGroups(Reader &r, const MapEntry &groups, llvm::ArrayRef<Setting> 
     if (!params)
       return r.error(group, "parameter group " + llvm::Twine(index) +
                                 " has no 'params' (the globs of the parameters it holds)");
-    std::vector<Bound> globs;
-    if (!r.readStringList(params->value, "'params'", globs))
-      return false;
     std::string prefix = metaPrefix + ".groups." + std::to_string(index);
+    std::string example;
+    if (!g.state(StateKind::Parameter).empty())
+      example = " (its first is '" + g.state(StateKind::Parameter).front()->name().str() + "')";
     std::string written;
-    for (const Bound &b : globs) {
-      std::string text;
-      if (!r.readString(b, "a parameter glob", text))
-        return false;
-      llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(text);
-      if (!glob)
-        return r.error(b, "bad parameter glob '" + text + "': " + llvm::toString(glob.takeError()));
-      int64_t matches = 0;
-      for (const Value *p : g.state(StateKind::Parameter)) {
-        if (!glob->match(p->name()) || !eligible(p))
-          continue;
-        ++matches;
-        auto [it, fresh] = owner.try_emplace(p->name(), index, r.loc(b));
-        if (!fresh && it->second.first != index)
-          return r.error(b, "parameter '" + p->name() +
-                                "' is in two groups: " + llvm::Twine(it->second.first) + " (" +
-                                it->second.second.str() + ") and " + llvm::Twine(index));
-        meta[metaPrefix + ".group_of." + p->name().str()] = Attribute(index);
-      }
-      if (matches == 0) {
-        std::string example;
-        if (!g.state(StateKind::Parameter).empty())
-          example = " (its first is '" + g.state(StateKind::Parameter).front()->name().str() + "')";
-        return r.error(b,
-                       "parameter glob '" + text + "' matches no parameter of the model" + example);
-      }
-      written += (written.empty() ? "" : ", ") + text;
-    }
+    if (!claimParams(
+            r, params->value, g, index, "groups", eligible, owner,
+            [&](const Value *p) {
+              meta[metaPrefix + ".group_of." + p->name().str()] = Attribute(index);
+            },
+            "parameter of the model" + example, written))
+      return false;
     // The group's own settings: only those it gives (the others are the
     // optimizer's).
     MapEntries given;
@@ -325,7 +346,7 @@ bool readOptimizerList(Reader &r, const Bound &list, const Graph &g, AttrMap &me
   if (list.node.size() == 0)
     return r.error(list, "'optimizer' must be one optimizer or a non-empty list of them");
   int64_t terms = lossTermCount(g);
-  llvm::StringMap<std::pair<int64_t, Location>> owner; // parameter -> optimizer
+  ParamOwners owner;
   llvm::StringMap<int64_t> byName;
   std::string kinds;
   int64_t index = 0;
@@ -376,33 +397,13 @@ bool readOptimizerList(Reader &r, const Bound &list, const Graph &g, AttrMap &me
                                   "on (0-based, in the order of 'loss:')");
     }
     // Its parameters, by glob (as a parameter group's).
-    std::vector<Bound> globs;
-    if (!r.readStringList(params->value, "'params'", globs))
-      return false;
     std::string written;
-    for (const Bound &b : globs) {
-      std::string text;
-      if (!r.readString(b, "a parameter glob", text))
-        return false;
-      llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(text);
-      if (!glob)
-        return r.error(b, "bad parameter glob '" + text + "': " + llvm::toString(glob.takeError()));
-      int64_t matches = 0;
-      for (const Value *p : g.state(StateKind::Parameter)) {
-        if (!glob->match(p->name()) || !p->trainable())
-          continue;
-        ++matches;
-        auto [it, fresh] = owner.try_emplace(p->name(), index, r.loc(b));
-        if (!fresh && it->second.first != index)
-          return r.error(b, "parameter '" + p->name() +
-                                "' is in two optimizers: " + llvm::Twine(it->second.first) + " (" +
-                                it->second.second.str() + ") and " + llvm::Twine(index));
-        meta["optimizer.of." + p->name().str()] = Attribute(index);
-      }
-      if (matches == 0)
-        return r.error(b, "parameter glob '" + text + "' matches no trainable parameter");
-      written += (written.empty() ? "" : ", ") + text;
-    }
+    if (!claimParams(
+            r, params->value, g, index, "optimizers", [](const Value *p) { return p->trainable(); },
+            owner,
+            [&](const Value *p) { meta["optimizer.of." + p->name().str()] = Attribute(index); },
+            "trainable parameter", written))
+      return false;
     auto holds = [&, index](const Value *p) {
       auto it = owner.find(p->name());
       return it != owner.end() && it->second.first == index;

@@ -23,7 +23,6 @@ says. Checked:
 Exit 0 pass, 1 fail, 77 without torch.
 """
 import argparse
-import json
 import os
 import re
 import sys
@@ -34,7 +33,7 @@ try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
-    from recipe_support import check, distance, exit_code, exported_weights, run
+    from recipe_support import check, distance, exit_code, train_logged
 except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
     sys.exit(77)
@@ -148,16 +147,7 @@ class Ampc:
   shuffle: false
   data: {{npy: {{x: x.npy, z: z.npy}}}}
 """)
-        ckpt, metrics = model + ".ckpt", model + ".metrics"
-        cmd = [self.ampc, "-O", level, model, "--progress", "none", "--checkpoint", ckpt,
-               "--metrics-out", metrics]
-        if half_type:
-            cmd += ["--half-type", half_type]
-        if run(cmd, self.work).returncode:
-            return None, []
-        with open(metrics) as f:
-            logged = [json.loads(line) for line in f if line.strip()]
-        return exported_weights(self.ampc, model, ckpt, self.names, self.work), logged
+        return train_logged(self.ampc, model, self.names, self.work, level, half_type)
 
 
 def part(weights, prefix):

@@ -27,7 +27,6 @@ Checked:
 Exit 0 pass, 1 fail, 77 without torch.
 """
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -36,8 +35,8 @@ try:
     import numpy as np
     import torch
     import torch.nn.functional as F
-    from recipe_support import (check, distance, exit_code, export_onnx, exported_weights, mlp,
-                                run)
+    from recipe_support import (check, distance, exit_code, export_onnx, mlp,
+                                train_logged)
 except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
     sys.exit(77)
@@ -98,16 +97,7 @@ optimizer: {{adamw: {{lr: {LR}, weight_decay: 0.0}}}}
   shuffle: false
   data: {{npy: {{x: x.npy, label: label.npy, target: target.npy}}}}
 """)
-        ckpt, metrics = model + ".ckpt", model + ".metrics"
-        cmd = [self.ampc, "-O", level, model, "--progress", "none", "--checkpoint", ckpt,
-               "--metrics-out", metrics]
-        if half_type:
-            cmd += ["--half-type", half_type]
-        if run(cmd, self.work).returncode:
-            return None, []
-        with open(metrics) as f:
-            steps = [json.loads(line) for line in f if line.strip()]
-        return exported_weights(self.ampc, model, ckpt, self.names, self.work), steps
+        return train_logged(self.ampc, model, self.names, self.work, level, half_type)
 
 
 def main():

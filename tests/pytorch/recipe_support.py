@@ -2,6 +2,7 @@
 the pass/fail tally, running ampc, the seed MLP exported to ONNX, and
 reading trained weights back with `ampc export --format npy`."""
 import collections
+import json
 import math
 import os
 import subprocess
@@ -53,6 +54,22 @@ def exported_weights(ampc, model, ckpt, names, work, extra=()):
         return {}
     return {n: torch.from_numpy(np.load(os.path.join(out, n + ".npy"))).double()
             for n in names if os.path.exists(os.path.join(out, n + ".npy"))}
+
+
+def train_logged(ampc, model, names, work, level, half_type=None):
+    """Trains `model` at `level` with a checkpoint and a metrics file: the
+    trained weights (exported_weights) and each step's metrics record, or
+    (None, []) when ampc fails."""
+    ckpt, metrics = model + ".ckpt", model + ".metrics"
+    cmd = [ampc, "-O", level, model, "--progress", "none", "--checkpoint", ckpt,
+           "--metrics-out", metrics]
+    if half_type:
+        cmd += ["--half-type", half_type]
+    if run(cmd, work).returncode:
+        return None, []
+    with open(metrics) as f:
+        steps = [json.loads(line) for line in f if line.strip()]
+    return exported_weights(ampc, model, ckpt, names, work), steps
 
 
 def distance(a, b):

@@ -14,7 +14,10 @@
 # AMPC_SANITIZE_JOBS (build and test jobs, default 2), AMPC_SANITIZE_TARGETS
 # (space-separated build targets, default all: on 2 cores the whole
 # instrumented build takes more than an hour, so a session that only needs
-# the unit tests builds `ampc-unit-tests` and runs `-L unit -R ...`).
+# the unit tests builds `ampc-unit-tests` and runs `-L unit -R ...`),
+# AMPC_SANITIZE_OPT (optimization flags, default `-O1 -g1`: line tables are
+# enough for the reports' stack traces, and on 2 cores -O2 -g makes the
+# instrumented build take more than two hours).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -27,9 +30,10 @@ if [[ ${AMPC_SANITIZE_CC:-gcc} == clang ]]; then
   compilers=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
 fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+opt=${AMPC_SANITIZE_OPT:--O1 -g1}
 mkdir -p "$build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compilers[@]}" \
-  -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None "${compilers[@]}" \
+  -DCMAKE_C_FLAGS="$san $opt" -DCMAKE_CXX_FLAGS="$san $opt" \
   -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
   -DAMPC_WITH_CUDA=OFF -DAMPC_BUILD_BENCH=OFF >"$build/configure.log" 2>&1 \
   || { cat "$build/configure.log"; exit 1; }

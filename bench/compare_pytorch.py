@@ -22,7 +22,10 @@ ceiling measured in the same run, and the peak memory.
 
 Both sides run with 2 threads: OMP_NUM_THREADS=2, GOMP_SPINCOUNT=0 (idle
 OpenMP threads sleep instead of spinning, so neither side's pool steals the
-other's cores between steps) and torch.set_num_threads(2).
+other's cores between steps) and torch.set_num_threads(2). With
+`--omp-spin user` GOMP_SPINCOUNT and OMP_WAIT_POLICY stay as the caller
+has them (libgomp's default: a short spin, then sleep), which is what a
+user's run gets; both sides use libgomp, so both get the same waiting.
 
 Run with Debian's /usr/bin/python3 (it sees python3-torch):
 
@@ -43,7 +46,8 @@ import os
 # inherited by every process this script starts.
 THREADS = 2
 os.environ["OMP_NUM_THREADS"] = str(THREADS)
-os.environ["GOMP_SPINCOUNT"] = "0"
+# GOMP_SPINCOUNT is set in main(), before anything imports torch
+# (--omp-spin).
 
 import argparse
 import json
@@ -392,11 +396,16 @@ def main():
     ap.add_argument("--workloads", default="seeds",
                     help="comma-separated, of: seeds, real, all, " + ", ".join(GROUPS["all"]))
     ap.add_argument("--skip-torch", action="store_true", help="ampc lines only")
+    ap.add_argument("--omp-spin", choices=["0", "user"], default="0",
+                    help="GOMP_SPINCOUNT for both sides: 0 (idle threads sleep; the default) "
+                         "or user (as the environment has it)")
     ap.add_argument("--steps", type=int, help="steps per configuration (overrides the defaults)")
     ap.add_argument("--repeats", type=int,
                     help="runs of each configuration, in rounds; ms/step is the median of their "
                          f"medians (default {DEFAULT_REPEATS}, 1 with --quick)")
     args = ap.parse_args()
+    if args.omp_spin == "0":
+        os.environ["GOMP_SPINCOUNT"] = "0"
 
     repeats = args.repeats or (1 if args.quick else DEFAULT_REPEATS)
     if repeats < 1:
@@ -530,7 +539,9 @@ def main():
     print(f"# ampc vs PyTorch: one training step, CPU, {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"# host: {cpu_name()}, {os.cpu_count()} CPUs ({cpu_features()}), load average "
           f"{load_at_start:.2f} at the start; ampc: {ampc}")
-    print(f"# threads: {THREADS} on both sides (OMP_NUM_THREADS={THREADS}, GOMP_SPINCOUNT=0, "
+    spin = ", ".join(f"{k}={os.environ[k]}" if k in os.environ else f"{k} unset"
+                     for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"))
+    print(f"# threads: {THREADS} on both sides (OMP_NUM_THREADS={THREADS}, {spin}, "
           f"torch.set_num_threads({THREADS})); each configuration in a process of its own, "
           f"{repeats} time(s) in rounds")
     if use_torch:

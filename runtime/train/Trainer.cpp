@@ -230,6 +230,9 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
   int64_t correct = 0, counted = 0, correct5 = 0, samples = 0;
   const Node *classifier = classifierNode(eg);
   bool classification = classifier != nullptr;
+  // Inside training, the team the training governor left is the most this
+  // one may use.
+  ThreadGovernor governor(options_.adaptThreads ? kernelThreads() : 1);
   for (int64_t b = 0; b < batches; ++b) {
     int64_t rows = 0;
     if (!batcher.next(batch, rows, err))
@@ -261,6 +264,7 @@ bool Trainer::evaluate(EvalResult &result, std::string &err) {
       bindBatch(full, batch);
     }
     ev->run(0);
+    governor.afterStep();
     const Node *l = ev == &full ? loss : lossNode(ev->graph());
     lossSum += readScalar(*ev, l->result(0)) * double(rows);
     samples += rows;

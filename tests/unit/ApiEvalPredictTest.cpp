@@ -4,7 +4,8 @@
 // mode (a sample predicts the same alone as inside a batch), predictions
 // save as .npy and .csv, an output whose dim 0 is not the batch ([B*T, V])
 // is written whole, sample by sample, or refused when its rows are not one
-// sample's each, and predicting needs no labels.
+// sample's each, predicting needs no labels, and a team that adapts to
+// the cores changes nothing in the results.
 //
 //===----------------------------------------------------------------------===//
 #include "ampc/ampc.h"
@@ -120,6 +121,44 @@ TEST(ApiEvalPredict, EverySampleCountsAndOneSamplePredictsAsInABatch) {
     rows += !line.empty();
   EXPECT_EQ(rows, 10);
   EXPECT_FALSE(savePredictions(*batched, dir.file("p.txt")).ok()) << "unknown extension";
+}
+
+// With adaptThreads the team follows the cores between batches (the
+// governor's policy is tested in ThreadGovernorTest); here: the cpu
+// device's evaluation and prediction give the same results as a fixed
+// team and leave the team as they found it.
+TEST(ApiEvalPredict, AnAdaptingTeamGivesTheFixedTeamsResultsAndIsRestored) {
+  LoadOptions load;
+  load.batch = 4;
+  Result<Model> m = Model::loadFile(kModel, load);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  PipelineOptions p;
+  p.stage = Stage::Train;
+  ASSERT_TRUE(m->rewrite(p).ok());
+  CompileOptions c;
+  c.device = "cpu";
+  Result<Program> prog = Program::compile(*m, c);
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  int before = threads();
+  setThreads(2);
+  DataSpec data;
+  data.spec = "{synthetic: {seed: 3, size: 50}}";
+  InferenceRunOptions adapt;
+  adapt.adaptThreads = true;
+  Result<EvalReport> fixedEval = prog->evaluate(data);
+  Result<EvalReport> adaptedEval = prog->evaluate(data, adapt);
+  ASSERT_TRUE(fixedEval.ok() && adaptedEval.ok());
+  EXPECT_EQ(threads(), 2);
+  EXPECT_NEAR(adaptedEval->loss, fixedEval->loss, 1e-6);
+  EXPECT_EQ(adaptedEval->samples, 50);
+  Result<Predictions> fixedPred = prog->predict(data);
+  Result<Predictions> adaptedPred = prog->predict(data, adapt);
+  ASSERT_TRUE(fixedPred.ok() && adaptedPred.ok());
+  EXPECT_EQ(threads(), 2);
+  ASSERT_EQ(adaptedPred->values.size(), fixedPred->values.size());
+  for (size_t i = 0; i < fixedPred->values.size(); ++i)
+    EXPECT_NEAR(adaptedPred->values[i], fixedPred->values[i], 1e-6) << "value " << i;
+  setThreads(before);
 }
 
 TEST(ApiEvalPredict, BadDataIsAnErrorNotACrash) {

@@ -212,6 +212,13 @@ struct InferenceOptions {
   int64_t batch = 0;
   std::string device = "cpu";
   int64_t threads = 0; ///< 0: OpenMP's default
+  /// --threads N is a fixed team; without it the team follows the cores
+  /// this process gets, as in training.
+  api::InferenceRunOptions runOptions() const {
+    api::InferenceRunOptions r;
+    r.adaptThreads = threads <= 0;
+    return r;
+  }
 };
 
 /// How loadWeights reports a checkpoint it loaded.

@@ -127,7 +127,7 @@ int runEval(int argc, char **argv) {
   if (int code = prepareInference(o, model, program, json); code != kSuccess)
     return code;
   api::DataSpec data{o.data, ""};
-  api::Result<api::EvalReport> r = program->evaluate(data);
+  api::Result<api::EvalReport> r = program->evaluate(data, o.runOptions());
   if (!r) {
     printDiagnostics(r.status());
     return kBadInput;

@@ -62,7 +62,7 @@ int runPredict(int argc, char **argv) {
   std::optional<api::Program> program;
   if (int code = prepareInference(o, model, program, false); code != kSuccess)
     return code;
-  api::Result<api::Predictions> p = program->predict(api::DataSpec{o.data, ""});
+  api::Result<api::Predictions> p = program->predict(api::DataSpec{o.data, ""}, o.runOptions());
   if (!p) {
     printDiagnostics(p.status());
     return kBadInput;

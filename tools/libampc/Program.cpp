@@ -18,6 +18,8 @@
 #include "passes/StandardPipeline.h"
 #include "runtime/Backend.h"
 #include "runtime/Program.h"
+#include "runtime/ThreadGovernor.h"
+#include "runtime/Threads.h"
 #include "runtime/data/DataSource.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
@@ -781,7 +783,8 @@ Status Program::writeTrace(const std::string &path, bool writeThrough) const {
 }
 
 namespace {
-Result<EvalReport> evaluateOn(Program::Impl &p, DataSource &data, DiagnosticEngine &diag) {
+Result<EvalReport> evaluateOn(Program::Impl &p, DataSource &data, DiagnosticEngine &diag,
+                              const InferenceRunOptions &opts = {}) {
   if (!buildEvalPrograms(p, data.numSamples(), diag))
     return toStatus(diag);
   const ampc::Node *loss = nullptr;
@@ -790,7 +793,9 @@ Result<EvalReport> evaluateOn(Program::Impl &p, DataSource &data, DiagnosticEngi
       loss = &n;
   if (!loss)
     return Status::error("the model has no loss to evaluate; predict() gives its outputs");
-  ampc::Trainer trainer(*p.program, data, batchOptionsFromMeta(p.graph()), ampc::TrainOptions{},
+  ampc::TrainOptions trainOptions;
+  trainOptions.adaptThreads = opts.adaptThreads && p.backend->name() == "cpu";
+  ampc::Trainer trainer(*p.program, data, batchOptionsFromMeta(p.graph()), trainOptions,
                         {p.eval.program.get(), &data, p.eval.tail.get()});
   ampc::EvalResult r;
   std::string err;
@@ -828,17 +833,17 @@ Result<EvalReport> Program::evaluate() {
   return evaluateOn(p, p.evalPart ? *p.evalPart : *p.data, diag);
 }
 
-Result<EvalReport> Program::evaluate(const DataSpec &data) {
+Result<EvalReport> Program::evaluate(const DataSpec &data, const InferenceRunOptions &opts) {
   Impl &p = *impl_;
   if (Status s = checkEvaluable(p, "evaluate()"); !s)
     return s;
   DiagnosticEngine diag;
   if (!openSpecData(p, data, diag))
     return toStatus(diag);
-  return evaluateOn(p, *p.specData, diag);
+  return evaluateOn(p, *p.specData, diag, opts);
 }
 
-Result<Predictions> Program::predict(const DataSpec &data) {
+Result<Predictions> Program::predict(const DataSpec &data, const InferenceRunOptions &runOpts) {
   Impl &p = *impl_;
   if (Status s = checkEvaluable(p, "predict()"); !s)
     return s;
@@ -903,6 +908,8 @@ Result<Predictions> Program::predict(const DataSpec &data) {
   opts.evaluation = true;
   Batcher batcher(source, opts);
   auto tensors = makeBatchTensors(eg);
+  ampc::ThreadGovernor governor(
+      runOpts.adaptThreads && p.backend->name() == "cpu" ? ampc::kernelThreads() : 1);
   for (int64_t b = 0, batches = batcher.batchesPerEpoch(); b < batches; ++b) {
     int64_t rows = 0;
     if (!batcher.next(tensors, rows, err))
@@ -916,6 +923,7 @@ Result<Predictions> Program::predict(const DataSpec &data) {
       std::memcpy(ev.dataToOverwrite(g.inputs()[i]), tensors[i].data(),
                   static_cast<size_t>(g.inputs()[i]->type().sizeInBytes()));
     ev.run(0);
+    governor.afterStep();
     const ampc::Value *v = g.outputs()[0];
     // Every row of every sample of the batch, and nothing of the rows
     // past them (a partial batch's program has exactly its rows).

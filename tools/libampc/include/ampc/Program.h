@@ -44,6 +44,15 @@ struct CompileOptions {
   std::shared_ptr<World> world;
 };
 
+/// How evaluate(DataSpec) and predict() run their batches.
+struct InferenceRunOptions {
+  /// On the cpu device, size the kernels' thread team to the cores this
+  /// process gets between batches, as TrainOptions::adaptThreads does for
+  /// steps (smaller while another process shares the cores). Off: the team
+  /// stays at api::threads().
+  bool adaptThreads = false;
+};
+
 /// Data to evaluate or predict on (Program::evaluate, Program::predict),
 /// to calibrate or record a step on (Program::calibrate, recordStep).
 struct DataSpec {
@@ -365,9 +374,9 @@ public:
   /// batch runs through a program compiled for its size), with the current
   /// parameters, in inference mode. Any rewritten stage; needs a model
   /// loaded from a file or string.
-  Result<EvalReport> evaluate(const DataSpec &data);
+  Result<EvalReport> evaluate(const DataSpec &data, const InferenceRunOptions &opts = {});
   /// The model's predictions (in inference mode) for every sample of `data`.
-  Result<Predictions> predict(const DataSpec &data);
+  Result<Predictions> predict(const DataSpec &data, const InferenceRunOptions &opts = {});
   /// Optimizer steps done (by train(), or restored by loadCheckpoint()).
   int64_t stepsDone() const;
 

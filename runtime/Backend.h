@@ -88,6 +88,10 @@ public:
   /// Bytes currently held through allocate(), as the allocator counts them
   /// (what `ampc` reports as measured, next to the plan's figure).
   virtual uint64_t bytesInUse() const = 0;
+  /// Bytes a new program could still get on this device now: the host's
+  /// available memory (what the kernel could hand out without swapping), a
+  /// GPU's free memory; 0 when the system does not say.
+  virtual uint64_t availableMemoryBytes() const { return 0; }
 
   // Memory the host cannot address directly (hostAccessible() false). The
   // Program moves inputs, state and outputs through these; host backends

@@ -21,6 +21,8 @@ public:
   void *allocate(size_t bytes) override;
   void deallocate(void *p) override;
   uint64_t bytesInUse() const override { return inUse_; }
+  /// /proc/meminfo's MemAvailable, within the cgroup's memory limit.
+  uint64_t availableMemoryBytes() const override;
   bool hostAccessible() const override { return true; }
 
 private:

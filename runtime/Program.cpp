@@ -83,6 +83,8 @@ std::unique_ptr<Program> Program::compile(const Graph &g, Backend &backend, Diag
   planOpts.cacheStateCasts = opts.castCache;
   planOpts.inPlaceStateUpdates = opts.inPlaceStateUpdates;
   p->plan_ = planMemory(g, p->schedule_, planOpts);
+  if (opts.planOnly)
+    return p;
   if (opts.maxPlannedBytes && p->plan_.peakBytes() > opts.maxPlannedBytes) {
     diag.error(Location(), "the program needs " + llvm::Twine(p->plan_.peakBytes()) +
                                " bytes (its memory plan), more than the limit of " +
@@ -490,6 +492,7 @@ void Program::finishStartedBefore(unsigned position, kernels::KernelArgs &args) 
 }
 
 void Program::run(uint64_t step) {
+  assert(step_ && "a plan-only program (CompileOptions::planOnly) never runs");
   std::optional<std::chrono::steady_clock::time_point> runStartTime;
   if (profiling_)
     runStartTime = std::chrono::steady_clock::now();

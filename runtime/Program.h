@@ -61,6 +61,11 @@ struct CompileOptions {
   /// limit). An over-committing OS would otherwise hand out the arenas and
   /// kill the process when a step touches them.
   uint64_t maxPlannedBytes = 0;
+  /// Prepare the kernels and plan the memory, but allocate nothing: the
+  /// program reports its plan and the bytes its kernels hold, and never
+  /// runs (`ampc plan --max-batch` plans many batches this way).
+  /// maxPlannedBytes is not checked.
+  bool planOnly = false;
   /// The job's communicator, which runs the graph's collective ops
   /// (all_reduce, inserted by the data-parallel pass); it must outlive the
   /// Program. Null: a graph with collectives does not compile.

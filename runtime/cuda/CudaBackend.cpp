@@ -355,6 +355,14 @@ public:
   }
   bool hostAccessible() const override { return false; }
   uint64_t bytesInUse() const override { return inUse_; }
+  uint64_t availableMemoryBytes() const override {
+    std::string err;
+    size_t freeBytes = 0, totalBytes = 0;
+    if (!const_cast<CudaBackend *>(this)->initialize(err) ||
+        cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess)
+      return 0;
+    return freeBytes;
+  }
 
   /// Page-locked, so that a batch goes to the device straight from where
   /// the data source wrote it (no copy into the staging buffer first).

@@ -56,6 +56,8 @@ struct Options {
   /// (OMP_NUM_THREADS, else one per core this process may use).
   std::optional<int64_t> threads;
   bool planOnly = false;              ///< `ampc plan`
+  bool maxBatch = false;              ///< `ampc plan --max-batch`
+  int64_t memoryBudget = 0;           ///< --memory BYTES; 0: the device's free memory
   bool bench = false;                 ///< `ampc bench`
   bool diff = false;                  ///< `ampc diff`
   bool compare = false;               ///< `ampc compare`
@@ -140,6 +142,8 @@ int endJob(int code);
 /// printing the diagnostics. The policy is resolved (so known valid) but
 /// not shown.
 std::optional<api::Model> loadModel(const Options &opts);
+/// The same without printing: the errors or warnings are the result's.
+api::Result<api::Model> loadModelQuietly(const Options &opts);
 
 /// A graph file (textual IR, or YAML written by --emit yaml) runs as
 /// written: refuses, after saying why, the options that need the model file
@@ -148,6 +152,8 @@ std::optional<api::Model> loadModel(const Options &opts);
 bool checkGraphFileOptions(const api::Model &m, const Options &opts);
 
 int runPlan(const api::Model &m, const Options &opts);
+/// `ampc plan --max-batch`: the largest batch whose plan fits, per level.
+int runMaxBatch(const Options &opts);
 int runForward(api::Model &m, const Options &opts);
 void printSummary(const api::Model &m, const Options &opts);
 
@@ -155,6 +161,8 @@ void printSummary(const api::Model &m, const Options &opts);
 /// passes, then (Train) autodiff and the optimizer lowering. Prints the
 /// diagnostics; false on an error.
 bool runPipeline(api::Model &m, const Options &opts, api::Stage stage);
+/// The same without printing.
+api::Status rewriteQuietly(api::Model &m, const Options &opts, api::Stage stage);
 
 /// Trains the imported model per its meta (overrides applied): resolves
 /// the step count, runs the Train pipeline, holds out an evaluation split,

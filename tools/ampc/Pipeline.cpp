@@ -8,7 +8,7 @@ void printDiagnostics(const api::Status &s) {
     err() << d.str() << "\n";
 }
 
-std::optional<api::Model> loadModel(const Options &opts) {
+api::Result<api::Model> loadModelQuietly(const Options &opts) {
   api::LoadOptions load;
   load.maxElements = opts.maxElements;
   load.maxNesting = opts.maxNesting;
@@ -23,9 +23,8 @@ std::optional<api::Model> loadModel(const Options &opts) {
   load.optLevel = opts.optLevel;
   load.policyOverrides = opts.ampOverrides;
   api::Result<api::Model> model = api::Model::loadFile(opts.model, load);
-  printDiagnostics(model.status()); // the errors, or the warnings
   if (!model)
-    return std::nullopt;
+    return model;
   api::TrainSettings settings;
   settings.steps = opts.steps;
   settings.epochs = opts.epochs;
@@ -34,23 +33,30 @@ std::optional<api::Model> loadModel(const Options &opts) {
   settings.evalEvery = opts.evalEvery;
   settings.logEvery = opts.logEvery;
   if (api::Status s = model->setTrainSettings(settings); !s) {
-    printDiagnostics(s);
-    return std::nullopt;
+    s.append(model.status()); // the load's warnings after the error
+    return s;
   }
+  return model;
+}
+
+std::optional<api::Model> loadModel(const Options &opts) {
+  api::Result<api::Model> model = loadModelQuietly(opts);
+  printDiagnostics(model.status()); // the errors, or the warnings
+  if (!model)
+    return std::nullopt;
   return std::move(*model);
 }
 
-bool runPipeline(api::Model &m, const Options &opts, api::Stage stage) {
+api::Status rewriteQuietly(api::Model &m, const Options &opts, api::Stage stage) {
   // A graph file is rewritten already and runs as written (the options
   // that ask for the stage it does not hold were refused: GraphFileOptions.cpp).
   if (m.asWritten()) {
     if (m.rewrittenStage() == stage)
-      return true;
-    err() << "error: " << m.name() << " is loaded as written, "
-          << (stage == api::Stage::Train ? "a forward graph: the training graph"
-                                         : "a training graph: the forward graph")
-          << " needs the model file\n";
-    return false;
+      return {};
+    return api::Status::error(m.name() + " is loaded as written, " +
+                              (stage == api::Stage::Train ? "a forward graph: the training graph"
+                                                          : "a training graph: the forward graph") +
+                              " needs the model file");
   }
   api::PipelineOptions p;
   p.stage = stage;
@@ -67,7 +73,11 @@ bool runPipeline(api::Model &m, const Options &opts, api::Stage stage) {
   p.allreduceDtype = opts.allreduceDtype;
   p.syncBatchnorm = opts.syncBatchnorm;
   p.bucketBytes = std::max<int64_t>(1, static_cast<int64_t>(opts.bucketMb * 1024 * 1024));
-  api::Status s = m.rewrite(p);
+  return m.rewrite(p);
+}
+
+bool runPipeline(api::Model &m, const Options &opts, api::Stage stage) {
+  api::Status s = rewriteQuietly(m, opts, stage);
   printDiagnostics(s);
   return s.ok();
 }

@@ -164,9 +164,20 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
                       isDiff      ? "the two opt levels to compare, e.g. O1,O2"
                       : isCompare ? "the reference level and the level measured against it "
                                     "(default O0,O2)"
+                      : isPlan    ? "with --max-batch: the opt levels to search, comma-separated "
+                                    "(default O0,O1,O2,O3; -O picks one)"
                                   : "the opt levels to compare, comma-separated (default "
                                     "O0,O1,O2,O3)"),
-       isBench || isDiff || isCompare);
+       isBench || isDiff || isCompare || isPlan);
+  only(app.add_flag("--max-batch", opts.maxBatch,
+                    "the largest batch whose memory plan fits --memory, at each opt level, "
+                    "found from plans without running a step"),
+       isPlan);
+  only(app.add_option("--memory", opts.memoryBudget,
+                      "with --max-batch: the budget in bytes (default: the free memory of the "
+                      "device, this machine's or the GPU's)")
+           ->check(positiveInteger()),
+       isPlan);
   only(app.add_option("--data", opts.data,
                       "the batch: the first of this data (a .csv file or a data source as in "
                       "train.data, e.g. '{npy: {x: x.npy, y: y.npy}}'; default: the model's)"),
@@ -407,6 +418,7 @@ int runCommandLine(int argc, char **argv) {
   app.footer("\nCommands:\n"
              "  ampc [options] MODEL        train MODEL (or --emit, --run, --explain)\n"
              "  ampc plan [options] MODEL   print the memory plan of the training step\n"
+             "                              (--max-batch: the largest batch that fits, per level)\n"
              "  ampc bench [options] MODEL  train a few steps at each opt level and compare\n"
              "  ampc diff MODEL --levels A,B\n"
              "                              what changes between two opt levels' graphs\n"
@@ -539,8 +551,27 @@ int runCommandLine(int argc, char **argv) {
     err() << "error: --data, --reference, --tolerance and --worst belong to ampc compare\n";
     return kBadInput;
   }
-  if (opts.levels != Options().levels) {
-    err() << "error: --levels belongs to ampc bench, ampc diff and ampc compare\n";
+  if ((opts.maxBatch || opts.memoryBudget) && !opts.planOnly) {
+    err() << "error: --max-batch and --memory belong to ampc plan\n";
+    return kBadInput;
+  }
+  if (opts.planOnly && opts.memoryBudget && !opts.maxBatch) {
+    err() << "error: --memory is the budget of --max-batch; ampc plan --max-memory limits one "
+             "plan\n";
+    return kBadInput;
+  }
+  if (opts.planOnly && opts.maxBatch) {
+    if (opts.batch) {
+      err() << "error: --max-batch searches the batch; it cannot be combined with --batch\n";
+      return kBadInput;
+    }
+    if (opts.levels != Options().levels && !opts.optLevel.empty()) {
+      err() << "error: --max-batch searches -O's level or each of --levels, not both\n";
+      return kBadInput;
+    }
+  } else if (opts.levels != Options().levels) {
+    err() << "error: --levels belongs to ampc bench, ampc diff, ampc compare and ampc plan "
+             "--max-batch\n";
     return kBadInput;
   }
   if (!opts.output.empty() && opts.emit.empty()) {
@@ -578,6 +609,8 @@ int runCommandLine(int argc, char **argv) {
 
   if (!checkOutputsWritable(opts))
     return kBadInput;
+  if (opts.maxBatch)
+    return runMaxBatch(opts);
 
   if (!joinJob(opts))
     return kRuntimeFailure;

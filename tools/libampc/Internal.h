@@ -26,7 +26,10 @@
 #include <unordered_map>
 
 namespace ampc {
+class Backend;
 class Program;
+struct CompileOptions;
+struct MemoryPlan;
 } // namespace ampc
 
 namespace ampc::api {
@@ -182,6 +185,15 @@ bool checkLoadKeepsGraph(const ampc::Graph &g, const std::string &path, const Lo
 /// "'g.yaml' holds a training graph rewritten at O2, which runs as
 /// written": the start of every refusal a graph file gets.
 std::string graphFileSubject(const Model::Impl &m);
+
+/// The plan's rows by class and its totals (Program::memoryPlanSummary,
+/// planProgram).
+MemoryPlanSummary summarizePlan(const ampc::MemoryPlan &plan);
+
+/// The runtime's options for compiling `m`'s program with `opts` on
+/// `backend` (Program::compile, planProgram): seeds, data folder, limits.
+ampc::CompileOptions runtimeCompileOptions(const Model::Impl &m, const CompileOptions &opts,
+                                           const Backend &backend);
 
 struct Access {
   static ValueView value(const ampc::Value *v) { return ValueView(v); }

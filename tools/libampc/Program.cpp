@@ -350,6 +350,22 @@ uint64_t physicalMemoryBytes() {
 }
 } // namespace
 
+ampc::CompileOptions runtimeCompileOptions(const Model::Impl &m, const CompileOptions &opts,
+                                           const Backend &backend) {
+  const Graph &g = *m.graph;
+  ampc::CompileOptions c;
+  c.initSeed = static_cast<uint64_t>(metaInt(g, "init.seed", 0));
+  c.runSeed = static_cast<uint64_t>(metaInt(g, "train.seed", 0));
+  c.baseDir = opts.baseDir.empty() ? m.source.baseDir : opts.baseDir;
+  c.castCache = opts.castCache;
+  c.fuseElementwise = opts.fuseElementwise;
+  c.maxPlannedBytes = opts.maxMemoryBytes;
+  c.communicator = opts.world ? opts.world->impl().comm.get() : nullptr;
+  if (!c.maxPlannedBytes && backend.hostAccessible())
+    c.maxPlannedBytes = physicalMemoryBytes();
+  return c;
+}
+
 Result<Program> Program::compile(const Model &model, const CompileOptions &opts) {
   auto impl = std::make_unique<Impl>();
   impl->model = &Access::impl(model);
@@ -358,17 +374,9 @@ Result<Program> Program::compile(const Model &model, const CompileOptions &opts)
   if (!impl->backend)
     return Status::error(err);
   const Graph &g = impl->graph();
+  impl->compileOptions = runtimeCompileOptions(*impl->model, opts, *impl->backend);
   ampc::CompileOptions &c = impl->compileOptions;
-  c.initSeed = static_cast<uint64_t>(metaInt(g, "init.seed", 0));
-  c.runSeed = static_cast<uint64_t>(metaInt(g, "train.seed", 0));
-  c.baseDir = opts.baseDir.empty() ? impl->model->source.baseDir : opts.baseDir;
-  c.castCache = opts.castCache;
-  c.fuseElementwise = opts.fuseElementwise;
-  c.maxPlannedBytes = opts.maxMemoryBytes;
   impl->world = opts.world;
-  c.communicator = opts.world ? opts.world->impl().comm.get() : nullptr;
-  if (!c.maxPlannedBytes && impl->backend->hostAccessible())
-    c.maxPlannedBytes = physicalMemoryBytes();
   DiagnosticEngine diag;
   bool outOfMemory = false;
   impl->program = ampc::Program::compile(g, *impl->backend, diag, c, &outOfMemory);
@@ -405,7 +413,10 @@ std::string Program::memoryPlan() const {
 }
 
 MemoryPlanSummary Program::memoryPlanSummary() const {
-  const MemoryPlan &plan = impl_->program->plan();
+  return summarizePlan(impl_->program->plan());
+}
+
+MemoryPlanSummary summarizePlan(const MemoryPlan &plan) {
   MemoryPlanSummary out;
   for (unsigned c = 0; c < kNumBufferClasses; ++c) {
     auto cls = static_cast<BufferClass>(c);

@@ -22,6 +22,7 @@
 #include "ampc/Model.h"
 #include "ampc/ModelExport.h"
 #include "ampc/Pipeline.h"
+#include "ampc/Plan.h"
 #include "ampc/Policy.h"
 #include "ampc/Profile.h"
 #include "ampc/Program.h"

@@ -118,17 +118,23 @@ template <DType D> void batchNorm2dGradLoop(const KernelArgs &a, const LoopPlan 
         mean = loadChannelValue(runningMean, c);
         invStdDev = inverseStdDev(loadChannelValue(runningVar, c), eps);
       }
-      LaneSum2 sums;
+      // In f64, as the reference's (its comment says why).
       float m = mean, s = invStdDev;
-      for (int64_t n = 0; n < v.batch; ++n)
-        sums.add(v.plane(n, c), v.plane(n, c) + v.planeSize, [=](int64_t i) AMPC_LOOP_BODY {
-          float g = load<D>(dy, i);
-          return std::pair<float, float>(g, g * (load<D>(x, i) - m) * s);
-        });
-      auto [sumDy, sumDyXhat] = sums.totals();
+      double sumDy = 0, sumDevDy = 0;
+      for (int64_t n = 0; n < v.batch; ++n) {
+        int64_t base = v.plane(n, c);
+#pragma omp simd reduction(+ : sumDy, sumDevDy)
+        for (int64_t e = 0; e < v.planeSize; ++e) {
+          float g = load<D>(dy, base + e);
+          float deviation = load<D>(x, base + e) - m;
+          sumDy += static_cast<double>(g);
+          sumDevDy += static_cast<double>(g) * static_cast<double>(deviation);
+        }
+      }
+      double sumDyXhat = sumDevDy * static_cast<double>(s);
       float w = loadChannelValue(weight, c);
-      float meanG = w * sumDy / static_cast<float>(v.count());
-      float meanGXhat = w * sumDyXhat / static_cast<float>(v.count());
+      float meanG = w * static_cast<float>(sumDy) / static_cast<float>(v.count());
+      float meanGXhat = w * static_cast<float>(sumDyXhat) / static_cast<float>(v.count());
       for (int64_t n = 0; n < v.batch; ++n) {
         int64_t base = v.plane(n, c);
         if (!training) {

@@ -146,15 +146,21 @@ template <DType D> void batchNorm2dGradImpl(const KernelArgs &args) {
       mean = loadParam<D>(runningMean, c);
       invStdDev = inverseStdDev(loadParam<D>(runningVar, c), eps);
     }
-    T sumDy = 0, sumDyXhat = 0;
+    // The parameter gradients' sums in f64, as PyTorch's CPU batchnorm
+    // accumulates them: a bias gradient is often a sum that nearly cancels,
+    // and Adam's first steps divide it by its own small magnitude, so f32
+    // sums' rounding showed in the weights (tests/pytorch/check_gan.py).
+    double sumDy = 0, sumDevDy = 0;
     for (int64_t i = 0; i < count; ++i) {
       T g = load<D>(dy.data, index(i));
-      sumDy += g;
-      sumDyXhat += g * (load<D>(x.data, index(i)) - mean) * invStdDev;
+      T deviation = load<D>(x.data, index(i)) - mean;
+      sumDy += static_cast<double>(g);
+      sumDevDy += static_cast<double>(g) * static_cast<double>(deviation);
     }
+    double sumDyXhat = sumDevDy * static_cast<double>(invStdDev);
     T w = loadParam<D>(weight, c);
-    T meanG = w * sumDy / static_cast<T>(count);
-    T meanGXhat = w * sumDyXhat / static_cast<T>(count);
+    T meanG = w * static_cast<T>(sumDy) / static_cast<T>(count);
+    T meanGXhat = w * static_cast<T>(sumDyXhat) / static_cast<T>(count);
     for (int64_t i = 0; i < count; ++i) {
       T g = w * load<D>(dy.data, index(i));
       if (!training) {

@@ -13,6 +13,7 @@
 #include "passes/LossScale.h"
 #include "passes/MasterWeights.h"
 #include "passes/Optimizer.h"
+#include "passes/Recompute.h"
 #include "passes/SyncBatchNorm.h"
 #include "passes/WidenToF64.h"
 

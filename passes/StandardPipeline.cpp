@@ -17,9 +17,11 @@ llvm::StringRef standardPipeline(PipelineStage stage) {
     // gradients' all-reduce (data-parallel; nothing with one rank) before
     // the loss scaling checks them, the loss scaling after the optimizer it
     // conditions, the weights' average (train.ema) after every update it
-    // reads, the cast clean-up last.
+    // reads, the cast clean-up, then the recomputation of cheap values for
+    // the backward (nothing without train.recompute), which sees every
+    // backward reader the passes before it added.
     return "fold-permutes,assign-precision,sync-batchnorm,autodiff,optimizer,master-weights,"
-           "data-parallel,loss-scale,ema,cast-optimize,dce";
+           "data-parallel,loss-scale,ema,cast-optimize,recompute,dce";
   }
   return "";
 }

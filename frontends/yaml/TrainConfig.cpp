@@ -768,6 +768,7 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   known.push_back("non_finite_data");
   known.push_back("ema");
   known.push_back("schedule");
+  known.push_back("recompute");
   if (!r.readMap(node, "'train'", args) || !r.checkKnownKeys(args, known, "key", " in 'train'"))
     return false;
   const MapEntry *steps = findEntry(args, "steps"), *epochs = findEntry(args, "epochs");
@@ -799,6 +800,15 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   if (const MapEntry *schedule = findEntry(args, "schedule"))
     if (!readOptimizerSchedule(r, *schedule, meta))
       return false;
+  // Cheap forward values recomputed for the backward (passes/Recompute.h).
+  if (const MapEntry *recompute = findEntry(args, "recompute")) {
+    std::string value;
+    if (!r.readString(recompute->value, "'recompute'", value))
+      return false;
+    if (value != "none" && value != "cheap")
+      return r.error(recompute->value, "'recompute' must be none or cheap, got '" + value + "'");
+    meta["train.recompute"] = Attribute(value);
+  }
   if (const MapEntry *policy = findEntry(args, "non_finite_data")) {
     std::string value;
     if (!r.readString(policy->value, "'non_finite_data'", value))

@@ -1,6 +1,8 @@
 //===- Commands.cpp - ampc plan, --run forward, the summary ---------------===//
 #include "Driver.h"
 
+#include "ampc/Plan.h"
+
 #include <cstdio>
 
 namespace ampc::cli {
@@ -82,6 +84,35 @@ int runPlan(const api::Model &m, const Options &opts) {
   }
   if (std::string c = program->collectives(); !c.empty())
     out() << c << " (the plan is each rank's)\n";
+  if (opts.recompute == "cheap") {
+    // The same model without recomputation, for the difference it makes.
+    Options without = opts;
+    without.recompute = "none";
+    api::Result<api::Model> kept = loadModelQuietly(without);
+    api::Status rewritten =
+        kept ? rewriteQuietly(*kept, without, api::Stage::Train) : api::Status(kept.status());
+    api::CompileOptions copts;
+    copts.device = device->name;
+    copts.castCache = opts.castCache;
+    copts.world = planning;
+    api::Result<api::PlanReport> plan =
+        rewritten ? api::planProgram(*kept, copts) : api::Result<api::PlanReport>(rewritten);
+    if (!plan) {
+      printDiagnostics(plan.status());
+      return kBadInput;
+    }
+    uint64_t with = program->plannedBytes(), before = plan->summary.peakBytes;
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "recompute cheap: peak %llu B (%.2f MiB), without it %llu B (%.2f MiB): "
+                  "%.1f%% less\n",
+                  static_cast<unsigned long long>(with), double(with) / 1048576.0,
+                  static_cast<unsigned long long>(before), double(before) / 1048576.0,
+                  before ? 100.0 * (double(before) - double(with)) / double(before) : 0.0);
+    out() << line;
+    if (std::string r = m.graph().recomputed(); !r.empty())
+      out() << r << "\n";
+  }
   return kSuccess;
 }
 

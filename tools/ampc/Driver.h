@@ -65,6 +65,7 @@ struct Options {
   // Training overrides of the model's `train`/`optimizer` sections.
   std::optional<int64_t> steps, epochs, evalEvery, logEvery, seed;
   std::optional<double> lr;
+  std::optional<std::string> recompute; ///< --recompute none|cheap
   std::string metricsOut, checkpoint, resume;
   /// Outputs may follow a symlink or go into a device or FIFO.
   bool writeThrough = false;

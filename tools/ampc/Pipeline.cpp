@@ -32,6 +32,7 @@ api::Result<api::Model> loadModelQuietly(const Options &opts) {
   settings.seed = opts.seed;
   settings.evalEvery = opts.evalEvery;
   settings.logEvery = opts.logEvery;
+  settings.recompute = opts.recompute;
   if (api::Status s = model->setTrainSettings(settings); !s) {
     s.append(model.status()); // the load's warnings after the error
     return s;

@@ -205,6 +205,13 @@ void addOptions(CLI::App &app, Options &opts, Command command) {
        trains);
   only(app.add_option("--lr", opts.lr, "learning rate")->check(positiveReal())->group(train),
        trains);
+  only(app.add_option("--recompute", opts.recompute,
+                      "cheap: compute again for the backward the forward values that "
+                      "elementwise ops and views make from values live anyway, instead of "
+                      "keeping them (same results; a lower memory peak); none (the default)")
+           ->check(CLI::IsMember({"none", "cheap"}))
+           ->group(train),
+       trains || isPlan);
   only(app.add_option("--seed", opts.seed, "seed of parameter init, shuffling and dropout")
            ->check(integerAtLeast(std::numeric_limits<int64_t>::min(), "an integer"))
            ->group(train),
@@ -651,6 +658,8 @@ int runCommandLine(int argc, char **argv) {
     out() << model->graph().explain() << model->graph().precisionStats().str << "\n";
     if (std::string c = model->graph().collectives(); !c.empty())
       out() << c << "\n";
+    if (std::string recomputed = model->graph().recomputed(); !recomputed.empty())
+      out() << recomputed << "\n";
     if (std::string groups = model->graph().parameterGroups(); !groups.empty())
       out() << groups << "\n";
     return kSuccess;

@@ -307,6 +307,30 @@ std::string GraphView::parameterGroups() const {
   return s;
 }
 
+std::string GraphView::recomputed() const {
+  const ampc::Attribute *values = findMeta(*g_, "train.recompute.values", AttrType::String);
+  if (!values)
+    return "";
+  std::string list;
+  size_t count = 0;
+  uint64_t bytes = 0;
+  llvm::SmallVector<llvm::StringRef, 16> names;
+  llvm::StringRef(values->getString()).split(names, ',');
+  for (llvm::StringRef name : names) {
+    const ampc::Value *v = g_->lookup(name);
+    if (!v || !v->isResult())
+      continue;
+    ++count;
+    bytes += v->type().sizeInBytes();
+    list += (list.empty() ? "" : ", ") +
+            ("%" + name + " (" + v->definingNode()->opName() + ", " + v->type().str() + ")").str();
+  }
+  char total[64];
+  std::snprintf(total, sizeof total, "%.2f MiB", double(bytes) / 1048576.0);
+  return "recomputed for the backward (train.recompute: cheap): " + std::to_string(count) +
+         " values, " + total + ", each computed again from values live there: " + list;
+}
+
 std::string GraphView::explain() const {
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -275,6 +275,11 @@ Status Model::setTrainSettings(const TrainSettings &settings) {
       return Status::error("log_every must not be negative");
     meta["train.log_every"] = Attribute(*settings.logEvery);
   }
+  if (settings.recompute) {
+    if (*settings.recompute != "none" && *settings.recompute != "cheap")
+      return Status::error("recompute must be none or cheap, got '" + *settings.recompute + "'");
+    meta["train.recompute"] = Attribute(*settings.recompute);
+  }
   return {};
 }
 

@@ -165,6 +165,9 @@ public:
   /// the settings it changes and the parameters it holds (`ampc
   /// --explain`); "" for a model without groups.
   std::string parameterGroups() const;
+  /// The forward values the backward computes again (train.recompute),
+  /// one line; "" when none.
+  std::string recomputed() const;
   PrecisionStats precisionStats() const;
   /// A graph-level setting (the textual IR's meta block: "amp.opt_level",
   /// "optimizer.lr", ...) as the textual IR spells it; nullopt when absent.

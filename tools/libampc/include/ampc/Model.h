@@ -60,6 +60,11 @@ struct TrainSettings {
   std::optional<int64_t> evalEvery;
   /// The model's progress interval (`train.log_every`), as `ampc` uses it.
   std::optional<int64_t> logEvery;
+  /// `train.recompute`: "none", or "cheap" (forward values the backward
+  /// reads that elementwise ops and views make from values live anyway
+  /// are computed again there instead of kept; same results, bit for bit;
+  /// docs/runtime.md).
+  std::optional<std::string> recompute;
 };
 
 /// The model's training data (`train.data`) as a training run sees it.

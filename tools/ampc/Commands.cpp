@@ -84,7 +84,9 @@ int runPlan(const api::Model &m, const Options &opts) {
   }
   if (std::string c = program->collectives(); !c.empty())
     out() << c << " (the plan is each rank's)\n";
-  if (opts.recompute == "cheap") {
+  // Recomputation changes the training step only (the forward graph has
+  // no backward to recompute for).
+  if (opts.recompute == "cheap" && m.rewrittenStage() == api::Stage::Train && !m.asWritten()) {
     // The same model without recomputation, for the difference it makes.
     Options without = opts;
     without.recompute = "none";

@@ -1,6 +1,7 @@
 //===- TrainCommand.cpp - `ampc model.yaml`: train per the model file -----===//
 #include "Driver.h"
 
+#include <algorithm>
 #include <unistd.h>
 
 namespace ampc::cli {
@@ -91,6 +92,12 @@ int runTraining(api::Model &m, const Options &opts) {
   out() << ")\n";
   if (std::string c = run.program->collectives(); !c.empty())
     out() << c << "\n";
+  if (std::optional<std::string> values = m.graph().meta("train.recompute.values")) {
+    size_t count = 1 + std::count(values->begin(), values->end(), ',');
+    out() << "recompute cheap: " << count << " forward value" << (count == 1 ? "" : "s")
+          << " computed again for the backward instead of kept (ampc plan --recompute cheap "
+             "shows the memory saved)\n";
+  }
 
   if (!opts.resume.empty())
     if (api::Status s = run.program->loadCheckpoint(opts.resume); !s) {

@@ -183,15 +183,20 @@ private:
 
 } // namespace
 
+bool isRecomputeMode(llvm::StringRef mode) { return mode == "none" || mode == "cheap"; }
+
+std::string recomputeModeError(llvm::StringRef mode) {
+  return "recompute must be none or cheap, got '" + mode.str() + "'";
+}
+
 PassResult RecomputePass::run(Graph &g, PassContext &ctx) {
   std::string mode = metaString(g, "train.recompute", "none");
-  if (mode == "none")
-    return PassResult::Unchanged;
-  if (mode != "cheap") {
-    ctx.diag.error(g.metaLocation("train.recompute"),
-                   "train.recompute must be none or cheap, got '" + mode + "'");
+  if (!isRecomputeMode(mode)) {
+    ctx.diag.error(g.metaLocation("train.recompute"), "train." + recomputeModeError(mode));
     return PassResult::Failed;
   }
+  if (mode == "none")
+    return PassResult::Unchanged;
   std::vector<std::string> names = Recomputer(g).run();
   if (names.empty())
     return PassResult::Unchanged;

@@ -25,6 +25,11 @@ namespace ampc {
 /// (each clone's result is the value's name with ".recomputed").
 /// `none` (the default) leaves the graph unchanged. Runs after every pass
 /// that adds backward readers (loss-scale, ema, cast-optimize), before dce.
+/// The values train.recompute takes ("none", "cheap"), and the error for
+/// another: "recompute must be none or cheap, got 'x'".
+bool isRecomputeMode(llvm::StringRef mode);
+std::string recomputeModeError(llvm::StringRef mode);
+
 class RecomputePass : public Pass {
 public:
   /// Nodes one recomputation may clone: the value's producer and the

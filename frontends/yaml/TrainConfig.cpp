@@ -800,15 +800,11 @@ bool readTrain(Reader &r, const Bound &node, const Graph &g, AttrMap &meta) {
   if (const MapEntry *schedule = findEntry(args, "schedule"))
     if (!readOptimizerSchedule(r, *schedule, meta))
       return false;
-  // Cheap forward values recomputed for the backward (passes/Recompute.h).
-  if (const MapEntry *recompute = findEntry(args, "recompute")) {
-    std::string value;
-    if (!r.readString(recompute->value, "'recompute'", value))
-      return false;
-    if (value != "none" && value != "cheap")
-      return r.error(recompute->value, "'recompute' must be none or cheap, got '" + value + "'");
-    meta["train.recompute"] = Attribute(value);
-  }
+  // Cheap forward values recomputed for the backward (passes/Recompute.h);
+  // only when given, so that other models' meta stays as it was.
+  if (findEntry(args, "recompute") &&
+      !readChoice(r, args, "recompute", {"none", "cheap"}, "train", meta))
+    return false;
   if (const MapEntry *policy = findEntry(args, "non_finite_data")) {
     std::string value;
     if (!r.readString(policy->value, "'non_finite_data'", value))

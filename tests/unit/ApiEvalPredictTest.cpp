@@ -30,13 +30,14 @@ const std::string kModel = std::string(AMPC_SOURCE_DIR) + "/tests/lit/cli/Inputs
 const std::string kInputs = std::string(AMPC_SOURCE_DIR) + "/tests/lit/cli/Inputs/";
 
 /// tiny-bn trained a few steps (so its running statistics are not the
-/// initial ones), compiled at batch `batch`.
+/// initial ones), compiled at batch `batch` on `device`.
 struct Trained {
   Model model;
   Program program;
 };
 
-Trained trainedAt(std::optional<int64_t> batch, const std::string &checkpoint) {
+Trained trainedAt(std::optional<int64_t> batch, const std::string &checkpoint,
+                  const std::string &device = "cpu-ref") {
   LoadOptions load;
   load.batch = batch;
   Result<Model> m = Model::loadFile(kModel, load);
@@ -45,7 +46,7 @@ Trained trainedAt(std::optional<int64_t> batch, const std::string &checkpoint) {
   p.stage = Stage::Train;
   EXPECT_TRUE(m->rewrite(p).ok());
   CompileOptions c;
-  c.device = "cpu-ref";
+  c.device = device;
   Result<Program> prog = Program::compile(*m, c);
   EXPECT_TRUE(prog.ok()) << prog.status().message();
   return Trained{std::move(*m), std::move(*prog)};
@@ -128,17 +129,8 @@ TEST(ApiEvalPredict, EverySampleCountsAndOneSamplePredictsAsInABatch) {
 // device's evaluation and prediction give the same results as a fixed
 // team and leave the team as they found it.
 TEST(ApiEvalPredict, AnAdaptingTeamGivesTheFixedTeamsResultsAndIsRestored) {
-  LoadOptions load;
-  load.batch = 4;
-  Result<Model> m = Model::loadFile(kModel, load);
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  PipelineOptions p;
-  p.stage = Stage::Train;
-  ASSERT_TRUE(m->rewrite(p).ok());
-  CompileOptions c;
-  c.device = "cpu";
-  Result<Program> prog = Program::compile(*m, c);
-  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  Trained t = trainedAt(4, "", "cpu");
+  Program *prog = &t.program;
   int before = threads();
   setThreads(2);
   DataSpec data;

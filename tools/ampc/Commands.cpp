@@ -56,6 +56,16 @@ std::optional<api::Program> compileProgram(const api::Model &m, const std::strin
   return std::move(*program);
 }
 
+std::string heldByKernelsRow(uint64_t held) {
+  if (!held)
+    return "";
+  // Not in the arenas, but memory the run holds all the same.
+  char row[128];
+  std::snprintf(row, sizeof row, "  %-32s %14llu B  %10.2f MiB\n", "held by kernels (not planned)",
+                static_cast<unsigned long long>(held), double(held) / 1048576.0);
+  return row;
+}
+
 /// `ampc plan`: the memory plan's table, before anything runs.
 int runPlan(const api::Model &m, const Options &opts) {
   std::optional<api::DeviceChoice> device = selectDevice(opts);
@@ -73,15 +83,7 @@ int runPlan(const api::Model &m, const Options &opts) {
     return failureCode;
   out() << "model " << m.name() << ", opt level " << optLevelOf(m) << ", "
         << program->numScheduledOps() << " scheduled ops on " << program->device() << "\n";
-  out() << program->memoryPlan();
-  if (uint64_t held = program->kernelHeldBytes()) {
-    // Not in the arenas, but memory the run holds all the same.
-    char row[128];
-    std::snprintf(row, sizeof row, "  %-32s %14llu B  %10.2f MiB\n",
-                  "held by kernels (not planned)", static_cast<unsigned long long>(held),
-                  double(held) / 1048576.0);
-    out() << row;
-  }
+  out() << program->memoryPlan() << heldByKernelsRow(program->kernelHeldBytes());
   if (std::string c = program->collectives(); !c.empty())
     out() << c << " (the plan is each rank's)\n";
   // Recomputation changes the training step only (the forward graph has

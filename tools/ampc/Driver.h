@@ -153,6 +153,9 @@ api::Result<api::Model> loadModelQuietly(const Options &opts);
 bool checkGraphFileOptions(const api::Model &m, const Options &opts);
 
 int runPlan(const api::Model &m, const Options &opts);
+/// The plan table's row for memory kernels hold outside the arenas; ""
+/// when they hold none.
+std::string heldByKernelsRow(uint64_t held);
 /// `ampc plan --max-batch`: the largest batch whose plan fits, per level.
 int runMaxBatch(const Options &opts);
 int runForward(api::Model &m, const Options &opts);

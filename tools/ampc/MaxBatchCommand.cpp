@@ -147,15 +147,7 @@ int runMaxBatch(const Options &opts) {
           << r.plan.scheduledOps << " scheduled ops:\n";
     if (!r.unbuildable.empty())
       out() << "  batch " << r.batch + 1 << " cannot be built: " << r.unbuildable << "\n";
-    out() << r.plan.table;
-    if (r.plan.kernelHeldBytes) {
-      char held[128];
-      std::snprintf(held, sizeof held, "  %-32s %14llu B  %10.2f MiB\n",
-                    "held by kernels (not planned)",
-                    static_cast<unsigned long long>(r.plan.kernelHeldBytes),
-                    double(r.plan.kernelHeldBytes) / 1048576.0);
-      out() << held;
-    }
+    out() << r.plan.table << heldByKernelsRow(r.plan.kernelHeldBytes);
   }
   return code;
 }

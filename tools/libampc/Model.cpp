@@ -12,6 +12,7 @@
 #include "passes/EvalMode.h"
 #include "passes/PassManager.h"
 #include "passes/PrecisionPolicy.h"
+#include "passes/Recompute.h"
 #include "passes/StandardPipeline.h"
 #include "passes/WidenToF64.h"
 #include "runtime/Backend.h"
@@ -276,8 +277,8 @@ Status Model::setTrainSettings(const TrainSettings &settings) {
     meta["train.log_every"] = Attribute(*settings.logEvery);
   }
   if (settings.recompute) {
-    if (*settings.recompute != "none" && *settings.recompute != "cheap")
-      return Status::error("recompute must be none or cheap, got '" + *settings.recompute + "'");
+    if (!isRecomputeMode(*settings.recompute))
+      return Status::error(recomputeModeError(*settings.recompute));
     meta["train.recompute"] = Attribute(*settings.recompute);
   }
   return {};
